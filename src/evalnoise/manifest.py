@@ -272,6 +272,7 @@ def build_manifest(
     backend: str | None = None,
     secret_env: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
+    machine: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The provenance record of one run, as a JSON-ready dict with secrets scrubbed.
 
@@ -291,7 +292,11 @@ def build_manifest(
     secret_env : names of environment variables holding secrets; their values (and those of
         every variable whose name looks like a credential) are scrubbed from the manifest.
     environ : the environment to read secrets from (default ``os.environ``).
+    machine : the machine and model runtime (:func:`evalnoise.machine.machine_info`);
+        None → read from this machine.
     """
+    from evalnoise.machine import machine_info
+
     check_config_secrets(config)
     root_path = Path(root)
     cfg = jsonable(dict(config))
@@ -323,6 +328,7 @@ def build_manifest(
             "cpu_count": os.cpu_count(),
             "executable": sys.executable,
         },
+        "machine": dict(machine) if machine is not None else machine_info(),
         "backend": backend,
         "started_at": _utc(started_at, "started_at"),
         "ended_at": _utc(ended_at, "ended_at"),

@@ -5,8 +5,9 @@
     server on 127.0.0.1); the trial runs with ``network: host``. Image: base + the agent.
 ``local``
     The model is loaded *inside* the trial container: the image holds llama-cpp-python
-    (the host venv's installed files of ``llama_cpp_python`` and its runtime dependencies,
-    copied as ``pip install --target`` would lay them out) and the GGUF; the base image
+    (``pip install --target`` of the portable llama-cpp-python wheel built for the declared
+    CPU baseline, see :mod:`evalnoise.models.runtime`, and of its runtime requirements — never
+    the host venv's compiled files) and the GGUF; the base image
     supplies ``libgomp1``. The container's memory then depends on the context length
     (``AGENT_N_CTX``) and the conversation, so a tight hard limit really OOM-kills trials.
     Image: base → ``evalnoise-llama-runtime`` → the agent; no network needed.
@@ -23,6 +24,7 @@ import hashlib
 import importlib.metadata
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -107,23 +109,35 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def stage_llama_runtime_context(
-    dest: str | os.PathLike[str], *, model_path: str | os.PathLike[str] | None = None
+    dest: str | os.PathLike[str],
+    *,
+    model_path: str | os.PathLike[str] | None = None,
+    wheel: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Stage the llama runtime: ``site-packages/`` (llama_cpp and its runtime dependencies,
-    from this interpreter's installed distributions), ``model.gguf`` and the Dockerfile."""
+    """Stage the llama runtime: ``site-packages/``, ``model.gguf`` and the Dockerfile.
+
+    ``site-packages/`` is a fresh ``pip install --target`` of the *portable* llama-cpp-python
+    wheel (:func:`evalnoise.models.runtime.portable_wheel`, built for the declared CPU
+    baseline) and of its pure-Python/manylinux runtime requirements at the versions this
+    interpreter has. Nothing is copied from the host venv: its compiled files may carry the
+    build machine's instruction set.
+    """
+    from evalnoise.models.runtime import portable_wheel
+
     dest = Path(dest)
     site = dest / "site-packages"
     site.mkdir(parents=True, exist_ok=True)
-    for name in LLAMA_RUNTIME_DISTRIBUTIONS:
-        dist = importlib.metadata.distribution(name)
-        for entry in dist.files or ():
-            parts = Path(entry).parts
-            # files inside site-packages only; no bytecode, no test suites
-            if parts[0] == ".." or "__pycache__" in parts or "tests" in parts:
-                continue
-            source = Path(dist.locate_file(entry))
-            if source.is_file():
-                _link_or_copy(source, site / entry)
+    wheel = Path(wheel) if wheel else portable_wheel()
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    pip += ["--no-compile", "--no-warn-script-location", "--target", str(site)]
+    requirements = [
+        f"{name}=={importlib.metadata.version(name)}" for name in LLAMA_RUNTIME_DISTRIBUTIONS[1:]
+    ]
+    subprocess.run([*pip, "--no-deps", str(wheel)], check=True)
+    # binary wheels from the index only: never a build on (and for) this machine
+    subprocess.run([*pip, "--no-deps", "--only-binary=:all:", *requirements], check=True)
+    for junk in site.glob("*.dist-info/direct_url.json"):
+        junk.unlink()  # names the wheelhouse path of this machine: not part of the image
     model = Path(model_path) if model_path else default_model_path()
     _link_or_copy(model, dest / "model.gguf")
     shutil.copy2(agents_dir() / "llama_runtime" / "Dockerfile", dest / "Dockerfile")
