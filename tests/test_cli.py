@@ -20,10 +20,12 @@ ANALYZE_KEYS = [
     "n_tasks",
     "n_obs",
     "mean",
+    "mean_pooled",
     "se_naive",
     "se_clustered",
     "ci_low",
     "ci_high",
+    "ci_method",
     "design_effect",
     "icc",
     "icc_ci_low",
@@ -91,6 +93,8 @@ def test_analyze_json_has_exactly_the_promised_keys(capsys):
         assert g["n_obs"] == len(part) == 250
         assert g["n_tasks"] == 50
         assert g["mean"] == pytest.approx(part["correct"].mean(), abs=1e-12)
+        assert g["mean_pooled"] == g["mean"]  # balanced: 5 trials of each task
+        assert g["ci_method"] == "clustered"
         assert g["ci_low"] < g["mean"] < g["ci_high"]
         assert g["icc_ci_low"] <= g["icc"] <= g["icc_ci_high"]
         assert g["df1"] == 49 and g["df2"] == 200 and g["n0"] == pytest.approx(5)

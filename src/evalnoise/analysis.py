@@ -20,16 +20,24 @@ from evalnoise.stats.icc import ICCResult
 
 
 def group_record(group: str, acc: AccuracyResult, icc: ICCResult) -> dict[str, Any]:
-    """One group's numbers, with exactly the keys ``evalnoise analyze --json`` promises."""
+    """One group's numbers, with exactly the keys ``evalnoise analyze --json`` promises.
+
+    ``mean`` is the mean of the task means (each task weighs 1), ``mean_pooled`` the mean
+    over all trials (paper eq. 2; equal for a balanced design); ``ci_method`` says whether
+    ``ci_low``/``ci_high`` are the clustered interval or the Wilson fallback used when every
+    task mean is equal (see :func:`evalnoise.stats.accuracy`).
+    """
     return {
         "group": group,
         "n_tasks": acc.n_tasks,
         "n_obs": acc.n_obs,
         "mean": acc.mean,
+        "mean_pooled": acc.mean_pooled,
         "se_naive": acc.se_naive,
         "se_clustered": acc.se_clustered,
         "ci_low": acc.ci_low,
         "ci_high": acc.ci_high,
+        "ci_method": acc.ci_method,
         "design_effect": acc.design_effect,
         "icc": icc.icc,
         "icc_ci_low": icc.ci_low,

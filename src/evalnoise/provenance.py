@@ -3,70 +3,50 @@
 Snakemake cannot see changes inside an imported package, so rules whose meaning depends on
 package code carry ``params: code_version=code_version("<component>")``: editing a module
 of that component changes the param and reruns exactly the rules it invalidates.
+
+Which modules a component (an area: the kind of rule) depends on is not listed here: it is
+derived by :mod:`evalnoise.pipeline.dependencies` from the scripts of the rules that carry
+``code_version(component)``, following their imports — the same declaration ``dvc.yaml``'s
+deps are written from.
 """
 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+from typing import Any
 
-_PACKAGE = Path(__file__).resolve().parent
+from evalnoise.pipeline import dependencies
 
-#: Which package files each pipeline component's meaning depends on.
-COMPONENTS: dict[str, tuple[str, ...]] = {
-    "analysis": (
-        "stats",
-        "analysis.py",
-        "tables.py",
-        "runner/policy.py",
-        "pipeline/collect.py",
-        "pipeline/stages.py",
-    ),
-    "tasks": ("tasks", "schema.py", "pipeline/sampling.py"),
-    "images": ("runner/images.py", "pipeline/images.py", "pipeline/settings.py"),
-    "runner": (
-        "runner/contract.py",
-        "runner/docker_backend.py",
-        "runner/local_backend.py",
-        "runner/policy.py",
-        "runner/resources.py",
-        "runner/seeds.py",
-        "runner/shard.py",
-        "runner/trial.py",
-        "schema.py",
-        "models/server.py",
-        "pipeline/shards.py",
-        "pipeline/settings.py",
-    ),
-    "scorers": (
-        "scorers",
-        "schema.py",
-        "models/client.py",
-        "models/server.py",
-        "pipeline/shards.py",
-    ),
-    "imported": ("pipeline/imported.py", "tables.py", "schema.py", "scorers/score_table.py"),
-    "manifest": ("manifest.py", "pipeline/outputs.py"),
-    "report": ("report", "analysis.py", "formatting.py", "pipeline/outputs.py"),
-}
+__all__ = ["code_version", "component_files"]  # and COMPONENTS, derived on access
 
 
-def _files(entry: str) -> list[Path]:
-    path = _PACKAGE / entry
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*.py") if "__pycache__" not in p.parts)
-    return [path]
+def component_files(component: str) -> list[str]:
+    """The package files ``code_version(component)`` hashes, relative to the checkout."""
+    return dependencies.area_modules(component)
 
 
 def code_version(component: str) -> str:
-    """SHA-256 (first 16 hex digits) over the relative paths and bytes of a component's files."""
-    if component not in COMPONENTS:
-        raise KeyError(f"unknown component {component!r}; known: {', '.join(COMPONENTS)}")
+    """SHA-256 (first 16 hex digits) over the paths (relative to the package) and bytes of
+    the package modules the component's scripts import (``dependencies.area_modules``).
+    A component no rule with a script carries is a ``KeyError``."""
+    root = dependencies.ROOT
+    package = root / "src" / dependencies.PACKAGE
     digest = hashlib.sha256()
-    for entry in COMPONENTS[component]:
-        for path in _files(entry):
-            digest.update(str(path.relative_to(_PACKAGE)).encode())
-            digest.update(b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+    for rel in component_files(component):
+        path = root / rel
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
     return digest.hexdigest()[:16]
+
+
+def __getattr__(name: str) -> Any:
+    # COMPONENTS: component → the package files it depends on (derived on each access).
+    if name == "COMPONENTS":
+        return {
+            area: tuple(component_files(area))
+            for area, scripts in dependencies.areas().items()
+            if scripts
+        }
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

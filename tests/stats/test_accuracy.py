@@ -9,9 +9,11 @@ import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from evalnoise.stats.accuracy import accuracy
 from evalnoise.stats.icc import icc_oneway
+from evalnoise.stats.paired import paired_difference
 
 
 def _unbalanced(rng, n_tasks=30, binary=True):
@@ -31,6 +33,30 @@ def _statsmodels_cluster(scores, tasks, use_t=False):
     return sm.OLS(scores, np.ones_like(scores)).fit(
         cov_type="cluster", cov_kwds={"groups": codes}, use_t=use_t
     )
+
+
+def _statsmodels_cluster_wls(scores, tasks, use_t=False):
+    """Intercept-only WLS with weights 1/T_g: its estimate is the mean of the task means."""
+    codes = pd.factorize(tasks)[0]
+    weights = 1.0 / np.bincount(codes)[codes]
+    return sm.WLS(scores, np.ones_like(scores), weights=weights).fit(
+        cov_type="cluster", cov_kwds={"groups": codes}, use_t=use_t
+    )
+
+
+def _task_means(scores, tasks):
+    codes = pd.factorize(tasks)[0]
+    return np.bincount(codes, weights=scores) / np.bincount(codes)
+
+
+def _balanced(rng, n_tasks=30, trials=5, binary=True):
+    tasks = np.repeat(np.arange(n_tasks), trials)
+    p = rng.beta(0.7, 0.7, n_tasks)[tasks]
+    scores = (rng.random(tasks.size) < p).astype(float)
+    if not binary:
+        scores = np.clip(p + rng.normal(0, 0.2, tasks.size), 0, 1)
+    order = rng.permutation(tasks.size)
+    return scores[order], np.array([f"task-{t}" for t in tasks])[order]
 
 
 def _inspect_ai_loop(scores, tasks):
@@ -60,30 +86,89 @@ def test_naive_se_partial_credit_uses_population_sd():
     rng = np.random.default_rng(0)
     y = rng.random(37)
     tasks = rng.integers(0, 6, 37)
-    assert accuracy(y, tasks).se_naive == pytest.approx(np.std(y) / np.sqrt(37), rel=1e-12)
+    # 37 trials over 6 tasks cannot be balanced: eq. 3 about the pooled mean is
+    # se_naive_pooled; se_naive is the same population SD with every task weighing equally.
+    res = accuracy(y, tasks)
+    assert res.se_naive_pooled == pytest.approx(np.std(y) / np.sqrt(37), rel=1e-12)
+    counts = np.bincount(tasks)
+    w = (37 / (counts.size * counts))[tasks]
+    mu = _task_means(y, tasks).mean()
+    assert res.mean == pytest.approx(mu, rel=1e-12)
+    assert res.se_naive == pytest.approx(np.sqrt(np.sum(w * (y - mu) ** 2) / 37**2), rel=1e-12)
+    # Balanced: both are np.std(y) / sqrt(N), exactly.
+    tasks = np.repeat(np.arange(6), 6)
+    y = rng.random(36)
+    res = accuracy(y, tasks)
+    assert res.se_naive == res.se_naive_pooled == pytest.approx(np.std(y) / 6, rel=1e-12)
+
+
+def test_naive_se_binary_unbalanced_is_eq3_on_the_mean_of_task_means():
+    rng = np.random.default_rng(10)
+    y, tasks = _unbalanced(rng)
+    res = accuracy(y, tasks)
+    mu = _task_means(y, tasks).mean()
+    assert res.se_naive == pytest.approx(np.sqrt(mu * (1 - mu) / y.size), rel=1e-12)
+    p = y.mean()
+    assert res.se_naive_pooled == pytest.approx(np.sqrt(p * (1 - p) / y.size), rel=1e-12)
 
 
 @pytest.mark.parametrize("binary", [True, False])
 def test_cr1_matches_statsmodels_cluster_ols(binary):
+    # Balanced: the mean of task means is the pooled mean, and CR1 is OLS's clustered SE.
     rng = np.random.default_rng(1 if binary else 2)
-    y, tasks = _unbalanced(rng, binary=binary)
+    y, tasks = _balanced(rng, binary=binary)
     ref = _statsmodels_cluster(y, tasks)
     res = accuracy(y, tasks)
     # statsmodels' factor G/(G−1)·(N−1)/(N−K) is exactly CR1's G/(G−1) with K = 1.
+    assert res.mean == res.mean_pooled == pytest.approx(ref.params[0], rel=1e-12)
     assert res.se_clustered == pytest.approx(ref.bse[0], rel=1e-10)
     low, high = ref.conf_int(0.05)[0]
     assert (res.ci_low, res.ci_high) == pytest.approx((low, high), rel=1e-10)
     assert res.se_clustered == pytest.approx(_inspect_ai_loop(y, tasks), rel=1e-10)
 
 
+@pytest.mark.parametrize("binary", [True, False])
+def test_cr1_unbalanced_matches_statsmodels_and_task_mean_references(binary):
+    rng = np.random.default_rng(1 if binary else 2)
+    y, tasks = _unbalanced(rng, binary=binary)
+    res = accuracy(y, tasks)
+    means = _task_means(y, tasks)
+    g = means.size
+    # 1. the estimand: the mean of the task means; the pooled mean (eq. 2) kept apart.
+    assert res.mean == pytest.approx(means.mean(), rel=1e-12)
+    assert res.mean_pooled == pytest.approx(y.mean(), rel=1e-12)
+    assert res.mean_pooled == pytest.approx(_statsmodels_cluster(y, tasks).params[0])
+    # 2. by hand: the SE of a mean of G independent task means (inspect_ai's stderr()).
+    by_hand = np.sqrt(np.sum((means - means.mean()) ** 2) / (g * (g - 1)))
+    assert res.se_clustered == pytest.approx(by_hand, rel=1e-12)
+    assert res.se_clustered == pytest.approx(np.std(means, ddof=1) / np.sqrt(g), rel=1e-12)
+    # 3. statsmodels OLS of the task means on a constant (classical SE).
+    ols = sm.OLS(means, np.ones(g)).fit()
+    assert res.se_clustered == pytest.approx(ols.bse[0], rel=1e-10)
+    # 4. statsmodels trial-level WLS (weights 1/T_g) with task-clustered CR1 covariance.
+    wls = _statsmodels_cluster_wls(y, tasks)
+    assert res.mean == pytest.approx(wls.params[0], rel=1e-12)
+    assert res.se_clustered == pytest.approx(wls.bse[0], rel=1e-10)
+    low, high = wls.conf_int(0.05)[0]
+    assert (res.ci_low, res.ci_high) == pytest.approx((low, high), rel=1e-10)
+    assert res.ci_method == "clustered"
+    # 5. the paper's between-query SE (eq. 11), as icc_oneway computes it, on any design.
+    assert res.se_clustered == pytest.approx(icc_oneway(y, tasks).between_query_se, rel=1e-12)
+
+
 def test_t_quantile_matches_statsmodels_use_t():
+    # Unbalanced: the reference is the weighted (1/T_g) regression, whose estimate is the
+    # mean of task means (for a balanced design it is the OLS one; see above).
     rng = np.random.default_rng(3)
     y, tasks = _unbalanced(rng, n_tasks=12)
-    ref = _statsmodels_cluster(y, tasks, use_t=True)
+    ref = _statsmodels_cluster_wls(y, tasks, use_t=True)
     res = accuracy(y, tasks, quantile="t", confidence=0.9)
     low, high = ref.conf_int(0.1)[0]
     assert (res.ci_low, res.ci_high) == pytest.approx((low, high), rel=1e-10)
     assert res.df == 11
+    means = _task_means(y, tasks)
+    ols = sm.OLS(means, np.ones(means.size)).fit()
+    assert (res.ci_low, res.ci_high) == pytest.approx(tuple(ols.conf_int(0.1)[0]), rel=1e-10)
 
 
 def test_miller_is_uncorrected_cr1():
@@ -93,7 +178,15 @@ def test_miller_is_uncorrected_cr1():
     cr1 = accuracy(y, tasks).se_clustered
     miller = accuracy(y, tasks, cluster_se="miller")
     assert miller.se_clustered == pytest.approx(cr1 * np.sqrt((g - 1) / g), rel=1e-12)
-    # Miller (2024) eq. 4: SE_CLT² + (1/n²) Σ_c Σ_i Σ_{j≠i} (s_i − s̄)(s_j − s̄).
+    # Unbalanced: Miller's SE_CLT on the G task means (population SD), = HC0 on them.
+    means = _task_means(y, tasks)
+    assert miller.se_clustered == pytest.approx(np.std(means) / np.sqrt(g), rel=1e-12)
+    hc0 = sm.OLS(means, np.ones(g)).fit(cov_type="HC0")
+    assert miller.se_clustered == pytest.approx(hc0.bse[0], rel=1e-10)
+    # Balanced: Miller (2024) eq. 4 on the trials,
+    # SE_CLT² + (1/n²) Σ_c Σ_i Σ_{j≠i} (s_i − s̄)(s_j − s̄).
+    y, tasks = _balanced(rng, n_tasks=9, trials=4)
+    miller = accuracy(y, tasks, cluster_se="miller")
     d = y - y.mean()
     cross = sum(
         np.outer(d[tasks == t], d[tasks == t]).sum() - (d[tasks == t] ** 2).sum()
@@ -163,9 +256,15 @@ def test_all_equal_scores():
     res = accuracy(np.ones(12), np.repeat(np.arange(4), 3))
     assert res.mean == 1.0
     assert res.se_naive == 0.0 and res.se_clustered == 0.0
-    assert (res.ci_low, res.ci_high) == (1.0, 1.0)
+    # Not the point [1, 1]: the Wilson interval on n_eff = G = 4 tasks.
+    low, high = proportion_confint(4, 4, alpha=0.05, method="wilson")
+    assert (res.ci_low, res.ci_high) == pytest.approx((low, high), abs=1e-12)
+    assert res.ci_high == 1.0 and res.ci_low < 1.0
+    assert res.ci_method == "wilson_effective_n"
+    assert (res.ci_naive_low, res.ci_naive_high) == (1.0, 1.0)  # eq. 4 as printed
     assert np.isnan(res.design_effect)
     assert any("every score is equal" in w for w in res.warnings)
+    assert any("n_eff = G = 4" in w for w in res.warnings)
     # Values that do not sum exactly in floating point must give exact zeros too.
     res = accuracy(np.full(9, 0.1), np.repeat(np.arange(3), 3))
     assert res.se_naive == 0.0 and res.se_clustered == 0.0
@@ -258,3 +357,133 @@ def test_intervals_are_truncated_to_the_unit_interval_with_a_warning():
     assert any("truncated" in w for w in res.warnings)
     inside = accuracy(np.array([0, 1, 1, 0, 1, 0], dtype=float), np.array(list("aabbcc")))
     assert not any("truncated" in w for w in inside.warnings)
+
+
+# --- The headline estimand: the mean of task means ----------------------------------------
+
+
+def test_balanced_designs_give_identical_mean_and_naive_se(gpqa_excerpt):
+    # Balanced: every weight N/(G·T_g) is exactly 1, so the task-mean estimator and its naive
+    # SE are the pooled ones bit for bit (the reference tests above pin the values).
+    for _, df in gpqa_excerpt.groupby("model_id"):
+        res = accuracy(df["score"].to_numpy(), df["item_id"].to_numpy())
+        assert res.mean == res.mean_pooled
+        assert res.se_naive == res.se_naive_pooled
+    rng = np.random.default_rng(11)
+    y, tasks = _balanced(rng, n_tasks=17, trials=7, binary=False)
+    res = accuracy(y, tasks)
+    assert res.mean == res.mean_pooled == pytest.approx(y.mean(), rel=1e-12)
+    assert res.se_naive == res.se_naive_pooled == np.sqrt(np.var(y) / y.size)
+
+
+def test_inspect_style_log_with_excluded_errors():
+    # 5 samples × 4 epochs, 5 trials lost to infrastructure errors: T_g = 3, 4, 2, 3, 3 and
+    # 1, 1, 1, 0, 0 correct. Inspect reduces epochs per sample (mean) and averages samples:
+    # 0.2167; the pooled eq. 2 gives 3/15 = 0.200 — the two numbers seen on a real log.
+    tasks = np.repeat(list("abcde"), [3, 4, 2, 3, 3])
+    y = np.array([1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], dtype=float)
+    res = accuracy(y, tasks)
+    assert res.mean == pytest.approx(13 / 60, rel=1e-12)
+    assert round(res.mean, 4) == 0.2167
+    assert res.mean_pooled == pytest.approx(0.2, rel=1e-12)
+    means = np.array([1 / 3, 1 / 4, 1 / 2, 0, 0])
+    # inspect_ai's stderr(): np.std(reduced scores, ddof=1) / sqrt(n).
+    assert res.se_clustered == pytest.approx(np.std(means, ddof=1) / np.sqrt(5), rel=1e-12)
+    # compare() reports the same mean per agent.
+    other = np.zeros_like(y)
+    pd_res = paired_difference(y, tasks, other, tasks)
+    assert pd_res.mean_a == pytest.approx(res.mean, rel=1e-12)
+
+
+def test_coverage_on_an_unbalanced_design_with_informative_trial_loss():
+    # 60 tasks, p_g ~ Beta(2, 3) (benchmark score 0.4), and hard tasks lose more trials
+    # (T_g = 1 + Binomial(7, p_g)), as when infra errors are excluded. The 95% interval of
+    # the mean of task means covers 0.4 at its nominal rate; the pooled mean, which
+    # overweights easy tasks, does not.
+    rng = np.random.default_rng(20251)
+    n_tasks, reps, a, b = 60, 2000, 2.0, 3.0
+    target = a / (a + b)
+    covered = covered_pooled = 0
+    for _ in range(reps):
+        p = rng.beta(a, b, n_tasks)
+        counts = 1 + rng.binomial(7, p)
+        tasks = np.repeat(np.arange(n_tasks), counts)
+        y = (rng.random(tasks.size) < p[tasks]).astype(float)
+        res = accuracy(y, tasks)
+        covered += res.ci_low <= target <= res.ci_high
+        # The former estimator: pooled mean ± z · its CR1 SE (statsmodels' OLS cluster SE).
+        e = np.bincount(tasks, weights=y - res.mean_pooled)
+        se_pooled = np.sqrt(n_tasks / (n_tasks - 1) * (e @ e)) / y.size
+        covered_pooled += abs(res.mean_pooled - target) <= 1.959963984540054 * se_pooled
+    assert 0.93 <= covered / reps <= 0.97
+    assert covered_pooled / reps < 0.8
+
+
+# --- Non-degenerate intervals when every task mean is equal --------------------------------
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0])
+@pytest.mark.parametrize("kwargs", [{}, {"cluster_se": "miller"}, {"quantile": "t"}])
+def test_all_zero_or_all_one_group_gets_wilson_on_n_tasks(value, kwargs):
+    tasks = np.repeat(np.arange(7), [1, 2, 5, 3, 3, 8, 2])
+    res = accuracy(np.full(tasks.size, value), tasks, **kwargs)
+    k = int(7 * value)
+    low, high = proportion_confint(k, 7, alpha=0.05, method="wilson")
+    assert res.mean == value and res.se_clustered == 0.0
+    assert (res.ci_low, res.ci_high) == pytest.approx((low, high), abs=1e-12)
+    assert 0.0 <= res.ci_low <= res.mean <= res.ci_high <= 1.0 and res.ci_low < res.ci_high
+    assert res.ci_method == "wilson_effective_n"
+    assert any("Wilson" in w for w in res.warnings)
+
+
+def test_equal_task_means_without_equal_scores():
+    # Every task scores 1/2: the clustered SE is 0, the design effect has no estimate.
+    y = np.array([1, 0, 0, 1, 1, 0, 1, 0], dtype=float)
+    tasks = np.array([0, 0, 1, 1, 2, 2, 2, 2])
+    res = accuracy(y, tasks, confidence=0.9)
+    assert res.mean == 0.5 and res.se_clustered == 0.0 and res.se_naive > 0
+    assert np.isnan(res.design_effect)
+    low, high = proportion_confint(1.5, 3, alpha=0.1, method="wilson")
+    assert (res.ci_low, res.ci_high) == pytest.approx((low, high), abs=1e-12)
+    assert res.ci_method == "wilson_effective_n"
+    assert any("same mean score" in w for w in res.warnings)
+    # Not-quite-equal task means keep the clustered interval.
+    y[-1] = 1.0
+    assert accuracy(y, tasks).ci_method == "clustered"
+
+
+def test_one_task_all_zero_stays_nan():
+    res = accuracy(np.zeros(4), np.zeros(4))
+    assert np.isnan(res.ci_low) and res.ci_method == "clustered"
+
+
+@st.composite
+def _binary_designs(draw):
+    n_tasks = draw(st.integers(2, 8))
+    trials = draw(st.lists(st.integers(1, 6), min_size=n_tasks, max_size=n_tasks))
+    p = draw(st.sampled_from([0.0, 0.1, 0.5, 0.9, 1.0]))
+    scores = draw(
+        st.lists(
+            st.sampled_from([0.0, 1.0]) if 0 < p < 1 else st.just(p),
+            min_size=sum(trials),
+            max_size=sum(trials),
+        )
+    )
+    return np.array(scores), np.repeat(np.arange(n_tasks), trials)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    _binary_designs(),
+    st.sampled_from(["cr1", "miller"]),
+    st.sampled_from(["normal", "t"]),
+    st.sampled_from([0.8, 0.95, 0.99]),
+)
+def test_binary_interval_contains_the_mean_and_has_positive_width(
+    design, cluster_se, quantile, confidence
+):
+    scores, tasks = design
+    res = accuracy(scores, tasks, cluster_se=cluster_se, quantile=quantile, confidence=confidence)
+    assert res.ci_low <= res.mean <= res.ci_high
+    assert 0.0 <= res.ci_low < res.ci_high <= 1.0
+    assert 0.0 <= res.mean <= 1.0 and 0.0 <= res.mean_pooled <= 1.0

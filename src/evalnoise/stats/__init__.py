@@ -31,6 +31,7 @@ from evalnoise.stats.planning import (
     minimum_detectable_difference,
     tasks_for_icc_precision,
 )
+from evalnoise.stats.proportion import ProportionInterval, wilson_interval
 
 __all__ = [
     "AccuracyResult",
@@ -45,6 +46,7 @@ __all__ = [
     "PairedBootstrapResult",
     "PairedDifferenceResult",
     "PassKResult",
+    "ProportionInterval",
     "SampleSizeResult",
     "accuracy",
     "allocation_table",
@@ -63,4 +65,5 @@ __all__ = [
     "pass_hat_k",
     "pass_k",
     "tasks_for_icc_precision",
+    "wilson_interval",
 ]

@@ -1,0 +1,396 @@
+"""One declaration of what each stage and rule kind depends on (evalnoise.pipeline.dependencies):
+dvc.yaml's deps and code_version() both follow it, and it follows the scripts' imports."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evalnoise import provenance
+from evalnoise.pipeline import dependencies
+from evalnoise.pipeline.dependencies import (
+    ROOT,
+    STAGES,
+    area_modules,
+    areas,
+    check,
+    imported_modules,
+    main,
+    rule_problems,
+    stage_deps,
+    workflow_rules,
+    write,
+)
+
+DVC_YAML = ROOT / "dvc.yaml"
+REGENERATE = "python -m evalnoise.pipeline.dependencies --write dvc.yaml"
+AREAS = sorted(area for area, scripts in areas().items() if scripts)
+
+
+def _copy_checkout(tmp_path: Path) -> Path:
+    """What the declaration reads (package, scripts, workflow files, dvc.yaml), copied."""
+    root = tmp_path / "checkout"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for rel in ("src/evalnoise", "scripts", "rules"):
+        shutil.copytree(ROOT / rel, root / rel, ignore=ignore)
+    for rel in ("Snakefile", "dvc.yaml", "config/schemas/config.schema.yaml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, root / rel)
+    return root
+
+
+def _synced_copy(tmp_path: Path) -> Path:
+    """dvc.yaml copied and brought up to date: these tests do not depend on the checkout's
+    dvc.yaml being current (test_dvc_yaml_deps_match_the_declaration checks that)."""
+    copy = tmp_path / "dvc.yaml"
+    shutil.copy2(DVC_YAML, copy)
+    write(copy)
+    return copy
+
+
+def _dep_problems(dvc_yaml: Path) -> list[str]:
+    """check() without the rule problems (other work in progress may have some)."""
+    rules = set(rule_problems())
+    return [problem for problem in check(dvc_yaml) if problem not in rules]
+
+
+def _drop_dep(path: Path, stage: str, dep: str) -> None:
+    """Remove one dep line from one stage of a dvc.yaml (plain text, like a hand edit)."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    start = lines.index(f"  {stage}:\n")
+    index = next(i for i in range(start, len(lines)) if lines[i] == f"      - {dep}\n")
+    del lines[index]
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+# -- the checkout as it is ----------------------------------------------------------------------
+
+
+def test_dvc_yaml_deps_match_the_declaration():
+    problems = _dep_problems(DVC_YAML)
+    assert not problems, f"run `{REGENERATE}`:\n" + "\n".join(problems)
+
+
+def test_every_rule_has_an_area_and_a_stage():
+    assert rule_problems() == []
+
+
+def test_areas_are_read_from_the_rules():
+    rules = workflow_rules()
+    assert rules["run_trials"].script == "scripts/run_trials.py"
+    assert rules["run_trials"].areas == ("runner",)
+    assert rules["run_trials"].file == "rules/trials.smk"
+    assert "scripts/analyze.py" in areas()["analysis"]
+    assert set(AREAS) >= {"tasks", "images", "runner", "scorers", "analysis", "report"}
+    used = {
+        match
+        for path in (ROOT / "rules").glob("*.smk")
+        for match in re.findall(r"code_version\(\"(\w+)\"\)", path.read_text(encoding="utf-8"))
+    }
+    assert used == set(AREAS)
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_code_version_hashes_exactly_the_area_modules(area):
+    files = area_modules(area)
+    assert provenance.COMPONENTS[area] == tuple(files)
+    package = ROOT / "src" / "evalnoise"
+    digest = hashlib.sha256()
+    for rel in files:
+        digest.update((ROOT / rel).relative_to(package).as_posix().encode() + b"\0")
+        digest.update((ROOT / rel).read_bytes() + b"\0")
+    assert provenance.code_version(area) == digest.hexdigest()[:16]
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_each_stage_lists_its_rules_code_versions_and_scripts(stage):
+    """What code_version hashes for a stage's rules is in the stage's deps: Snakemake and DVC
+    see the same change."""
+    deps = set(stage_deps()[stage])
+    rules = workflow_rules()
+    for name in STAGES[stage].rules:
+        rule = rules[name]
+        assert {rule.file, rule.script} <= deps
+        for area in rule.areas:
+            assert set(area_modules(area)) <= deps
+    assert all((ROOT / dep).exists() for dep in deps if not dep.startswith("results/"))
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_static_set_covers_what_python_loads(area):
+    """Python itself, importing what the area's scripts import at top level, loads no package
+    module outside the derived set (function-local imports are checked by the tests below)."""
+    statements = [
+        ast.unparse(node)
+        for script in areas()[area]
+        for node in ast.parse((ROOT / script).read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+    probe = "\n".join(
+        [
+            *statements,
+            "import sys",
+            "for name, module in sorted(sys.modules.items()):",
+            "    if name.split('.')[0] == 'evalnoise' and getattr(module, '__file__', None):",
+            "        print(module.__file__)",
+        ]
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    loaded = {Path(p).resolve().relative_to(ROOT).as_posix() for p in result.stdout.split()}
+    assert loaded - set(area_modules(area)) == set()
+
+
+def test_a_scorer_edit_does_not_touch_the_runner():
+    """Function-level reach: run_trials needs pipeline.shards.run_trials_shard, not
+    score_shard, so the paid-for trials do not depend on the scorers (and vice versa)."""
+    runner, scorers = set(area_modules("runner")), set(area_modules("scorers"))
+    assert "src/evalnoise/pipeline/shards.py" in runner & scorers
+    assert not {m for m in runner if m.startswith("src/evalnoise/scorers/")}
+    assert "src/evalnoise/scorers/judge.py" in scorers
+    assert not {m for m in scorers if m.startswith("src/evalnoise/runner/")}
+    analysis = set(area_modules("analysis"))
+    for module in ("pipeline/stages.py", "pipeline/collect.py", "runner/policy.py"):
+        assert f"src/evalnoise/{module}" in analysis
+    assert "src/evalnoise/report/tables.py" in analysis  # stages imports it in a function
+
+
+# -- a missing dependency is reported -------------------------------------------------------------
+
+
+def test_check_names_a_missing_and_an_extra_dep(tmp_path, capsys):
+    copy = _synced_copy(tmp_path)
+    _drop_dep(copy, "analysis", "src/evalnoise/pipeline/stages.py")
+    extra = "      - scripts/score.py\n      - src/evalnoise/archive.py\n"
+    text = copy.read_text(encoding="utf-8")
+    copy.write_text(text.replace("      - scripts/score.py\n", extra, 1), encoding="utf-8")
+    assert set(_dep_problems(copy)) == {
+        f"{copy}: stage analysis is missing dep src/evalnoise/pipeline/stages.py",
+        f"{copy}: stage scores has extra dep src/evalnoise/archive.py",
+    }
+    assert main(["--check", str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert "missing dep src/evalnoise/pipeline/stages.py" in err
+    assert "extra dep src/evalnoise/archive.py" in err
+
+
+def test_a_new_module_imported_in_a_function_must_be_declared(tmp_path, monkeypatch):
+    """A module that analysis code starts importing (inside a function) is a dependency of
+    the analysis stage and of code_version("analysis") at once; --write fixes dvc.yaml."""
+    root = _copy_checkout(tmp_path)
+    monkeypatch.setattr(dependencies, "ROOT", root)
+    write(root / "dvc.yaml")
+    assert _dep_problems(root / "dvc.yaml") == []
+    before = provenance.code_version("analysis")
+    (root / "src/evalnoise/brand_new.py").write_text("VALUE = 1\n", encoding="utf-8")
+    stages = root / "src/evalnoise/pipeline/stages.py"
+    stages.write_text(
+        stages.read_text(encoding="utf-8")
+        + "\n\ndef _uses_new():\n    from evalnoise.brand_new import VALUE\n\n    return VALUE\n",
+        encoding="utf-8",
+    )
+    assert "src/evalnoise/brand_new.py" not in area_modules("analysis")  # nothing calls it
+    stages.write_text(
+        stages.read_text(encoding="utf-8") + "\n\nCALLED = _uses_new()\n", encoding="utf-8"
+    )
+    assert "src/evalnoise/brand_new.py" in area_modules("analysis")
+    assert "src/evalnoise/brand_new.py" in provenance.COMPONENTS["analysis"]
+    assert provenance.code_version("analysis") != before
+    problems = _dep_problems(root / "dvc.yaml")
+    stages = [s for s, deps in stage_deps().items() if "src/evalnoise/brand_new.py" in deps]
+    assert "analysis" in stages
+    assert problems == [
+        f"{root / 'dvc.yaml'}: stage {stage} is missing dep src/evalnoise/brand_new.py"
+        for stage in stages
+    ]
+    assert write(root / "dvc.yaml") is True
+    assert _dep_problems(root / "dvc.yaml") == []
+    assert write(root / "dvc.yaml") is False
+
+
+def test_a_rule_the_declaration_cannot_place_is_reported(tmp_path, monkeypatch):
+    root = _copy_checkout(tmp_path)
+    monkeypatch.setattr(dependencies, "ROOT", root)
+    baseline = set(rule_problems())  # whatever the checkout has (other work in progress)
+    with open(root / "rules/report.smk", "a", encoding="utf-8") as handle:
+        handle.write(
+            '\n\nrule extra:\n    output:\n        "x",\n    script:\n'
+            '        "../scripts/report.py"\n'
+        )
+    problems = set(rule_problems()) - baseline
+    assert problems == {
+        "rules/report.smk: rule extra runs scripts/report.py but has no code_version param",
+        "rules/report.smk: rule extra belongs to no stage in STAGES",
+    }
+    assert problems <= set(check(root / "dvc.yaml"))
+
+
+def test_write_restores_the_deps_and_keeps_everything_else(tmp_path):
+    copy = _synced_copy(tmp_path)
+    synced = copy.read_text(encoding="utf-8")
+    _drop_dep(copy, "trials", "scripts/run_trials.py")
+    _drop_dep(copy, "report", "src/evalnoise/pipeline/outputs.py")
+    assert len(_dep_problems(copy)) == 2
+    assert write(copy) is True
+    assert _dep_problems(copy) == []
+    assert copy.read_text(encoding="utf-8") == synced  # comments, params, outs, plots kept
+
+
+def test_write_keeps_everything_but_deps(tmp_path):
+    copy = tmp_path / "dvc.yaml"
+    original = DVC_YAML.read_text(encoding="utf-8")
+    copy.write_text(original.replace("      - rules/analysis.smk\n", ""), encoding="utf-8")
+    write(copy)
+    old, new = yaml.safe_load(original), yaml.safe_load(copy.read_text(encoding="utf-8"))
+    for stage in old["stages"].values():
+        stage.pop("deps")
+    for stage in new["stages"].values():
+        stage.pop("deps")
+    assert old == new
+    assert copy.read_text(encoding="utf-8").startswith(original.split("stages:")[0])
+    assert "# one plot per agent @ resource profile" in copy.read_text(encoding="utf-8")
+
+
+# -- code_version follows its modules ------------------------------------------------------------
+
+
+def test_code_version_changes_when_one_of_its_modules_changes(tmp_path, monkeypatch):
+    root = _copy_checkout(tmp_path)
+    monkeypatch.setattr(dependencies, "ROOT", root)
+    before = {area: provenance.code_version(area) for area in AREAS}
+    assert before == {area: provenance.code_version(area) for area in AREAS}  # deterministic
+    with open(root / "src/evalnoise/scorers/judge.py", "a", encoding="utf-8") as handle:
+        handle.write("# an edit\n")
+    after = {area: provenance.code_version(area) for area in AREAS}
+    changed = {area for area in AREAS if after[area] != before[area]}
+    expected = {a for a in AREAS if "src/evalnoise/scorers/judge.py" in area_modules(a)}
+    assert changed == expected
+    assert "scorers" in changed
+    assert "runner" not in changed  # no trial reruns for a judge edit
+    with open(root / "src/evalnoise/pipeline/collect.py", "a", encoding="utf-8") as handle:
+        handle.write("# an edit\n")
+    assert provenance.code_version("analysis") != after["analysis"]
+
+
+def test_unknown_area_is_an_error():
+    with pytest.raises(KeyError, match="unknown area 'nope'"):
+        provenance.code_version("nope")
+
+
+# -- the import analysis on a small package -------------------------------------------------------
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def test_imports_followed_statically(tmp_path):
+    _tree(
+        tmp_path,
+        {
+            "src/evalnoise/__init__.py": "",
+            "src/evalnoise/top.py": "from evalnoise.pkg import helper\n",
+            "src/evalnoise/pkg/__init__.py": "from .sub import helper\n",
+            "src/evalnoise/pkg/sub.py": """\
+                def helper():
+                    from evalnoise import local_only
+                    return local_only.VALUE
+
+                def unused():
+                    from evalnoise import never
+
+                class Thing:
+                    def method(self):
+                        from evalnoise.methods import M
+                """,
+            "src/evalnoise/local_only.py": "VALUE = 1\n",
+            "src/evalnoise/never.py": "",
+            "src/evalnoise/methods.py": "M = 1\n",
+            "src/evalnoise/mod.py": """\
+                def f():
+                    from evalnoise import via_attr
+                def g():
+                    from evalnoise import never
+                """,
+            "src/evalnoise/via_attr.py": "",
+            "scripts/entry.py": """\
+                import json
+
+                from evalnoise.pkg import helper
+                from evalnoise import mod
+
+                def main():
+                    mod.f()
+                    return helper()
+                """,
+            "scripts/thing.py": "from evalnoise.pkg.sub import Thing\n\nThing().method()\n",
+            "scripts/unused.py": "from evalnoise.pkg.sub import Thing\n",
+        },
+    )
+    assert imported_modules(["scripts/entry.py"], tmp_path) == [
+        "src/evalnoise/__init__.py",
+        "src/evalnoise/local_only.py",
+        "src/evalnoise/mod.py",
+        "src/evalnoise/pkg/__init__.py",
+        "src/evalnoise/pkg/sub.py",
+        "src/evalnoise/via_attr.py",
+    ]
+    assert "src/evalnoise/methods.py" in imported_modules(["scripts/thing.py"], tmp_path)
+    # imported, never used: its module runs, the methods do not
+    assert imported_modules(["scripts/unused.py"], tmp_path) == [
+        "src/evalnoise/__init__.py",
+        "src/evalnoise/pkg/__init__.py",
+        "src/evalnoise/pkg/sub.py",
+    ]
+
+
+def test_snakemake_file_imports(tmp_path):
+    _tree(
+        tmp_path,
+        {
+            "src/evalnoise/__init__.py": "",
+            "src/evalnoise/a.py": "",
+            "src/evalnoise/b.py": "X = 1\nY = 2\n",
+            "src/evalnoise/c.py": "def f():\n    pass\n",
+            "rules/x.smk": """\
+                # rules that import
+                from evalnoise import a
+                from evalnoise.b import (
+                    X,
+                    Y,
+                )
+
+
+                rule r:
+                    output:
+                        "x",
+                    shell:
+                        "import this"
+
+
+                def fn(wildcards):
+                    from evalnoise.c import f
+
+                    return f()
+                """,
+        },
+    )
+    assert imported_modules(["rules/x.smk"], tmp_path) == [
+        "src/evalnoise/__init__.py",
+        "src/evalnoise/a.py",
+        "src/evalnoise/b.py",
+        "src/evalnoise/c.py",
+    ]
