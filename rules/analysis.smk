@@ -17,6 +17,7 @@ rule analyze:
         group=group_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
+        health=config["health"],
         code_version=code_version("analysis"),
     script:
         "../scripts/analyze.py"
@@ -37,6 +38,7 @@ rule compare:
         groups=pair_groups_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
+        health=config["health"],
         code_version=code_version("analysis"),
     script:
         "../scripts/compare.py"

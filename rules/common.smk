@@ -1,13 +1,19 @@
 # Config validation, the sharding plan, and the named input/param functions every rule file
 # shares. Logic lives in the package (evalnoise.pipeline); these functions only look it up.
 import os
+import platform
+
+import yaml
 
 from snakemake.exceptions import WorkflowError
 from snakemake.io import strip_wildcard_constraints
 from snakemake.utils import validate
 
+from evalnoise.pipeline import effective_config
 from evalnoise.pipeline import images as pipeline_images
 from evalnoise.pipeline import settings as pipeline_settings
+from evalnoise.machine import cpu_model
+from evalnoise.pipeline.canary import roomiest_profile
 from evalnoise.pipeline.imported import import_groups
 from evalnoise.pipeline.jobs import export_checkout
 from evalnoise.pipeline.plan import (
@@ -36,6 +42,32 @@ try:
 except pipeline_settings.ConfigError as error:
     raise WorkflowError(str(error)) from None
 validate(config, schema=SCHEMA)
+
+
+def _read_yaml(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+# What this run is made with, against what results/ were made with (see
+# evalnoise.pipeline.effective_config): `dvc repro` never quietly rewrites an overridden run.
+CONFIG_RECORD = "results/config.json"
+CONFIG_FILE = os.path.join(workflow.basedir, "config", "config.yaml")
+EFFECTIVE_CONFIG = effective_config.config_record(
+    config,
+    pipeline_settings.with_defaults(
+        _read_yaml(CONFIG_FILE) if os.path.exists(CONFIG_FILE) else {},
+        pipeline_settings.load_schema(
+            os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
+        ),
+    ),
+)
+if os.environ.get(effective_config.GUARD_VARIABLE) == "strict":
+    _refusal = effective_config.guard_message(
+        config, effective_config.read_record(CONFIG_RECORD), path=CONFIG_RECORD
+    )
+    if _refusal:
+        raise WorkflowError(_refusal)
 
 IMPORTED = bool(config["trials_from"])
 TRIALS_DIR = "results/trials"
@@ -125,6 +157,26 @@ def agent_param(wildcards):
 
 def resource_profile_param(wildcards):
     return pipeline_settings.resource_profile_spec(config, wildcards.resource_profile)
+
+
+def canary_profile_param(wildcards):
+    """The roomiest resource profile, in which the agent's canary trial runs."""
+    return pipeline_settings.resource_profile_spec(
+        config, roomiest_profile(config["resource_profiles"])
+    )
+
+
+def canary_input(wildcards):
+    """The agent's canary record: its trials wait for it. ``ancient``: a canary rerun (on
+    another machine, after new tasks) never makes finished shards look stale."""
+    if not config["canary"]:
+        return []
+    return ancient(fill(rules.canary.output.canary, agent=wildcards.agent))
+
+
+def machine_param(wildcards=None):
+    """Host and CPU: a run moved to another machine reruns its canaries."""
+    return {"host": platform.node(), "cpu_model": cpu_model()}
 
 
 def trials_param(wildcards):
@@ -286,4 +338,6 @@ def all_outputs(wildcards=None):
         *analysis_outputs(),
         _path(rules.manifest.output.manifest),
         _path(rules.report.output.report),
+        _path(rules.record_config.output.config),
+        _path(rules.check.output.health),
     ]

@@ -1,5 +1,7 @@
 # Provenance and the report: the manifest hashes every artifact the run made; the report
 # (charts, Evaluation Cards, index.html) shows the numbers with the manifest's summary.
+# Last, `check` fails the run (after the report shows why) when a group is not a
+# measurement of the agent or trials are unscored.
 
 
 rule manifest:
@@ -43,3 +45,34 @@ rule report:
         code_version=code_version("report"),
     script:
         "../scripts/report.py"
+
+
+rule record_config:
+    output:
+        config=CONFIG_RECORD,
+    log:
+        "results/logs/record_config.log",
+    conda:
+        ENV
+    params:
+        record=EFFECTIVE_CONFIG,
+        code_version=code_version("manifest"),
+    script:
+        "../scripts/record_config.py"
+
+
+rule check:
+    input:
+        groups=rules.summarize.output.groups,
+        report=rules.report.output.report,
+        manifest=rules.manifest.output.manifest,
+    output:
+        health="results/health.json",
+    log:
+        "results/logs/check.log",
+    conda:
+        ENV
+    params:
+        code_version=code_version("analysis"),
+    script:
+        "../scripts/check.py"

@@ -1,4 +1,5 @@
-# Sampling tasks, building agent images, running trials and scoring them. A shard is
+# Sampling tasks, building agent images, a canary trial per agent, running trials and scoring
+# them. A shard is
 # agent × resource profile × trial block × task chunk; its journal (results/trials/<agent>/
 # <resource profile>/journals/, never a Snakemake output) survives reruns, so a rerun job
 # resumes instead of repeating paid-for trials.
@@ -34,10 +35,35 @@ rule build_image:
         "../scripts/build_image.py"
 
 
+rule canary:
+    input:
+        tasks=tasks_table,
+        image=unconstrained(rules.build_image.output.info),
+    output:
+        canary="results/trials/{agent}/canary.json",
+    log:
+        "results/logs/canary/{agent}.log",
+    conda:
+        ENV
+    resources:
+        model_server=agent_server_tokens,
+    params:
+        agent=agent_param,
+        resource_profile=canary_profile_param,
+        run_seed=config["run_seed"],
+        backend=config["backend"],
+        server=agent_server,
+        machine=machine_param,
+        code_version=code_version("runner"),
+    script:
+        "../scripts/canary.py"
+
+
 rule run_trials:
     input:
         tasks=tasks_table,
         image=unconstrained(rules.build_image.output.info),
+        canary=canary_input,
     output:
         shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
     log:

@@ -11,6 +11,11 @@ w, p = snakemake.wildcards, snakemake.params
 a = load_group(snakemake.input.a, snakemake.input.tasks, *p.groups["a"], p.infra_policy)
 b = load_group(snakemake.input.b, snakemake.input.tasks, *p.groups["b"], p.infra_policy)
 within = a.resource_profile if w.kind == "agents" else a.agent
-record = compare_groups(a, b, kind=w.kind, within=within, options=p.analysis)
+record = compare_groups(a, b, kind=w.kind, within=within, options=p.analysis, health=p.health)
 write_text(snakemake.output.pair, dumps(record) + "\n")
-log.info("%s − %s: diff %.4f, p %.4g", record["a"], record["b"], record["diff"], record["p_paired"])
+if record["skipped"]:
+    log.warning("%s vs %s: not compared: %s", record["a"], record["b"], record["reason"])
+else:
+    log.info(
+        "%s − %s: diff %.4f, p %.4g", record["a"], record["b"], record["diff"], record["p_paired"]
+    )

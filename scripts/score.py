@@ -14,4 +14,7 @@ table = score_shard(
     server_log=snakemake.log[0] + ".server",
     judge_cache=p.judge_cache,
 )
-log.info("scored %d trials with %s", table.num_rows, p.scorer["name"])
+failed = table.column("judge_status").to_pylist().count("judge_error")
+log.info(
+    "scored %d trials with %s; %d unscored (judge_error)", table.num_rows, p.scorer["name"], failed
+)

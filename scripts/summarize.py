@@ -33,11 +33,18 @@ s = summarize(
     confidence=snakemake.params.confidence,
 )
 write_text(o.groups, dumps({"groups": s["groups"], "levels": s["levels"]}) + "\n")
-write_text(o.comparisons, dumps({"comparisons": s["comparisons"]}) + "\n")
+write_text(o.comparisons, dumps({"comparisons": s["comparisons"], "skipped": s["skipped"]}) + "\n")
 write_text(o.summary, s["summary"])
 write_text(o.metrics, dumps(s["metrics"]) + "\n")
 csv(s["convergence"], o.convergence)
 csv(s["budget"], o.budget)
 csv(s["profiles"], o.profiles)
 csv(s["per_task"], o.per_task)
-log.info("%d groups, %d comparisons", len(s["groups"]), len(s["comparisons"]))
+log.info(
+    "%d groups, %d comparisons, %d skipped",
+    len(s["groups"]),
+    len(s["comparisons"]),
+    len(s["skipped"]),
+)
+for problem in s["problems"]:
+    log.warning("%s", problem)

@@ -38,7 +38,8 @@ class GroupData:
     resource_profile: str
     #: long frame: group, task, trial, score, level (trials that count for accuracy)
     frame: pd.DataFrame
-    #: every attempt of the group (for infra rates and provenance)
+    #: every attempt of the group (for infra rates, outcome counts and provenance), with the
+    #: task's ``level``
     attempts: pd.DataFrame
     counts: dict[str, Any] = field(default_factory=dict)
 
@@ -83,4 +84,6 @@ def load_group(
     counts = dict(result.counts)
     counts["unscored"] = int(unscored.sum())
     counts["statuses"] = {str(k): int(v) for k, v in sorted(mine["status"].value_counts().items())}
-    return GroupData(agent, resource_profile, frame, mine.reset_index(drop=True), counts)
+    attempts = mine.reset_index(drop=True)
+    attempts["level"] = [levels.get(str(t)) for t in attempts["task_id"]]
+    return GroupData(agent, resource_profile, frame, attempts, counts)

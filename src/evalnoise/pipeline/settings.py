@@ -138,6 +138,30 @@ def _check_semantics(config: Mapping[str, Any]) -> None:
                     f"{where}.env.{sorted(clash)[0]}: set by the pipeline for "
                     "a served model; remove it"
                 )
+    for name, profile in (config.get("resource_profiles") or {}).items():
+        for kind in ("memory", "cpu"):
+            guarantee = profile.get(f"{kind}_guarantee_factor", 1.0)
+            limit = profile.get(f"{kind}_limit_factor", 1.0)
+            if limit is not None and guarantee is not None and limit < guarantee:
+                raise ConfigError(
+                    f"config key resource_profiles.{name}.{kind}_limit_factor: the hard "
+                    f"limit ({limit}) is below the guarantee "
+                    f"({kind}_guarantee_factor = {guarantee}); a container cannot be "
+                    "guaranteed more than it may use"
+                )
+    expected = (config.get("health") or {}).get("expected_failures") or []
+    if expected and not config.get("trials_from"):
+        groups = {
+            f"{agent}@{profile}"
+            for agent in config.get("agents") or {}
+            for profile in config.get("resource_profiles") or {}
+        }
+        for i, label in enumerate(expected):
+            if label not in groups:
+                raise ConfigError(
+                    f"config key health.expected_failures[{i}]: {label!r} is not a group of "
+                    f"this run (groups: {', '.join(sorted(groups))})"
+                )
     bench = config.get("benchmark") or {}
     if bench.get("source") in ("file", "frames") and not bench.get("path"):
         raise ConfigError(

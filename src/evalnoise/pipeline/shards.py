@@ -322,7 +322,10 @@ def score_shard(
     judge_cache: str | os.PathLike[str] | None = None,
 ) -> pa.Table:
     """Score a trial shard with ``scorer`` (the config's scorer section) and write the
-    SCORES table atomically. The judge's verdicts are cached in ``judge_cache``."""
+    SCORES table atomically. The judge's verdicts are cached in ``judge_cache``.
+
+    Trials the judge could not score (``judge_error``) are logged with their count, and the
+    shard is dated just before its input, so a plain rerun retries exactly those trials."""
     from evalnoise.scorers import score_trials
 
     trials = pq.read_table(trials_path)
@@ -346,4 +349,18 @@ def score_shard(
         table = score_trials(trials, tasks, name, options=options)
     with atomic_path(output) as tmp:
         pq.write_table(table, tmp)
+    failed = sum(
+        1 for status in table.column("judge_status").to_pylist() if status == "judge_error"
+    )
+    if failed:
+        log.warning(
+            "%d of %d trials unscored (judge_error): they count nowhere and are flagged in "
+            "every output; a plain rerun judges exactly those again (the cache keeps the rest)",
+            failed,
+            table.num_rows,
+        )
+        # Older than its input, the shard is stale to Snakemake's mtime check: the next
+        # `snakemake` reruns this job, which asks the judge only about the uncached trials.
+        stamp = os.stat(trials_path)
+        os.utime(output, ns=(stamp.st_atime_ns, stamp.st_mtime_ns - 1_000_000_000))
     return table

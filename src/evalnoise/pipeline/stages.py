@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from evalnoise.analysis import compare_all_pairs, group_record, reporting_line
+from evalnoise.outcomes import OUTCOMES
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -82,6 +83,8 @@ PROFILE_COLUMNS = (
     "timeout_attempts",
     "oom_killed_attempts",
     "infra_error_attempts",
+    *OUTCOMES,
+    "valid",
 )
 
 
@@ -115,27 +118,102 @@ def _infra(data: GroupData, confidence: float) -> dict[str, Any]:
     return counts
 
 
-def analyze_group(data: GroupData, options: Mapping[str, Any], *, policy: str) -> dict[str, Any]:
-    """One group's statistics: ``overall``, ``levels``, ``infra``, ``per_task``.
+def _undefined_record(group: str, reason: str) -> dict[str, Any]:
+    """A group record with no estimate: nothing counted toward accuracy."""
+    keys = (
+        "mean mean_pooled se_naive se_clustered ci_low ci_high ci_method design_effect icc "
+        "icc_ci_low icc_ci_high icc_se icc_k icc_plugin f df1 df2 p n0 sigma2_between "
+        "sigma2_within between_query_se"
+    ).split()
+    return {
+        "group": group,
+        "n_tasks": 0,
+        "n_obs": 0,
+        **dict.fromkeys(keys),
+        "interpretation": "undefined",
+        "warnings": [reason],
+    }
+
+
+def _estimates(frame: pd.DataFrame, group: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    if frame.empty:
+        return _undefined_record(
+            group,
+            "no trial counts toward accuracy (every trial was excluded by the infra policy "
+            "or unscored)",
+        )
+    return _record(frame, group, options)
+
+
+def group_health(
+    data: GroupData, health: Mapping[str, Any] | None = None
+) -> tuple[dict[str, int], Any, dict[str, int]]:
+    """``(outcomes, health, crash_signals)`` of a group: the count of every outcome
+    (:func:`evalnoise.outcomes.outcome_counts`), whether the group measured the agent
+    (:func:`evalnoise.outcomes.assess_health` with the config's ``health`` section), and
+    how many trials each fault signal killed."""
+    from evalnoise.outcomes import assess_health, crash_signal_name, outcome_counts
+
+    health = dict(health or {})
+    outcomes = outcome_counts(data.attempts)
+    failed = data.attempts[data.attempts["status"] == "agent_error"]
+    names = [crash_signal_name(c) for c in failed.get("exit_code", pd.Series(dtype=float))]
+    signals = {n: names.count(n) for n in sorted({n for n in names if n})}
+    verdict = assess_health(
+        outcomes,
+        max_failure_rate=float(health.get("max_failure_rate", 0.5)),
+        expected=data.group in set(health.get("expected_failures") or ()),
+        crash_examples=signals,
+    )
+    return outcomes, verdict, signals
+
+
+def analyze_group(
+    data: GroupData,
+    options: Mapping[str, Any],
+    *,
+    policy: str,
+    health: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One group's statistics: ``overall``, ``levels``, ``infra``, ``per_task``, and what
+    became of its trials: ``outcomes``, ``health`` (is this a measurement of the agent?),
+    ``crash_signals``; ``overall`` and each level record carry their own ``outcomes``.
 
     ``options`` is the config's ``analysis`` section; ``policy`` the infra policy's
-    description, printed with the numbers.
+    description, printed with the numbers; ``health`` the config's ``health`` section.
+    A group with nothing to count (every trial excluded or unscored) gets records whose
+    estimates are None, never an error: it is reported, flagged, and left out of comparisons.
     """
+    from evalnoise.outcomes import outcome_counts
     from evalnoise.report import per_task_table
 
-    if data.frame.empty:
-        raise ValueError(
-            f"{data.group}: no trial counts toward accuracy (every trial was "
-            f"excluded by the infra policy or unscored)"
-        )
+    outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
-    overall = {**_record(data.frame, data.group, options), **ident}
+    overall = {
+        **_estimates(data.frame, data.group, options),
+        **ident,
+        "outcomes": outcomes,
+        "health": verdict.to_dict(),
+    }
     levels = []
     if options.get("per_level", True):
-        have = data.frame.dropna(subset=["level"])
-        for level, part in sorted(have.groupby("level", sort=True), key=lambda kv: str(kv[0])):
-            levels.append({**_record(part, data.group, options), **ident, "level": str(level)})
-    per_task = per_task_table(data.frame, confidence=options["confidence"])
+        known = data.attempts.dropna(subset=["level"])
+        for level in sorted({str(v) for v in known["level"]}):
+            part = data.frame[data.frame["level"].astype(str) == level]
+            rows = known[known["level"].astype(str) == level]
+            levels.append(
+                {
+                    **_estimates(part, data.group, options),
+                    **ident,
+                    "level": level,
+                    "outcomes": outcome_counts(rows),
+                }
+            )
+    per_task = (
+        per_task_table(data.frame, confidence=options["confidence"])
+        if not data.frame.empty
+        else pd.DataFrame()
+    )
     counts = data.frame.groupby("task").size()
     return {
         **ident,
@@ -144,19 +222,55 @@ def analyze_group(data: GroupData, options: Mapping[str, Any], *, policy: str) -
         "overall": overall,
         "levels": levels,
         "infra": _infra(data, options["confidence"]),
-        "trials_per_task": {"min": int(counts.min()), "max": int(counts.max())},
+        "outcomes": outcomes,
+        "health": verdict.to_dict(),
+        "crash_signals": signals,
+        "trials_per_task": {
+            "min": int(counts.min()) if len(counts) else 0,
+            "max": int(counts.max()) if len(counts) else 0,
+        },
         "per_task": per_task.to_dict(orient="records"),
     }
 
 
 def compare_groups(
-    a: GroupData, b: GroupData, *, kind: str, within: str, options: Mapping[str, Any]
+    a: GroupData,
+    b: GroupData,
+    *,
+    kind: str,
+    within: str,
+    options: Mapping[str, Any],
+    health: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Compare two groups on their common tasks (diff = a − b, names sorted).
 
     ``kind`` is ``agents`` (two agents, same resource profile ``within``) or
     ``resource_profiles`` (two profiles, same agent ``within``: the infra experiment).
+    A group that is not a measurement of the agent (:func:`group_health`) is never compared:
+    the record then says ``skipped`` and why, and carries no difference.
     """
+    first, second = sorted((a, b), key=lambda g: g.group)
+    ident = {
+        "kind": kind,
+        "within": within,
+        "a": first.group,
+        "b": second.group,
+        "agent_a": first.agent,
+        "resource_profile_a": first.resource_profile,
+        "agent_b": second.agent,
+        "resource_profile_b": second.resource_profile,
+    }
+    reasons = []
+    for data in (first, second):
+        _, verdict, _ = group_health(data, health)
+        if not verdict.valid:
+            reasons.append(
+                f"{data.group} is not a measurement of the agent: " + "; ".join(verdict.reasons)
+            )
+        elif data.frame.empty:
+            reasons.append(f"{data.group}: no trial counts toward accuracy")
+    if reasons:
+        return {**ident, "skipped": True, "reason": " | ".join(reasons)}
     frame = pd.concat([a.frame, b.frame], ignore_index=True)
     frame["trial"] = frame["trial"].astype(str)
     records = compare_all_pairs(
@@ -168,16 +282,13 @@ def compare_groups(
     if len(records) != 1:
         raise ValueError(f"expected one pair, got {len(records)}")
     record = records[0]
-    by_group = {a.group: a, b.group: b}
-    first, second = by_group[record["a"]], by_group[record["b"]]
+    # adjusted over the run's whole family of comparisons by summarize(), never here
+    record.pop("p_paired_holm", None)
+    record["mcnemar"].pop("p_holm", None)
     record.update(
         {
-            "kind": kind,
-            "within": within,
-            "agent_a": first.agent,
-            "resource_profile_a": first.resource_profile,
-            "agent_b": second.agent,
-            "resource_profile_b": second.resource_profile,
+            **ident,
+            "skipped": False,
             "infra_error_rate_a": first.counts["infra_error_rate_attempts"],
             "infra_error_rate_b": second.counts["infra_error_rate_attempts"],
         }
@@ -244,22 +355,22 @@ def budget_table(
 
 
 def _holm(records: list[dict[str, Any]]) -> None:
-    """Holm-adjust ``p_paired`` and McNemar's p within each ``kind`` (a family each)."""
+    """Holm-adjust ``p_paired`` and McNemar's p over the run's whole family of comparisons
+    (every pair that was compared, agents and resource profiles together): the run asks all
+    of these questions at once, so the family-wise error is controlled over all of them."""
     from evalnoise.stats import holm
 
-    for kind in sorted({r["kind"] for r in records}):
-        family = [r for r in records if r["kind"] == kind]
-        for get, put in (
-            (lambda r: r["p_paired"], lambda r, v: r.__setitem__("p_paired_holm", v)),
-            (lambda r: r["mcnemar"]["p"], lambda r, v: r["mcnemar"].__setitem__("p_holm", v)),
-        ):
-            p = np.array([np.nan if get(r) is None else get(r) for r in family], dtype=float)
-            adjusted = np.full(p.shape, np.nan)
-            ok = np.isfinite(p)
-            if ok.any():
-                adjusted[ok] = holm(p[ok])
-            for r, v in zip(family, adjusted, strict=True):
-                put(r, None if not math.isfinite(v) else float(v))
+    for get, put in (
+        (lambda r: r["p_paired"], lambda r, v: r.__setitem__("p_paired_holm", v)),
+        (lambda r: r["mcnemar"]["p"], lambda r, v: r["mcnemar"].__setitem__("p_holm", v)),
+    ):
+        p = np.array([np.nan if get(r) is None else get(r) for r in records], dtype=float)
+        adjusted = np.full(p.shape, np.nan)
+        ok = np.isfinite(p)
+        if ok.any():
+            adjusted[ok] = holm(p[ok])
+        for r, v in zip(records, adjusted, strict=True):
+            put(r, None if not math.isfinite(v) else float(v))
 
 
 def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
@@ -283,7 +394,36 @@ def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
         "timeout_attempts": infra["timeout_attempts"],
         "oom_killed_attempts": infra["oom_killed_attempts"],
         "infra_error_attempts": infra["infra_error_attempts"],
+        **{name: stats["outcomes"][name] for name in OUTCOMES},
+        "valid": stats["health"]["valid"],
     }
+
+
+def outcome_line(outcomes: Mapping[str, int]) -> str:
+    """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
+    0 unscored`` — every outcome, zeros included, so nothing is silently absent."""
+    parts = [
+        f"{outcomes.get(k, 0)} {k.replace('_', ' ') if k == 'no_answer' else k}" for k in OUTCOMES
+    ]
+    return f"{outcomes.get('trials', 0)} trials: " + ", ".join(parts)
+
+
+def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per group that is not a measurement of the agent, and per group with
+    unscored trials (a changed denominator is never silent); empty when all is well."""
+    problems = []
+    for s in stats:
+        health, outcomes = s["health"], s["outcomes"]
+        if not health["valid"]:
+            problems.append(
+                f"{s['group']}: NOT A MEASUREMENT OF THE AGENT — " + "; ".join(health["reasons"])
+            )
+        if outcomes.get("unscored"):
+            problems.append(
+                f"{s['group']}: {outcomes['unscored']} of {outcomes['trials']} trials unscored "
+                "(judge_error); rerun to judge them again"
+            )
+    return problems
 
 
 def summarize(
@@ -294,15 +434,23 @@ def summarize(
     *,
     confidence: float,
 ) -> dict[str, Any]:
-    """Everything in one place, sorted: ``groups`` (records), ``levels``, ``comparisons``
-    (Holm within each kind), ``profiles`` / ``convergence`` / ``budget`` / ``per_task``
-    (DataFrames), ``summary`` (text) and ``metrics`` (the DVC metrics dict)."""
+    """Everything in one place, sorted: ``groups`` (records with ``outcomes`` and
+    ``health``), ``levels``, ``comparisons`` (Holm over the whole family), ``skipped``
+    (pairs not compared because a group is not a measurement), ``profiles`` /
+    ``convergence`` / ``budget`` / ``per_task`` (DataFrames), ``summary`` (text),
+    ``problems`` (what makes the run fail) and ``metrics`` (the DVC metrics dict)."""
     stats = sorted(stats, key=lambda s: (s["agent"], s["resource_profile"]))
-    groups = [dict(s["overall"]) for s in stats]
+    groups = [{**s["overall"], "crash_signals": dict(s.get("crash_signals", {}))} for s in stats]
     levels = [dict(r) for s in stats for r in s["levels"]]
-    comparisons = sorted(
+    ordered = sorted(
         (dict(p) for p in pairs), key=lambda r: (r["kind"], r["within"], r["a"], r["b"])
     )
+    skipped = [
+        {k: r[k] for k in ("kind", "within", "a", "b", "reason")}
+        for r in ordered
+        if r.get("skipped")
+    ]
+    comparisons = [r for r in ordered if not r.get("skipped")]
     for record in comparisons:
         record["mcnemar"] = dict(record["mcnemar"])
     _holm(comparisons)
@@ -316,11 +464,18 @@ def summarize(
         out = pd.concat(frames, ignore_index=True)
         return out.sort_values(["group", by], kind="mergesort").reset_index(drop=True)
 
+    problems = health_problems(stats)
     lines = []
+    if problems:
+        lines.append("!! " + "\n!! ".join(problems))
     for s in stats:
-        lines.append(f"{s['group']}: {reporting_line(s['overall'], confidence)}")
+        flag = "" if s["health"]["valid"] else "  [NOT A MEASUREMENT OF THE AGENT]"
+        if s["health"]["expected"] and s["health"]["reasons"]:
+            flag = "  [failures declared as the experiment: health.expected_failures]"
+        lines.append(f"{s['group']}: {reporting_line(s['overall'], confidence)}{flag}")
         for r in s["levels"]:
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
+        lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
         infra = s["infra"]
         lines.append(
             f"  infra: {infra['infra_attempts']} of {infra['attempts']} attempts "
@@ -333,17 +488,24 @@ def summarize(
         lines.append(
             f"{r['kind']} ({r['within']}): {r['a']} − {r['b']} = "
             f"{100 * r['diff']:+.1f} pts [{100 * r['ci_low']:+.1f}, "
-            f"{100 * r['ci_high']:+.1f}], Holm p = {p_text}"
+            f"{100 * r['ci_high']:+.1f}], Holm p = {p_text} "
+            f"(adjusted over all {len(comparisons)} comparisons)"
+        )
+    for r in skipped:
+        lines.append(
+            f"{r['kind']} ({r['within']}): {r['a']} vs {r['b']}: not compared — {r['reason']}"
         )
     return {
         "groups": groups,
         "levels": levels,
         "comparisons": comparisons,
+        "skipped": skipped,
         "profiles": profiles,
         "convergence": concat(convergence, CONVERGENCE_COLUMNS, "trials"),
         "budget": concat(budgets, BUDGET_COLUMNS, "n_tasks"),
         "per_task": per_task,
         "summary": "\n".join(lines) + "\n",
+        "problems": problems,
         "metrics": metrics(stats, comparisons),
     }
 
@@ -358,8 +520,10 @@ def _num(value: Any, digits: int = 6) -> float | None:
 def metrics(
     stats: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """``results/metrics.json``: per group accuracy, CI, ICC, infra error rate; per pair the
-    difference and its Holm-adjusted p (rounded to 6 digits: stable across platforms)."""
+    """``results/metrics.json``: per group accuracy, CI, ICC, infra error rate, outcome
+    counts and ``valid`` (false = not a measurement of the agent); per compared pair the
+    difference and its Holm-adjusted p (rounded to 6 digits: stable across platforms);
+    ``valid`` at the top: every group valid and no trial unscored."""
     groups = {}
     for s in stats:
         rec, infra = s["overall"], s["infra"]
@@ -373,6 +537,9 @@ def metrics(
             "infra_error_rate": _num(infra["infra_error_rate_attempts"]),
             "n_tasks": int(rec["n_tasks"]),
             "n_trials": int(rec["n_obs"]),
+            "valid": bool(s["health"]["valid"]),
+            "expected_failures": bool(s["health"]["expected"]),
+            "outcomes": {k: int(s["outcomes"][k]) for k in (*OUTCOMES, "trials")},
         }
     pairs = {}
     for r in comparisons:
@@ -383,4 +550,8 @@ def metrics(
             "ci_high": _num(r["ci_high"]),
             "p_holm": _num(r.get("p_paired_holm")),
         }
-    return {"groups": dict(sorted(groups.items())), "comparisons": dict(sorted(pairs.items()))}
+    return {
+        "valid": not health_problems(stats),
+        "groups": dict(sorted(groups.items())),
+        "comparisons": dict(sorted(pairs.items())),
+    }

@@ -1,8 +1,10 @@
 """Tiny agent: computes `What is <expression>?` and answers right with a per-task rate.
 
-The rate is a hash of (TINY_SKILL, task id) in [0, 1]; whether this trial is right is drawn
-from the trial seed ($EVALNOISE_SEED). Word problems (no expression) get a guess. Optional
-$TINY_SLEEP_S seconds of work first (the end-to-end test kills a run mid-way).
+The rate is a hash of (TINY_SKILL, task id) in [0, 1], or $TINY_RATE when set (1 = always
+right, 0 = always wrong); whether this trial is right is drawn from the trial seed
+($EVALNOISE_SEED). Word problems (no expression) get a guess. Optional $TINY_SLEEP_S seconds
+of work first (the end-to-end test kills a run mid-way). $TINY_CRASH=segv makes it kill
+itself with SIGSEGV, as a native library that crashes on this CPU would.
 """
 
 import hashlib
@@ -10,14 +12,21 @@ import json
 import os
 import random
 import re
+import signal
+import sys
 import time
 
 question = os.environ.get("EVALNOISE_QUESTION", "")
 task_id = os.environ["EVALNOISE_TASK_ID"]
 seed = int(os.environ["EVALNOISE_SEED"])
 time.sleep(float(os.environ.get("TINY_SLEEP_S", "0")))
+if os.environ.get("TINY_CRASH") == "segv":
+    print("tiny: about to crash (TINY_CRASH=segv)", file=sys.stderr, flush=True)
+    os.kill(os.getpid(), signal.SIGSEGV)
 skill = os.environ.get("TINY_SKILL", "0")
 rate = int(hashlib.sha256(f"{skill}:{task_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+if os.environ.get("TINY_RATE"):
+    rate = float(os.environ["TINY_RATE"])
 match = re.match(r"What is (.+)\?$", question)
 expression = match.group(1).replace("×", "*").replace("÷", "//") if match else ""
 if expression and re.fullmatch(r"[0-9+*/() -]+", expression):

@@ -1,0 +1,37 @@
+"""Snakemake entry point of rule `check`: the run fails, listing why, when a group is not a
+measurement of the agent or trials are unscored (after the report shows it)."""
+
+import json
+import os
+import sys
+
+from evalnoise.atomic import write_text
+from evalnoise.formatting import dumps
+from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.stages import health_problems
+
+console = os.fdopen(os.dup(2), "w")
+log = log_to(snakemake.log[0])
+with open(snakemake.input.groups, encoding="utf-8") as handle:
+    groups = json.load(handle)["groups"]
+problems = health_problems(groups)
+if problems:
+    message = (
+        "the run finished, but some numbers are not measurements (the report and "
+        "summary flag them):\n  "
+        + "\n  ".join(problems)
+        + "\n  Fix the cause, or declare the failures to be the experiment in "
+        "health.expected_failures."
+    )
+    log.error("%s", message)
+    print(f"\n{message}\n", file=console, flush=True)
+    sys.exit(1)
+record = {
+    "valid": True,
+    "groups": {
+        g["group"]: {"outcomes": g["outcomes"], "health": g["health"]}
+        for g in sorted(groups, key=lambda g: g["group"])
+    },
+}
+write_text(snakemake.output.health, dumps(record) + "\n")
+log.info("%d groups, all measurements of their agents", len(groups))

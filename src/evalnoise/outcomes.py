@@ -1,0 +1,192 @@
+"""Outcome accounting: what became of every trial, and whether a group measured the agent.
+
+A trial ends in one of the runner's statuses (:data:`evalnoise.schema.STATUSES`). For
+reporting, ``agent_error`` is split by *how* the agent failed:
+
+- ``crashed`` — the agent's process was killed by a fault signal (SIGSEGV, SIGILL, SIGBUS,
+  SIGABRT, SIGFPE): a broken runtime (e.g. a native library built for another CPU), not an
+  answer. Exit code ``128 + signal`` (an init process or shell reports it so) or
+  ``-signal`` (Python's :mod:`subprocess` reports it so).
+- ``no_answer`` — any other agent failure: a non-zero exit, or exit 0 without an answer.
+
+and a trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score
+is null) is ``unscored``. :data:`OUTCOMES` is the order every output prints them in.
+
+:func:`outcome_counts` counts them (vectorized, over the *final* attempt of each trial);
+:func:`assess_health` decides whether a group's numbers are a measurement of the agent at
+all: a group with any crash, or with more than ``max_failure_rate`` of its trials not
+``ok``-and-scored, is **not a measurement of the agent** — unless the config declares those
+failures to be the experiment (``health.expected_failures``).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "CRASH_SIGNALS",
+    "OUTCOMES",
+    "Health",
+    "assess_health",
+    "crash_signal",
+    "crash_signal_name",
+    "outcome_counts",
+]
+
+#: fault signals: a process killed by one of these crashed (it did not give up or time out)
+CRASH_SIGNALS = {
+    int(signal.SIGSEGV): "SIGSEGV",
+    int(signal.SIGILL): "SIGILL",
+    int(signal.SIGBUS): "SIGBUS",
+    int(signal.SIGABRT): "SIGABRT",
+    int(signal.SIGFPE): "SIGFPE",
+}
+#: every outcome, in print order; ``unscored`` trials are a subset of the ``ok`` ones' runs
+OUTCOMES = ("ok", "crashed", "no_answer", "timeout", "oom_killed", "infra_error", "unscored")
+#: what each outcome means, for legends and cards
+OUTCOME_LABELS = {
+    "ok": "ok (answered and scored)",
+    "crashed": "agent_error: crashed (killed by a fault signal)",
+    "no_answer": "agent_error: no answer",
+    "timeout": "timeout",
+    "oom_killed": "oom_killed",
+    "infra_error": "infra_error",
+    "unscored": "unscored (judge_error)",
+}
+
+
+def crash_signal(exit_code: Any) -> int | None:
+    """The fault signal that killed a process with exit status ``exit_code``, or None.
+
+    ``128 + s`` (container init, shells) and ``-s`` (:class:`subprocess.Popen`) both mean
+    "killed by signal s"; only the signals in :data:`CRASH_SIGNALS` count as a crash. A
+    missing value (None, NaN, ``pd.NA`` of a nullable column) or one that is no integer is
+    no crash, as in :func:`outcome_counts`.
+    """
+    try:
+        if exit_code is None or pd.isna(exit_code):
+            return None
+        value = float(exit_code)
+    except (TypeError, ValueError):  # not a number (or not a scalar)
+        return None
+    if not value.is_integer():
+        return None
+    code = int(value)
+    sig = code - 128 if code > 128 else -code if code < 0 else None
+    return sig if sig in CRASH_SIGNALS else None
+
+
+def crash_signal_name(exit_code: Any) -> str | None:
+    """``"SIGSEGV"`` etc. for a crash exit status, else None."""
+    sig = crash_signal(exit_code)
+    return None if sig is None else CRASH_SIGNALS[sig]
+
+
+def _crashed_mask(exit_codes: pd.Series) -> np.ndarray:
+    codes = pd.to_numeric(exit_codes, errors="coerce").to_numpy(dtype=float)
+    sigs = np.where(codes > 128, codes - 128, np.where(codes < 0, -codes, np.nan))
+    return np.isin(sigs, list(CRASH_SIGNALS))
+
+
+def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
+    """Count of each outcome in :data:`OUTCOMES` over the final attempt of every trial,
+    plus ``trials`` (their number) and ``attempts`` (all rows).
+
+    ``trials`` needs ``status``; ``exit_code`` (to tell a crash), ``score`` (null = not
+    scored), ``attempt`` and the trial key columns are used when present. ``unscored``
+    counts ``ok`` trials with a null score; the other outcomes partition the trials, so
+    ``ok + crashed + no_answer + timeout + oom_killed + infra_error == trials``.
+    """
+    from evalnoise.runner.policy import TRIAL_KEY
+
+    attempts = len(trials)
+    key = [c for c in TRIAL_KEY if c in trials.columns]
+    last = trials
+    if key and "attempt" in trials.columns and attempts:
+        last = trials.sort_values([*key, "attempt"], kind="mergesort")
+        last = last[~last.duplicated(subset=key, keep="last")]
+    status = last["status"].astype(str).to_numpy()
+    if "exit_code" in last.columns:
+        crashed = _crashed_mask(last["exit_code"]) & (status == "agent_error")
+    else:
+        crashed = np.zeros(len(last), dtype=bool)
+    ok = status == "ok"
+    if "score" in last.columns:
+        unscored = ok & pd.isna(last["score"]).to_numpy()
+    else:
+        unscored = np.zeros(len(last), dtype=bool)
+    counts = {
+        "ok": int(ok.sum()),
+        "crashed": int(crashed.sum()),
+        "no_answer": int(((status == "agent_error") & ~crashed).sum()),
+        "timeout": int((status == "timeout").sum()),
+        "oom_killed": int((status == "oom_killed").sum()),
+        "infra_error": int((status == "infra_error").sum()),
+        "unscored": int(unscored.sum()),
+    }
+    counts["trials"] = len(last)
+    counts["attempts"] = attempts
+    return counts
+
+
+@dataclass(frozen=True)
+class Health:
+    """Whether a group's numbers measure the agent.
+
+    valid : False when the group crashed or failed too often (and that was not declared).
+    failure_rate : share of trials that did not end ``ok`` with a score.
+    reasons : why the group is not valid (or would not be, for expected failures).
+    expected : the config declared this group's failures to be the experiment.
+    """
+
+    valid: bool
+    failure_rate: float
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+    expected: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["reasons"] = list(self.reasons)
+        return out
+
+
+def assess_health(
+    counts: Mapping[str, int],
+    *,
+    max_failure_rate: float = 0.5,
+    expected: bool = False,
+    crash_examples: Iterable[str] = (),
+) -> Health:
+    """A group is *not a measurement of the agent* when any trial crashed or when more than
+    ``max_failure_rate`` of its trials did not end ``ok`` with a score:
+    ``(trials − (ok − unscored)) / trials > max_failure_rate``.
+
+    ``expected`` (the group is listed in ``health.expected_failures``) keeps it valid and
+    records the reasons, so the report can say the failures are the experiment.
+    """
+    trials = int(counts.get("trials", 0))
+    good = int(counts.get("ok", 0)) - int(counts.get("unscored", 0))
+    rate = (trials - good) / trials if trials else 1.0
+    reasons = []
+    if trials == 0:
+        reasons.append("no trials")
+    crashed = int(counts.get("crashed", 0))
+    if crashed:
+        examples = ", ".join(dict.fromkeys(crash_examples))
+        reasons.append(
+            f"{crashed} of {trials} trials crashed" + (f" ({examples})" if examples else "")
+        )
+    if trials and rate > max_failure_rate:
+        parts = [f"{counts.get(k, 0)} {k}" for k in OUTCOMES if k != "ok" and counts.get(k, 0)]
+        reasons.append(
+            f"{trials - good} of {trials} trials ({rate:.0%}) did not end ok with a score "
+            f"(more than the allowed {max_failure_rate:.0%}): {', '.join(parts)}"
+        )
+    valid = expected or not reasons
+    return Health(valid=valid, failure_rate=float(rate), reasons=tuple(reasons), expected=expected)
