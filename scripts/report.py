@@ -21,6 +21,7 @@ files = run_report(
     snakemake.params.config,
     groups=load(i.groups),
     comparisons=load(i.comparisons)["comparisons"],
+    skipped=load(i.comparisons).get("skipped", []),
     convergence=pd.read_csv(i.convergence),
     budget=pd.read_csv(i.budget),
     profiles=pd.read_csv(i.profiles),

@@ -6,12 +6,13 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from evalnoise.analysis import analyze_frame, compare_all_pairs, convergence_records
 from evalnoise.manifest import build_manifest
-from evalnoise.report import CardContext, build_report, per_task_table
+from evalnoise.report import CardContext, build_report, per_task_table, wilson_interval
 from evalnoise.stats import allocation_table
 from evalnoise.tables import Columns, read_trials
 
@@ -97,4 +98,203 @@ def built_report(tmp_path_factory: pytest.TempPathFactory, example_inputs: dict)
     """(directory, files) of the example report, built once per session."""
     out = tmp_path_factory.mktemp("report")
     files = build_report(out, **example_inputs)
+    return out, files
+
+
+# --- a run with failures: outcomes, health and the machine (the pipeline's new fields) -------
+
+HEALTHY = "healthy-agent"
+CRASHY = "crashy-agent"
+ORACLE = "oracle-agent"
+N_TASKS, N_TRIALS = 12, 8
+
+
+def _trials(seed: int) -> pd.DataFrame:
+    """Long frame of four groups (12 tasks × 8 trials = 96 trials each):
+
+    - healthy-agent@3x: a mix of right and wrong answers (a measurement);
+    - crashy-agent@3x: every trial crashed with SIGSEGV, scored 0 "as incorrect";
+    - oracle-agent@3x: every trial right (ICC undefined: no convergence, no budget rows);
+    - healthy-agent@1x: 60 of 96 trials OOM-killed, declared as the experiment.
+    """
+    rng = np.random.default_rng(seed)
+    p_task = rng.uniform(0.1, 0.9, size=N_TASKS)
+    rows = []
+    for group, make in (
+        (f"{HEALTHY}@3x", lambda t, k: float(rng.random() < p_task[t])),
+        (f"{CRASHY}@3x", lambda t, k: 0.0),
+        (f"{ORACLE}@3x", lambda t, k: 1.0),
+        (f"{HEALTHY}@1x", lambda t, k: 0.0 if (t * N_TRIALS + k) % 8 < 5 else 1.0),
+    ):
+        for t in range(N_TASKS):
+            for k in range(N_TRIALS):
+                rows.append(
+                    {"group": group, "task": f"q{t:02d}", "trial": str(k), "score": make(t, k)}
+                )
+    return pd.DataFrame(rows)
+
+
+def _outcomes(**counts: int) -> dict:
+    from evalnoise.outcomes import OUTCOMES
+
+    out = {k: int(counts.get(k, 0)) for k in OUTCOMES}
+    out["trials"] = N_TASKS * N_TRIALS
+    out["attempts"] = int(counts.get("attempts", out["trials"]))
+    return out
+
+
+def _annotate(rec: dict, outcomes: dict, *, expected: bool = False, signals=None) -> dict:
+    from evalnoise.outcomes import assess_health
+
+    health = assess_health(outcomes, expected=expected, crash_examples=list(signals or ()))
+    agent, profile = rec["group"].split("@")
+    return {
+        **rec,
+        "agent": agent,
+        "resource_profile": profile,
+        "outcomes": outcomes,
+        "health": health.to_dict(),
+        "crash_signals": dict(signals or {}),
+    }
+
+
+def _infra_rate(rec: dict) -> float:
+    out = rec["outcomes"]
+    return (out["oom_killed"] + out["timeout"] + out["infra_error"]) / out["trials"]
+
+
+@pytest.fixture(scope="session")
+def failure_inputs() -> dict:
+    """build_report inputs of a run with one crashed group (SIGSEGV in every trial), one
+    healthy group, one all-correct group and one expected-failure group, carrying every
+    new field of groups.json, comparisons.json, resource_profiles.csv and manifest.json."""
+    frame = _trials(7)
+    outcome_of = {
+        f"{HEALTHY}@3x": _outcomes(ok=94, no_answer=1, timeout=1, unscored=0, attempts=97),
+        f"{CRASHY}@3x": _outcomes(crashed=96),
+        f"{ORACLE}@3x": _outcomes(ok=96),
+        f"{HEALTHY}@1x": _outcomes(ok=36, oom_killed=60),
+    }
+    signals = {f"{CRASHY}@3x": {"SIGSEGV": 96}}
+    expected = {f"{HEALTHY}@1x"}
+    records = analyze_frame(frame)
+    groups = [
+        _annotate(
+            r,
+            outcome_of[r["group"]],
+            expected=r["group"] in expected,
+            signals=signals.get(r["group"]),
+        )
+        for r in records
+    ]
+    levels = []
+    for rec in groups:
+        for level in ("1", "2"):
+            levels.append({**rec, "level": level})
+    convergence = pd.DataFrame(convergence_records(frame, n_subsamples=30))
+    budget_parts = []
+    for rec in groups:
+        s2b, s2w = rec["sigma2_between"], rec["sigma2_within"]
+        if not (s2w and s2w > 0):
+            continue  # undefined variance components: the pipeline writes no rows
+        alloc = allocation_table(96, max(s2b, 0.0), s2w, max_tasks=N_TASKS)
+        budget_parts.append(
+            pd.DataFrame(
+                {
+                    "group": rec["group"],
+                    "n_tasks": alloc.n_tasks,
+                    "trials": alloc.trials,
+                    "se": alloc.se,
+                }
+            )
+        )
+    budget = pd.concat(budget_parts, ignore_index=True)
+    valid_pair = frame[frame["group"].isin([f"{HEALTHY}@3x", f"{ORACLE}@3x"])]
+    comparisons = [
+        {**r, "kind": "agents", "within": "3x"}
+        for r in compare_all_pairs(valid_pair, n_resamples=200)
+    ]
+    skipped = [
+        {
+            "kind": "agents",
+            "within": "3x",
+            "a": f"{CRASHY}@3x",
+            "b": f"{HEALTHY}@3x",
+            "reason": f"{CRASHY}@3x is not a measurement of the agent",
+        }
+    ]
+    profiles = pd.DataFrame(
+        [
+            {
+                "resource_profile": rec["resource_profile"],
+                "agent": rec["agent"],
+                "group": rec["group"],
+                "accuracy": rec["mean"],
+                "ci_low": rec["ci_low"],
+                "ci_high": rec["ci_high"],
+                "infra_error_rate": _infra_rate(rec),
+                "infra_ci_low": float(wilson_interval(_infra_rate(rec), 96)[0]),
+                "infra_ci_high": float(wilson_interval(_infra_rate(rec), 96)[1]),
+                **{
+                    k: rec["outcomes"][k]
+                    for k in (
+                        "ok",
+                        "crashed",
+                        "no_answer",
+                        "timeout",
+                        "oom_killed",
+                        "infra_error",
+                        "unscored",
+                    )
+                },
+                "valid": rec["health"]["valid"],
+            }
+            for rec in groups
+        ]
+    )
+    context = CardContext(
+        benchmark="toy QA",
+        infra_policy="as incorrect",
+        backend="docker",
+        resource_profiles={"3x": {"memory_limit_factor": 3.0}, "1x": {"memory_limit_factor": 1.0}},
+        run_seed=5,
+        seed_rule="sha256 of (run seed, agent, task, trial)",
+    )
+    manifest = {
+        "config_sha256": "cd" * 32,
+        "git": {"commit": "feedface", "dirty": False},
+        "run_seed": 5,
+        "host": {"hostname": "bench-01"},
+        "machine": {
+            "host": "bench-01",
+            "cpu_model": "Intel(R) Xeon(R) Platinum 8480+",
+            "cgroup_version": "v2",
+            "llama_cpp": {
+                "version": "0.3.36",
+                "cpu_baseline": "x86-64-v3 (SSE4.2, AVX, AVX2, FMA, F16C, BMI2); no AVX-512, "
+                "no AMX",
+                "wheel_key": "0.3.36-0123456789ab",
+                "system_info": "CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | "
+                "FMA = 1 | BMI2 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 |",
+            },
+        },
+    }
+    return {
+        "groups": groups,
+        "levels": levels,
+        "card_context": context,
+        "per_task": per_task_table(frame),
+        "convergence": convergence,
+        "comparisons": {"comparisons": comparisons, "skipped": skipped},
+        "budget": budget,
+        "infra": profiles,
+        "manifest": manifest,
+    }
+
+
+@pytest.fixture(scope="session")
+def failure_report(tmp_path_factory: pytest.TempPathFactory, failure_inputs: dict):
+    """(directory, files) of the report of the run with failures."""
+    out = tmp_path_factory.mktemp("failure-report")
+    files = build_report(out, **failure_inputs)
     return out, files

@@ -8,6 +8,11 @@ every host but 127.0.0.1 to "not found", so a request that would leave the machi
 recorded and fails without ever reaching the network. Each page must render every chart
 as an SVG with marks. A full-page screenshot of ``index.html`` is written to the test's
 temporary directory (``index.png``).
+
+A second report, of a run with a crashed group (96 of 96 trials SIGSEGV) beside healthy
+ones, is checked for its "Not a measurement of the agent" banners as the browser lays them
+out: present, visible (computed style, bounding box, not covered, on the first screen), red,
+and on no healthy card; screenshots ``banner.png`` (first screen) and ``index.png``.
 """
 
 from __future__ import annotations
@@ -229,6 +234,8 @@ def test_report_renders_offline_in_chromium(built_report, tmp_path: Path) -> Non
         text = cdp.evaluate("document.body.innerText")
         assert "Evaluation Card" in text and "between-query SE" in text
         assert "as incorrect" in text and "docker" in text
+        # no group of the example is marked as a failure
+        assert cdp.evaluate("document.querySelectorAll('.banner').length") == 0
         # Full-page screenshot.
         metrics = cdp.send("Page.getLayoutMetrics")
         height = int(metrics["cssContentSize"]["height"])
@@ -281,3 +288,111 @@ def test_harness_catches_outgoing_requests_and_console_errors(tmp_path: Path) ->
     assert "request leaves the machine: https://cdn.example.com/vega.js" in problems
     assert "console.error: canary" in problems
     assert any(p.startswith("load failed") for p in problems)
+
+
+# What the browser sees of the health banners: geometry, computed style, what covers them.
+BANNER_JS = """
+(() => {
+  const box = el => {
+    const r = el.getBoundingClientRect();
+    const s = getComputedStyle(el);
+    const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+    const hit = document.elementFromPoint(cx, cy);
+    return {
+      top: r.top + window.scrollY, left: r.left, width: r.width, height: r.height,
+      display: s.display, visibility: s.visibility, opacity: s.opacity,
+      background: s.backgroundColor, color: s.color,
+      onTop: hit !== null && (hit === el || el.contains(hit)),
+      text: el.innerText,
+    };
+  };
+  const top = document.getElementById('invalid-groups');
+  const expected = document.getElementById('expected-failures');
+  const nav = document.querySelector('nav');
+  const cards = [...document.querySelectorAll('article.card')].map(card => ({
+    id: card.id,
+    valid: card.dataset.valid,
+    banners: [...card.querySelectorAll('.banner.invalid')].map(b => {
+      card.scrollIntoView(); return box(b);
+    }),
+    notes: [...card.querySelectorAll('.note.expected')].map(
+      n => getComputedStyle(n).backgroundColor),
+  }));
+  window.scrollTo(0, 0);
+  return {
+    top: top && box(top),
+    expected: expected && box(expected),
+    navTop: nav.getBoundingClientRect().top + window.scrollY,
+    viewport: window.innerHeight,
+    cards,
+  };
+})()
+"""
+
+RED = "rgb(183, 28, 28)"
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs /usr/bin/chromium (tools/install-browser.sh)"
+)
+def test_invalid_group_banner_is_rendered_and_visible(failure_report, tmp_path: Path) -> None:
+    """A run with one crashed group (96 of 96 trials SIGSEGV) and healthy groups: the red
+    banner is drawn at the top of index.html and on the crashed group's card, visible and not
+    covered; no healthy card has one; the expected-failure group's note is not red."""
+    out, _ = failure_report
+    n_charts = (out / "index.html").read_text(encoding="utf-8").count('class="chart"')
+    with (
+        serve(out) as base_url,
+        chromium(tmp_path / "profile", tmp_path / "chromium.log") as ws,
+        CDP.connect(ws) as cdp,
+    ):
+        state = open_page(cdp, base_url + "index.html", n_charts=n_charts)
+        assert state == {"charts": n_charts, "drawn": n_charts}, state
+        seen = cdp.evaluate(BANNER_JS)
+        # The banner as laid out: screenshot of the first screen, then the whole page.
+        first = cdp.send("Page.captureScreenshot", {"format": "png"}, timeout=30)
+        (tmp_path / "banner.png").write_bytes(base64.b64decode(first["data"]))
+        metrics = cdp.send("Page.getLayoutMetrics")
+        height = int(metrics["cssContentSize"]["height"])
+        cdp.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+        whole = cdp.send("Page.captureScreenshot", {"format": "png"}, timeout=30)
+        (tmp_path / "index.png").write_bytes(base64.b64decode(whole["data"]))
+        cdp.send("Emulation.clearDeviceMetricsOverride")
+        problems = problems_in(cdp.events, base_url)
+    assert problems == []
+    for name in ("banner.png", "index.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+
+    top = seen["top"]
+    assert top is not None, "no banner at the top of index.html"
+    assert top["display"] != "none" and top["visibility"] == "visible"
+    assert float(top["opacity"]) == 1.0
+    assert top["width"] > 600 and top["height"] > 40
+    assert top["background"] == RED and top["color"] == "rgb(255, 255, 255)"
+    assert top["onTop"], "something covers the banner"
+    # at the top: above the navigation, on the first screen
+    assert top["top"] < seen["navTop"] and top["top"] + top["height"] < seen["viewport"]
+    assert "Not a measurement of the agent" in top["text"]
+    assert "crashy-agent @ 3x" in top["text"] and "SIGSEGV" in top["text"]
+    assert "healthy-agent" not in top["text"] and "oracle-agent" not in top["text"]
+
+    cards = {c["id"]: c for c in seen["cards"]}
+    crashed = cards["card-crashy-agent__3x"]
+    assert crashed["valid"] == "false" and len(crashed["banners"]) == 1
+    banner = crashed["banners"][0]
+    assert banner["background"] == RED and banner["onTop"]
+    assert banner["width"] > 300 and banner["height"] > 10 and banner["visibility"] == "visible"
+    assert banner["text"].startswith("Not a measurement of the agent:")
+    for healthy in ("card-healthy-agent__3x", "card-oracle-agent__3x", "card-healthy-agent__1x"):
+        assert cards[healthy]["valid"] == "true"
+        assert cards[healthy]["banners"] == [], healthy
+    # the declared failures: a neutral note, not red
+    assert (
+        cards["card-healthy-agent__1x"]["notes"]
+        and RED not in cards["card-healthy-agent__1x"]["notes"]
+    )
+    assert seen["expected"] is not None and seen["expected"]["background"] != RED
+    assert "health.expected_failures" in seen["expected"]["text"]

@@ -183,3 +183,18 @@ def test_per_level_records_reach_their_card(example_inputs, tmp_path) -> None:
             card_context=example_inputs["card_context"],
             levels=[dict(rec, level="x", agent="nobody")],
         )
+
+
+def test_inputs_without_outcomes_show_them_as_unknown(built_report) -> None:
+    """Group records older than outcome accounting: no banner, no struck numbers, and the
+    outcome counts read "not recorded" rather than zeros."""
+    out, _ = built_report
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert 'id="invalid-groups"' not in index and 'class="banner' not in index
+    assert "<s " not in index and 'id="expected-failures"' not in index
+    start = index.index('<section id="outcomes">')
+    outcomes = index[start : index.index("</section>", start)]
+    assert outcomes.count(">not recorded</td>") == 2
+    assert outcomes.count("not assessed (outcomes not recorded)") == 2
+    for card in json.loads((out / "cards.json").read_text(encoding="utf-8"))["cards"]:
+        assert card["valid"] is None and card["outcomes"] is None

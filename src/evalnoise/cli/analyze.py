@@ -6,10 +6,13 @@ import argparse
 import sys
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from evalnoise.analysis import analyze_frame, convergence_records, reporting_line
 from evalnoise.cli._columns import add_column_options, columns_from
 from evalnoise.formatting import dumps, fmt, pct, table
-from evalnoise.tables import read_trials
+from evalnoise.tables import Columns, read_any, validate_trials
 
 HELP = "accuracy ± clustered CI, ICC(1,1) and variance components per group"
 
@@ -48,14 +51,73 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="random subsamples per trial count (with --convergence)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the subsampling")
+    p.add_argument(
+        "--status",
+        default="status",
+        metavar="COL",
+        help="column with each trial's outcome (ok, timeout, oom_killed, agent_error, "
+        "infra_error); when the file has it, every group's outcomes are counted and a group "
+        "that crashed or failed too often is flagged",
+    )
+    p.add_argument(
+        "--max-failure-rate",
+        type=float,
+        default=0.5,
+        help="largest share of trials not ok with a score before a group is flagged",
+    )
     p.set_defaults(run=run)
 
 
+def _with_outcomes(
+    raw: pd.DataFrame, columns: Columns, status: str, path: str
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The rows that count (a failed trial without a score counts as incorrect, as the
+    pipeline's ``as_incorrect`` policy does; an ``ok`` trial without a score is unscored and
+    left out), and each group's rows with the columns :func:`outcome_counts` reads."""
+    if status not in raw.columns:
+        return raw, {}
+    score = raw[columns.score] if columns.score in raw.columns else pd.Series(np.nan, raw.index)
+    missing = score.isna() | score.astype("string").str.strip().eq("")
+    state = raw[status].astype(str)
+    view = pd.DataFrame(
+        {
+            "status": state.to_numpy(),
+            "exit_code": raw["exit_code"].to_numpy() if "exit_code" in raw else np.nan,
+            "score": np.where(missing.to_numpy(), np.nan, 0.0),
+        }
+    )
+    groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
+    per_group = {str(g): view[(groups == g).to_numpy()] for g in groups.unique()}
+    counted = raw[~(missing & state.eq("ok")).to_numpy()].copy()
+    failed = counted[columns.score].isna() & counted[status].astype(str).ne("ok")
+    if failed.any():
+        counted[columns.score] = counted[columns.score].astype(object)
+        counted.loc[failed, columns.score] = 0
+    return counted.reset_index(drop=True), per_group
+
+
+def _outcome_text(outcomes: dict[str, int]) -> str:
+    from evalnoise.outcomes import OUTCOMES
+
+    parts = ", ".join(f"{outcomes[k]} {k}" for k in OUTCOMES)
+    return f"{outcomes['trials']} trials: {parts}"
+
+
 def run(args: argparse.Namespace) -> int:
-    frame = read_trials(args.path, columns_from(args))
+    from evalnoise.outcomes import assess_health, outcome_counts
+
+    columns = columns_from(args)
+    raw, per_group = _with_outcomes(read_any(args.path), columns, args.status, str(args.path))
+    frame = validate_trials(raw, columns, path=str(args.path))
     records = analyze_frame(
         frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
     )
+    for record in records:
+        if record["group"] in per_group:
+            outcomes = outcome_counts(per_group[record["group"]])
+            health = assess_health(outcomes, max_failure_rate=args.max_failure_rate)
+            record["outcomes"] = outcomes
+            record["health"] = health.to_dict()
     conv = (
         convergence_records(frame, n_subsamples=args.subsamples, seed=args.seed)
         if args.convergence
@@ -106,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
     print()
     for r in records:
         print(f"{r['group']}: {reporting_line(r, args.confidence)}")
+        if "outcomes" in r:
+            print(f"  outcomes: {_outcome_text(r['outcomes'])}")
+            if not r["health"]["valid"]:
+                print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
         for w in r["warnings"]:
             print(f"  warning: {w}", file=sys.stderr)
     if conv is not None:

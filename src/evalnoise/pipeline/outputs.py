@@ -197,8 +197,10 @@ def run_report(
     per_task: pd.DataFrame,
     manifest: Mapping[str, Any],
     images: Mapping[str, str] | None = None,
+    skipped: Sequence[Mapping[str, Any]] = (),
 ) -> list[Path]:
-    """Build the report directory; returns the files written. ``images``: agent → image."""
+    """Build the report directory; returns the files written. ``images``: agent → image;
+    ``skipped``: the pairs not compared because a group is not a measurement of the agent."""
     from evalnoise.report import build_report
 
     pairs = pd.DataFrame(
@@ -222,4 +224,7 @@ def run_report(
         infra=profiles if len(profiles) else None,
         levels=groups["levels"],
         manifest=manifest,
+        skipped_comparisons=[
+            {**r, "kind": _KIND_LABELS.get(r["kind"], r["kind"])} for r in skipped
+        ],
     )

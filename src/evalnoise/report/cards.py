@@ -8,6 +8,14 @@ values; the infra policy, backend and infra error rate; and limitations computed
 numbers themselves (:func:`limitations`). Every card carries the paper's reporting line
 (eq. 11, :func:`evalnoise.analysis.reporting_line`).
 
+Every card also says what became of the group's trials (``outcomes``: ok, crashed, no
+answer, timeout, oom_killed, infra_error, unscored, of N trials) and whether its numbers
+measure the agent at all (``valid`` and ``health``, see :mod:`evalnoise.report.health`). A
+card with ``valid: false`` opens with "Not a measurement of the agent: <reasons>" in every
+form, and its statistics are struck through: a group whose trials all crashed scores 0 %,
+and that 0 % is not a score. When the run's manifest records the machine (CPU model, cgroup
+version, the llama.cpp runtime's CPU features and declared baseline), the card shows it.
+
 Cards are pure functions of their inputs: no timestamps, keys sorted when serialised.
 """
 
@@ -20,17 +28,30 @@ from typing import Any
 
 from evalnoise.analysis import reporting_line
 from evalnoise.formatting import fmt, jsonable, pct
+from evalnoise.report.health import (
+    OUTCOME_HEADERS,
+    OUTCOMES,
+    banner_text,
+    expected_text,
+    health_of,
+    outcomes_of,
+    status_text,
+)
 
 __all__ = [
     "ICC_CI_HALF_WIDTH_MAX",
     "ICC_POOR",
     "ICC_SE_MAX",
     "ICC_VARIANT",
+    "MEASURED_FIELDS",
     "MIN_TASKS",
     "MIN_TRIALS",
     "CardContext",
+    "card_banner",
+    "card_fields",
     "card_key",
     "card_markdown",
+    "card_note",
     "card_rows",
     "card_title",
     "evaluation_card",
@@ -50,6 +71,11 @@ ICC_POOR = 0.5
 #: Below this many tasks, CLT-based intervals for accuracy are unreliable (the position paper
 #: "When Not to Rely on the Central Limit Theorem in LLM Evaluation", cited by the paper).
 MIN_TASKS = 30
+
+#: Card fields that are statistics of the trials: struck through on an invalid card.
+MEASURED_FIELDS = ("Accuracy", "ICC", "Variance components", "Between-query SE")
+#: What follows a struck statistic.
+NOT_A_MEASUREMENT_LABEL = "not a measurement of the agent"
 
 #: Keys a group record (:func:`evalnoise.analysis.group_record`) must have for a card.
 REQUIRED_KEYS = (
@@ -155,6 +181,8 @@ def limitations(
 ) -> list[str]:
     """Caveats that follow from the numbers of one card, in this order:
 
+    - the group is not a measurement of the agent (its ``health``), with the reasons; or its
+      failures were declared as the experiment (``health.expected_failures``);
     - ICC imprecise: SE(ICC) > :data:`ICC_SE_MAX` or CI half-width > :data:`ICC_CI_HALF_WIDTH_MAX`
       (the paper's guideline);
     - fewer than :data:`MIN_TRIALS` trials per task: ICC may not have converged;
@@ -169,6 +197,13 @@ def limitations(
     Per-level caveats are added by :func:`evaluation_card`.
     """
     out: list[str] = []
+    health = health_of(record)
+    banner = banner_text(health)
+    if banner is not None:
+        out.append(banner[0].lower() + banner[1:])
+    expected = expected_text(health)
+    if expected is not None:
+        out.append(expected[0].lower() + expected[1:])
     icc = _finite(record.get("icc"))
     se = _finite(record.get("icc_se"))
     low, high = _finite(record.get("icc_ci_low")), _finite(record.get("icc_ci_high"))
@@ -248,15 +283,24 @@ def _per_level_rows(levels: Sequence[Mapping[str, Any]], confidence: float) -> l
                 "interpretation": rec.get("interpretation"),
                 "between_query_se": between_query_se(rec),
                 "reporting_line": reporting_line(dict(rec), confidence),
+                "valid": health_of(rec)["valid"],
+                "health": health_of(rec),
+                "outcomes": outcomes_of(rec),
             }
         )
     return rows
 
 
-def _level_limitations(levels: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Levels whose own ICC is poor or undefined: the paper's "highly stochastic level"."""
+def _level_limitations(
+    levels: Sequence[Mapping[str, Any]], *, group_invalid: bool = False
+) -> list[str]:
+    """Levels that are no measurement (unless the whole group is not), and levels whose own
+    ICC is poor or undefined: the paper's "highly stochastic level"."""
     out = []
     for rec in sorted(levels, key=lambda r: str(r["level"])):
+        banner = banner_text(health_of(rec))
+        if banner is not None and not group_invalid:
+            out.append(f"level {rec['level']}: {banner[0].lower() + banner[1:]}")
         icc = _finite(rec.get("icc"))
         if icc is None:
             out.append(f"level {rec['level']}: ICC undefined")
@@ -276,6 +320,7 @@ def evaluation_card(
     trials_per_task: Sequence[int] = (),
     infra: Mapping[str, Any] | None = None,
     converged: bool | None = None,
+    machine: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The Evaluation Card of one agent × resource profile, as a JSON-ready dict.
 
@@ -289,14 +334,24 @@ def evaluation_card(
         gives the min/max on the card. Without it the mean n_obs / n_tasks is shown.
     infra : this card's row of the infra table (``infra_error_rate``, ``infra_ci_low``,
         ``infra_ci_high``).
-    converged : whether the convergence analysis found the ICC settled (None: not run).
+    converged : whether the convergence analysis found the ICC settled (None: not run or
+        undefined).
+    machine : the manifest's ``machine`` section (:func:`~.health.machine_of`): host, CPU
+        model, cgroup version, llama.cpp runtime; shown on the card when given.
+
+    The record's ``outcomes``, ``health`` and ``crash_signals`` (when present) become the
+    card's ``outcomes``, ``health`` and top-level ``valid`` (None: not assessed).
     """
     missing = [k for k in REQUIRED_KEYS if k not in record]
-    if missing:
+    if missing and ("group" in missing or health_of(record)["valid"] is not False):
         raise ValueError(f"group record {record.get('group')!r} lacks keys {missing}")
+    if missing:
+        # An invalid group may have no statistics at all (no trial counted): undefined.
+        record = {**dict.fromkeys(missing), "interpretation": "undefined", **record}
     agent, profile = card_key(record, context)
     conf = context.confidence
-    n_tasks, n_obs = int(record["n_tasks"]), int(record["n_obs"])
+    n_tasks = 0 if record["n_tasks"] is None else int(record["n_tasks"])
+    n_obs = 0 if record["n_obs"] is None else int(record["n_obs"])
     counts = sorted(int(t) for t in trials_per_task)
     trials = {
         "n_tasks": n_tasks,
@@ -310,8 +365,12 @@ def evaluation_card(
     # Without per-task counts only the mean is known; it stands in for the minimum.
     trials_min: float | None = counts[0] if counts else trials["per_task_mean"]
     infra_rate = None if infra is None else _finite(infra.get("infra_error_rate"))
+    health = health_of(record)
     card = {
         "schema": "evalnoise.evaluation_card/1",
+        "valid": health["valid"],
+        "health": health,
+        "outcomes": outcomes_of(record),
         "benchmark": {"name": context.benchmark, "version": context.benchmark_version},
         "agent": {"name": agent, **dict(context.agents.get(agent, {}))},
         "trials": trials,
@@ -361,8 +420,9 @@ def evaluation_card(
             infra_policy=context.infra_policy,
             converged=converged,
         )
-        + _level_limitations(levels),
+        + _level_limitations(levels, group_invalid=health["valid"] is False),
         "reporting_line": reporting_line(dict(record), conf),
+        "machine": None if machine is None else dict(machine),
     }
     return jsonable(card)
 
@@ -422,8 +482,46 @@ def _value_text(key: str, value: Any) -> str:
     return str(value)
 
 
-def card_rows(card: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(field, value) rows of a card in Table 4's order, as plain text."""
+def _machine_text(machine: Mapping[str, Any]) -> str:
+    """Host, CPU model, cgroup version and the llama.cpp runtime on one line."""
+    parts = [
+        f"host {machine.get('host') or 'not recorded'}",
+        f"CPU {machine.get('cpu_model') or 'not recorded'}",
+        f"cgroup {machine.get('cgroup_version') or 'not recorded'}",
+    ]
+    llama = machine.get("llama_cpp")
+    if llama:
+        text = f"llama.cpp runtime {llama.get('version') or 'version not recorded'}"
+        if llama.get("wheel_key"):
+            text += f" (wheel {llama['wheel_key']})"
+        text += f", declared CPU baseline: {llama.get('cpu_baseline') or 'not recorded'}"
+        text += f", CPU features: {llama.get('system_info') or 'not recorded'}"
+        parts.append(text)
+    else:
+        parts.append("no llama.cpp runtime recorded")
+    return "; ".join(parts)
+
+
+def _health_text(card: Mapping[str, Any]) -> str:
+    health = card.get("health") or {"valid": None}
+    text = status_text(health)
+    rate = health.get("failure_rate")
+    if rate is not None:
+        text += f" — {pct(rate)} of trials did not end ok with a score"
+    signals = health.get("crash_signals") or {}
+    if signals:
+        text += "; crash signals: " + ", ".join(f"{k} × {v}" for k, v in signals.items())
+    return text
+
+
+def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """(field, value, struck) rows of a card in Table 4's order, as plain text.
+
+    ``struck`` is True for the statistics (:data:`MEASURED_FIELDS`) of a card whose group is
+    not a measurement of the agent (``valid`` false): renderers strike them through and say
+    so. After Table 4's fields come ``Health`` and, when the manifest recorded it,
+    ``Machine``.
+    """
     m, t, inf = card["metrics"], card["trials"], card["infrastructure"]
     conf = f"{m['confidence']:.0%}"
     bench = card["benchmark"]
@@ -453,7 +551,7 @@ def card_rows(card: Mapping[str, Any]) -> list[tuple[str, str]]:
         rate_text += (
             f" ({conf} CI [{pct(inf['infra_error_ci_low'])}, {pct(inf['infra_error_ci_high'])}])"
         )
-    return [
+    rows = [
         ("Benchmark", f"{bench['name']}" + (f" ({bench['version']})" if bench["version"] else "")),
         ("Agent", name + (f" — {_mapping_text(agent)}" if agent else "")),
         (
@@ -487,6 +585,20 @@ def card_rows(card: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Backend", inf["backend"] or "not recorded"),
         ("Infra policy", inf["infra_policy"]),
         ("Infra error rate", rate_text),
+        ("Health", _health_text(card)),
+    ]
+    if card.get("machine"):
+        rows.append(("Machine", _machine_text(card["machine"])))
+    invalid = card.get("valid") is False
+    return [(k, v, invalid and k in MEASURED_FIELDS) for k, v in rows]
+
+
+def card_rows(card: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(field, value) rows of a card in Table 4's order, as plain text; on an invalid card
+    the statistics end in "— not a measurement of the agent" (see :func:`card_fields`)."""
+    return [
+        (k, f"{v} — {NOT_A_MEASUREMENT_LABEL}" if struck else v)
+        for k, v, struck in card_fields(card)
     ]
 
 
@@ -495,19 +607,71 @@ def card_title(card: Mapping[str, Any]) -> str:
     return f"{card['agent']['name']}" + (f" @ {profile}" if profile else "")
 
 
-def card_markdown(card: Mapping[str, Any]) -> str:
-    """The card as Markdown: reporting line, the Table 4 fields, per-level rows, limitations."""
-    lines = [
-        f"# Evaluation Card: {card_title(card)}",
+def card_banner(card: Mapping[str, Any]) -> str | None:
+    """ "Not a measurement of the agent: <reasons>" for an invalid card, else None."""
+    return banner_text(card.get("health") or {})
+
+
+def card_note(card: Mapping[str, Any]) -> str | None:
+    """The neutral note of a card whose failures were declared as the experiment, else None."""
+    return expected_text(card.get("health") or {})
+
+
+#: Under every outcome table: what the outcomes mean.
+OUTCOME_LEGEND = (
+    "crashed and no answer are the two kinds of agent_error (crashed: killed by a fault "
+    "signal); unscored: ok trials the scorer could not decide (judge_error), counted "
+    "within ok; the other outcomes partition the trials."
+)
+
+
+def _md_outcomes(card: Mapping[str, Any]) -> list[str]:
+    outcomes = card.get("outcomes")
+    lines = ["", "## Outcomes", ""]
+    if outcomes is None:
+        return [*lines, "Outcome counts not recorded (the input predates outcome accounting)."]
+    header = [OUTCOME_HEADERS[k] for k in OUTCOMES] + ["trials", "attempts"]
+    values = [outcomes.get(k) for k in (*OUTCOMES, "trials", "attempts")]
+    lines += [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        "| " + " | ".join("?" if v is None else str(v) for v in values) + " |",
         "",
-        "```",
-        card["reporting_line"],
-        "```",
-        "",
-        "| Field | Value |",
-        "|---|---|",
+        OUTCOME_LEGEND,
     ]
-    lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in card_rows(card)]
+    signals = (card.get("health") or {}).get("crash_signals") or {}
+    if signals:
+        lines += ["", "Crash signals: " + ", ".join(f"{k} × {v}" for k, v in signals.items())]
+    return lines
+
+
+def card_markdown(card: Mapping[str, Any]) -> str:
+    """The card as Markdown: [banner,] reporting line, the Table 4 fields, outcomes,
+    per-level rows, limitations.
+
+    An invalid card opens with a "Not a measurement of the agent" block quote and strikes
+    its reporting line and statistics through; an expected-failure card opens with a
+    neutral note.
+    """
+    lines = [f"# Evaluation Card: {card_title(card)}", ""]
+    banner, note = card_banner(card), card_note(card)
+    if banner is not None:
+        head, _, reasons = banner.partition(": ")
+        lines += [f"> **{head}:** {reasons}", ""]
+    elif note is not None:
+        lines += [f"> **Note:** {note}", ""]
+    if card.get("valid") is False:
+        lines += [
+            f"~~`{card['reporting_line']}`~~ — **{NOT_A_MEASUREMENT_LABEL}**",
+            "",
+        ]
+    else:
+        lines += ["```", card["reporting_line"], "```", ""]
+    lines += ["| Field | Value |", "|---|---|"]
+    for k, v, struck in card_fields(card):
+        value = f"~~{_cell(v)}~~ — **{NOT_A_MEASUREMENT_LABEL}**" if struck else _cell(v)
+        lines.append(f"| {_cell(k)} | {value} |")
+    lines += _md_outcomes(card)
     per_level = card["task_complexity"]["per_level"]
     if per_level:
         conf = f"{card['metrics']['confidence']:.0%}"
@@ -520,9 +684,11 @@ def card_markdown(card: Mapping[str, Any]) -> str:
             "|---|---|---|---|---|---|",
         ]
         for row in per_level:
+            acc = f"{pct(row['accuracy'])} [{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
+            if row.get("valid") is False or card.get("valid") is False:
+                acc = f"~~{acc}~~ {NOT_A_MEASUREMENT_LABEL}"
             lines.append(
-                f"| {_cell(row['level'])} | {row['n_tasks']} | {pct(row['accuracy'])} "
-                f"[{pct(row['ci_low'])}, {pct(row['ci_high'])}] | {fmt(row['icc'])} "
+                f"| {_cell(row['level'])} | {row['n_tasks']} | {acc} | {fmt(row['icc'])} "
                 f"[{fmt(row['icc_ci_low'])}, {fmt(row['icc_ci_high'])}] | "
                 f"{fmt(row['icc_se'])} | {fmt(row['between_query_se'])} |"
             )

@@ -12,7 +12,7 @@ convergence_chart      tidy: group, trials, estimator, mean, low, high
                        (:func:`tidy_convergence` of the stats convergence table)
 budget_chart           n_tasks, trials, se [, group] [, recommended]
 infra_chart            resource_profile, agent, accuracy, ci_low, ci_high, infra_error_rate,
-                       infra_ci_low, infra_ci_high
+                       infra_ci_low, infra_ci_high [, valid]
 comparisons_chart      a, b, diff, ci_low, ci_high [, p_paired_holm] [, kind]
 =====================  =====================================================================
 """
@@ -24,6 +24,8 @@ from collections.abc import Iterable
 import altair as alt
 import numpy as np
 import pandas as pd
+
+from evalnoise.report.health import NOT_A_MEASUREMENT
 
 __all__ = [
     "BUDGET_COLUMNS",
@@ -68,6 +70,9 @@ INFRA_COLUMNS = (
     "infra_ci_high",
 )
 COMPARISON_COLUMNS = ("a", "b", "diff", "ci_low", "ci_high")
+
+#: Legend values of the ``valid`` column in :func:`infra_chart`.
+MEASUREMENT_STATUS = ("measurement", NOT_A_MEASUREMENT.lower())
 
 _WIDTH = 520
 _ESTIMATOR_COLORS = ("#1f77b4", "#d62728")
@@ -310,11 +315,17 @@ def budget_chart(budget: pd.DataFrame, *, title: str | None = None) -> alt.Layer
 def infra_chart(infra: pd.DataFrame, *, confidence: float = 0.95) -> alt.HConcatChart:
     """Accuracy and infrastructure error rate per resource profile, with CIs.
 
-    Input columns: :data:`INFRA_COLUMNS`. Resource profiles keep the input order (e.g. 1x,
-    3x, uncapped); agents are side by side within a profile.
+    Input columns: :data:`INFRA_COLUMNS` and optionally ``valid`` (the group's health: a row
+    whose ``valid`` is false is not a measurement of the agent and is drawn as a cross with
+    a dashed interval; missing values count as measurements). Resource profiles keep the
+    input order (e.g. 1x, 3x, uncapped); agents are side by side within a profile.
     """
     _require(infra, INFRA_COLUMNS, "infra_chart")
     df = infra[list(INFRA_COLUMNS)].copy()
+    has_valid = "valid" in infra.columns
+    if has_valid:
+        invalid = [_is_false(v) for v in infra["valid"]]
+        df["measurement"] = [MEASUREMENT_STATUS[int(bad)] for bad in invalid]
     df["resource_profile"] = df["resource_profile"].astype(str)
     df["agent"] = df["agent"].astype(str)
     df = df.reset_index(drop=True)
@@ -341,18 +352,50 @@ def infra_chart(infra: pd.DataFrame, *, confidence: float = 0.95) -> alt.HConcat
             alt.Tooltip(f"{low}:Q", title=f"{level} CI low", format=".1%"),
             alt.Tooltip(f"{high}:Q", title=f"{level} CI high", format=".1%"),
         ]
+        rule_enc: dict[str, object] = {}
+        point_enc: dict[str, object] = {}
+        if has_valid:
+            tooltip.append(alt.Tooltip("measurement:N"))
+            # one legend for both: the shape and the dash of the same field merge
+            rule_enc["strokeDash"] = alt.StrokeDash(
+                "measurement:N",
+                title=None,
+                scale=alt.Scale(domain=list(MEASUREMENT_STATUS), range=[[1, 0], [4, 3]]),
+                legend=alt.Legend(orient="bottom"),
+            )
+            point_enc["shape"] = alt.Shape(
+                "measurement:N",
+                title=None,
+                scale=alt.Scale(domain=list(MEASUREMENT_STATUS), range=["circle", "cross"]),
+                legend=alt.Legend(orient="bottom"),
+            )
         base = alt.Chart(df).encode(**enc)
         rule = base.mark_rule(strokeWidth=2).encode(
             y=alt.Y(f"{low}:Q", title=f"{title} ({level} CI)", axis=alt.Axis(format="%")),
             y2=f"{high}:Q",
+            **rule_enc,
         )
-        point = base.mark_point(filled=True, size=70).encode(y=f"{value}:Q", tooltip=tooltip)
+        point = base.mark_point(filled=True, size=70).encode(
+            y=f"{value}:Q", tooltip=tooltip, **point_enc
+        )
         return alt.layer(rule, point).properties(width=260, height=260, title=title)
 
     return alt.hconcat(
         panel("accuracy", "ci_low", "ci_high", "accuracy"),
         panel("infra_error_rate", "infra_ci_low", "infra_ci_high", "infra error rate"),
     ).properties(title="Accuracy and infrastructure errors per resource profile")
+
+
+def _is_false(value: object) -> bool:
+    """A ``valid`` cell that says "not valid" (False, "false", 0); missing is not false."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("false", "0", "no")
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return False
+    try:
+        return not bool(value)
+    except (TypeError, ValueError):
+        return False
 
 
 def comparisons_chart(
