@@ -1,29 +1,32 @@
-"""Fixtures shared across test folders.
+"""Fixtures shared across test folders, and the CI guard.
 
 ``docker_engine``: a Docker SDK client of the running engine (tools/docker-engine.sh starts
-one). Without an engine, tests that need it skip — except in CI, where they fail.
+one). ``llama_server``: one real llama-cpp-python server (SmolLM2-135M, n_threads=1) for the
+whole session, used by the model, scorer and agent tests. ``requires_model_stack``: the
+local model stack (tools/install-model.sh) is installed. Each goes through
+:func:`model_stack.require`: without what it needs, a test skips — except in CI (``CI`` set),
+where it fails.
 
-``llama_server``: one real llama-cpp-python server (SmolLM2-135M, n_threads=1) for the whole
-session, used by the model, scorer and agent tests. Without the local model stack
-(tools/install-model.sh) those tests skip — except in CI (``CI`` set), where a missing
-stack is a broken setup and fails.
+**CI guard.** Under CI, a skipped test is reported as failed when it is marked ``docker`` or
+its skip reason names the engine, the model stack, the browser or a cluster
+(:func:`model_stack.names_a_requirement`); this also covers tests that call ``pytest.skip``
+or ``importorskip`` directly instead of :func:`model_stack.require`.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from model_stack import MISSING, MODEL_STACK
+from model_stack import MISSING, MODEL_STACK, in_ci, names_a_requirement, require
 
 
 @pytest.fixture(scope="session")
-def llama_server(tmp_path_factory):
+def requires_model_stack() -> None:
+    require(MODEL_STACK, MISSING)
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory, requires_model_stack):
     """One managed server for the session (n_threads=1, log in a temp dir)."""
-    if not MODEL_STACK:
-        if os.environ.get("CI"):
-            pytest.fail(MISSING)
-        pytest.skip(MISSING)
     from evalnoise.models import LlamaServer
 
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
@@ -31,21 +34,33 @@ def llama_server(tmp_path_factory):
         yield server
 
 
-def in_ci() -> bool:
-    return bool(os.environ.get("CI"))
-
-
 @pytest.fixture(scope="session")
 def docker_engine():
     from evalnoise.runner.docker_backend import check_engine
 
     problem = check_engine()
-    if problem is not None:
-        if in_ci():
-            pytest.fail(f"CI is set and no Docker engine answers: {problem}")
-        pytest.skip(f"no Docker engine answers (and CI is unset): {problem}")
+    require(problem is None, f"no Docker engine answers: {problem}")
     import docker
 
     client = docker.from_env()
     yield client
     client.close()
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])  # (path, line, "Skipped: reason")
+    return str(longrepr)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """The CI guard (module docstring): a skip CI must not accept becomes a failure."""
+    report = yield
+    if report.skipped and in_ci() and not hasattr(report, "wasxfail"):
+        reason = _skip_reason(report)
+        if item.get_closest_marker("docker") is not None or names_a_requirement(reason):
+            report.outcome = "failed"
+            report.longrepr = f"CI is set, so this test must not skip: {reason}"
+    return report

@@ -10,12 +10,63 @@
 # With --bridge=none containers get network_mode "none" or "host" only; that is all the
 # trial runner uses (no image registry is reachable either: images are built locally).
 # Concurrent callers serialise on a lock file, so two of them never start two daemons.
+#
+# cgroups: v1 and hybrid hosts need nothing (dockerd's default driver there is cgroupfs).
+# On a unified (v2) host without systemd the daemon is told `native.cgroupdriver=cgroupfs`
+# (with systemd running, dockerd's own default, the systemd driver, is kept), and the memory
+# and cpu controllers are delegated from the root: inside a cgroup namespace whose root
+# holds processes that fails (EBUSY), so those processes are first moved to a leaf
+# `init` cgroup, as Docker's own docker:dind entrypoint does. The runner measures peak
+# memory on either version (src/evalnoise/runner/docker_backend.py).
+#
+#   tools/docker-engine.sh --print-dockerd-args   print the daemon's arguments, start nothing
+#   (EVALNOISE_CGROUP_ROOT and EVALNOISE_SYSTEMD_DIR point the detection elsewhere, for tests)
 set -euo pipefail
 
 SOCK=/var/run/docker.sock
 LOG=${EVALNOISE_DOCKERD_LOG:-/var/log/evalnoise-dockerd.log}
 WAIT_S=${EVALNOISE_DOCKERD_WAIT_S:-60}
 LOCK=/var/run/evalnoise-docker-engine.lock
+CGROUP_ROOT=${EVALNOISE_CGROUP_ROOT:-/sys/fs/cgroup}
+# sd_booted(3): systemd is the init system iff this directory exists
+SYSTEMD_DIR=${EVALNOISE_SYSTEMD_DIR:-/run/systemd/system}
+
+cgroup_v2() {  # a unified mount has cgroup.controllers at its root (hybrid: under unified/)
+    [ -f "$CGROUP_ROOT/cgroup.controllers" ]
+}
+
+dockerd_args() {
+    local args=(--bridge=none --iptables=false --ip-masq=false)
+    if cgroup_v2 && [ ! -d "$SYSTEMD_DIR" ]; then
+        args+=(--exec-opt native.cgroupdriver=cgroupfs)
+    fi
+    echo "${args[@]}"
+}
+
+# v2 without systemd (systemd delegates by itself): let child cgroups (the containers')
+# use every controller the root offers.
+delegate_v2_controllers() {
+    cgroup_v2 && [ ! -d "$SYSTEMD_DIR" ] || return 0
+    local wanted
+    wanted=$(sed -e 's/^/+/' -e 's/ / +/g' "$CGROUP_ROOT/cgroup.controllers")
+    [ -n "$wanted" ] || return 0
+    if echo "$wanted" >"$CGROUP_ROOT/cgroup.subtree_control" 2>/dev/null; then
+        return 0
+    fi
+    echo "docker-engine.sh: cgroup v2 root holds processes; moving them to $CGROUP_ROOT/init" >&2
+    mkdir -p "$CGROUP_ROOT/init"
+    # a process that exits meanwhile cannot be moved: ignore those errors
+    xargs -rn1 <"$CGROUP_ROOT/cgroup.procs" >"$CGROUP_ROOT/init/cgroup.procs" 2>/dev/null || :
+    echo "$wanted" >"$CGROUP_ROOT/cgroup.subtree_control" || {
+        echo "docker-engine.sh: could not delegate cgroup controllers ($wanted)" >&2
+        return 1
+    }
+}
+
+if [ "${1:-}" = "--print-dockerd-args" ]; then
+    dockerd_args
+    exit 0
+fi
 
 engine_answers() {
     [ -S "$SOCK" ] && timeout 10 docker -H "unix://$SOCK" info >/dev/null 2>&1
@@ -56,11 +107,13 @@ if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "docker-engine.sh: dockerd (pid $(cat "$pidfile")) is running; waiting for it" >&2
 else
     mkdir -p "$(dirname "$LOG")"
-    echo "docker-engine.sh: starting dockerd (log: $LOG)" >&2
+    # without delegation dockerd still starts; containers with limits would then fail
+    delegate_v2_controllers || echo "docker-engine.sh: continuing without it" >&2
+    read -r -a args <<<"$(dockerd_args)"
+    echo "docker-engine.sh: starting dockerd ${args[*]} (log: $LOG)" >&2
     # setsid + nohup: the daemon is in its own session, so it survives this shell and
     # any process-group kill aimed at whoever called us.
-    setsid nohup dockerd --bridge=none --iptables=false --ip-masq=false \
-        >>"$LOG" 2>&1 </dev/null &
+    setsid nohup dockerd "${args[@]}" >>"$LOG" 2>&1 </dev/null &
 fi
 
 deadline=$((SECONDS + WAIT_S))

@@ -10,7 +10,8 @@ reporting, ``agent_error`` is split by *how* the agent failed:
 - ``no_answer`` — any other agent failure: a non-zero exit, or exit 0 without an answer.
 
 and a trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score
-is null) is ``unscored``. :data:`OUTCOMES` is the order every output prints them in.
+is null) is ``unscored`` rather than ``ok``. The outcomes partition the trials;
+:data:`OUTCOMES` is the order every output prints them in.
 
 :func:`outcome_counts` counts them (vectorized, over the *final* attempt of each trial);
 :func:`assess_health` decides whether a group's numbers are a measurement of the agent at
@@ -47,7 +48,7 @@ CRASH_SIGNALS = {
     int(signal.SIGABRT): "SIGABRT",
     int(signal.SIGFPE): "SIGFPE",
 }
-#: every outcome, in print order; ``unscored`` trials are a subset of the ``ok`` ones' runs
+#: every outcome, in print order; they partition the trials
 OUTCOMES = ("ok", "crashed", "no_answer", "timeout", "oom_killed", "infra_error", "unscored")
 #: what each outcome means, for legends and cards
 OUTCOME_LABELS = {
@@ -99,9 +100,9 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     plus ``trials`` (their number) and ``attempts`` (all rows).
 
     ``trials`` needs ``status``; ``exit_code`` (to tell a crash), ``score`` (null = not
-    scored), ``attempt`` and the trial key columns are used when present. ``unscored``
-    counts ``ok`` trials with a null score; the other outcomes partition the trials, so
-    ``ok + crashed + no_answer + timeout + oom_killed + infra_error == trials``.
+    scored), ``attempt`` and the trial key columns are used when present. ``ok`` counts
+    trials that ended ``ok`` *and* have a score; ``unscored`` those that ended ``ok``
+    without one. The outcomes partition the trials: their counts sum to ``trials``.
     """
     from evalnoise.runner.policy import TRIAL_KEY
 
@@ -122,7 +123,7 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     else:
         unscored = np.zeros(len(last), dtype=bool)
     counts = {
-        "ok": int(ok.sum()),
+        "ok": int((ok & ~unscored).sum()),
         "crashed": int(crashed.sum()),
         "no_answer": int(((status == "agent_error") & ~crashed).sum()),
         "timeout": int((status == "timeout").sum()),
@@ -165,13 +166,13 @@ def assess_health(
 ) -> Health:
     """A group is *not a measurement of the agent* when any trial crashed or when more than
     ``max_failure_rate`` of its trials did not end ``ok`` with a score:
-    ``(trials − (ok − unscored)) / trials > max_failure_rate``.
+    ``(trials − ok) / trials > max_failure_rate``.
 
     ``expected`` (the group is listed in ``health.expected_failures``) keeps it valid and
     records the reasons, so the report can say the failures are the experiment.
     """
     trials = int(counts.get("trials", 0))
-    good = int(counts.get("ok", 0)) - int(counts.get("unscored", 0))
+    good = int(counts.get("ok", 0))
     rate = (trials - good) / trials if trials else 1.0
     reasons = []
     if trials == 0:

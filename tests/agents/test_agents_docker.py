@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from model_stack import require
 
 from evalnoise.models.agent_images import agent_env, build_agent_images
 from evalnoise.scorers import numeric
@@ -32,7 +33,7 @@ def base_image(backend):
     try:
         return build_base_image(client=backend.client)
     except RuntimeError as exc:  # no debootstrap mirror reachable and nothing cached
-        pytest.skip(f"base image unavailable: {exc}")
+        require(False, f"base image unavailable: {exc}")
 
 
 def _request(spec, task, profile, trial, seed):

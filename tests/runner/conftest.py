@@ -1,4 +1,4 @@
-"""Fixtures of the runner tests: the real Docker engine, the base image, the probe agent.
+"""Fixtures of the runner tests: the real Docker engine, the base image, the test agents.
 
 Tests marked ``docker`` use the engine on /var/run/docker.sock (tools/docker-engine.sh
 starts one). They are skipped only when no engine answers *and* ``CI`` is unset; under CI a
@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from runner_helpers import PROBE
+from runner_helpers import PROBE, SEGV
 
 
 @pytest.fixture(scope="session")
@@ -21,17 +21,28 @@ def base_image(docker_engine) -> str:
     return build_base_image(client=docker_engine)
 
 
-@pytest.fixture(scope="session")
-def probe_image(docker_engine, base_image) -> str:
-    """The probe agent built FROM the base image; tag = hash of its context and base."""
+def _build_test_agent(client, context, name: str, base_image: str) -> str:
+    """A test agent built FROM the base image; tag = hash of its context and base."""
     from evalnoise.runner.images import build_agent_image
 
     digest = hashlib.sha256(base_image.encode())
-    for path in sorted(PROBE.iterdir()):
+    for path in sorted(context.iterdir()):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    tag = f"evalnoise-probe:{digest.hexdigest()[:12]}"
-    build_agent_image(PROBE, tag, base_image, client=docker_engine)
+    tag = f"evalnoise-{name}:{digest.hexdigest()[:12]}"
+    build_agent_image(context, tag, base_image, client=client)
     return tag
+
+
+@pytest.fixture(scope="session")
+def probe_image(docker_engine, base_image) -> str:
+    """The probe agent (tests/runner/agents/probe) as an image."""
+    return _build_test_agent(docker_engine, PROBE, "probe", base_image)
+
+
+@pytest.fixture(scope="session")
+def segv_image(docker_engine, base_image) -> str:
+    """The segv agent (tests/runner/agents/segv): dies of SIGSEGV."""
+    return _build_test_agent(docker_engine, SEGV, "segv", base_image)
 
 
 @pytest.fixture(scope="session")

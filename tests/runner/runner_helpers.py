@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -12,10 +11,8 @@ import pandas as pd
 AGENTS = Path(__file__).parent / "agents"
 PROBE = AGENTS / "probe"
 PROBE_SCRIPT = PROBE / "agent.py"
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+SEGV = AGENTS / "segv"
+SEGV_SCRIPT = SEGV / "agent.py"
 
 
 def task_row(

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from model_stack import require
 
 from evalnoise.runner import images
 from evalnoise.runner.images import BASE_IMAGE_REPOSITORY, load_base_inputs
@@ -88,8 +89,7 @@ def test_a_cached_root_filesystem_is_imported_without_debootstrap(
     """A new tag whose tarball is cached is imported, never debootstrapped."""
     digest = base_image.split(":")[1]
     cached = images.default_cache_dir() / "base" / f"{digest}.tar"
-    if not cached.exists():
-        pytest.skip("the base image was not built on this machine (no cached tarball)")
+    require(cached.exists(), "the base image was not built on this machine (no cached tarball)")
     inputs = write_inputs(
         tmp_path / "inputs", ["python3", "libgomp1", "ca-certificates", "evalnoise-test-marker"]
     )

@@ -127,5 +127,5 @@ def test_a_sigkill_at_the_memory_limit_is_an_oom_kill_even_without_the_engine_fl
     assert _killed_at_memory_limit(137, limit, limit)
     assert not _killed_at_memory_limit(137, limit - 4096, limit)  # killed for another reason
     assert not _killed_at_memory_limit(1, limit, limit)  # exited by itself
-    assert not _killed_at_memory_limit(137, None, limit)  # peak unknown (cgroup v2)
+    assert not _killed_at_memory_limit(137, None, limit)  # peak unknown (remote engine)
     assert not _killed_at_memory_limit(137, limit, None)  # no hard limit

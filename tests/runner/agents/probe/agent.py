@@ -4,6 +4,7 @@ The question is a JSON object naming an operation:
   {"op": "answer", "value": V}        write {"answer": V} to EVALNOISE_OUTPUT
   {"op": "stdout_answer", "value": V} print {"answer": V} as the last JSON line of stdout only
   {"op": "alloc", "mb": N}            allocate N MiB and touch every page, then answer
+                                      (with "hold_s": S, hold it S seconds before answering)
   {"op": "sleep", "s": S}             sleep S seconds, then answer
   {"op": "crash"}                     exit with status 3 (or {"code": N})
   {"op": "no_answer"}                 exit 0 without answering
@@ -116,7 +117,9 @@ def main():
         print(json.dumps({"answer": command["value"]}))
         print("done")
     elif op == "alloc":
-        allocate(command["mb"])
+        block = allocate(command["mb"])
+        time.sleep(command.get("hold_s", 0))
+        del block
         answer(f"allocated {command['mb']}")
     elif op == "oom_until":
         if int(os.environ["EVALNOISE_ATTEMPT"]) < command["attempt"]:

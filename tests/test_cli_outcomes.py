@@ -1,0 +1,76 @@
+"""`evalnoise analyze` counts every outcome and flags a group whose failures are no score."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from evalnoise.cli import main
+
+
+def _table(tmp_path):
+    rows = []
+    for task in ("t1", "t2", "t3"):
+        for trial in range(4):
+            # a healthy agent: right on t1 and t2, wrong on t3
+            rows.append(("healthy", task, trial, "ok", 0, float(task != "t3")))
+            # a crashing agent: SIGSEGV (139) on every trial but one, which is unscored
+            if (task, trial) == ("t1", 0):
+                rows.append(("crasher", task, trial, "ok", 0, None))
+            else:
+                rows.append(("crasher", task, trial, "agent_error", 139, None))
+    rows.append(("healthy", "t4", 0, "timeout", None, None))
+    frame = pd.DataFrame(
+        rows, columns=["agent", "task_id", "trial", "status", "exit_code", "score"]
+    )
+    path = tmp_path / "trials.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_outcomes_and_health_in_json(tmp_path, capsys):
+    path = _table(tmp_path)
+    assert main(["analyze", str(path), "--group", "agent", "--score", "score", "--json"]) == 0
+    groups = {g["group"]: g for g in json.loads(capsys.readouterr().out)["groups"]}
+    crasher, healthy = groups["crasher"], groups["healthy"]
+    assert crasher["outcomes"]["crashed"] == 11 and crasher["outcomes"]["unscored"] == 1
+    assert crasher["outcomes"]["trials"] == 12
+    assert crasher["health"]["valid"] is False
+    assert any("SIGSEGV" in r or "crashed" in r for r in crasher["health"]["reasons"])
+    # the unscored trial is left out, the crashed ones count as incorrect
+    assert crasher["n_obs"] == 11 and crasher["mean"] == 0.0
+    assert healthy["outcomes"] == {
+        "ok": 12,
+        "crashed": 0,
+        "no_answer": 0,
+        "timeout": 1,
+        "oom_killed": 0,
+        "infra_error": 0,
+        "unscored": 0,
+        "trials": 13,
+        "attempts": 13,
+    }
+    assert healthy["health"]["valid"] is True
+
+
+def test_text_output_flags_the_group(tmp_path, capsys):
+    path = _table(tmp_path)
+    assert main(["analyze", str(path), "--group", "agent", "--score", "score"]) == 0
+    out = capsys.readouterr().out
+    assert "crasher: " in out and "NOT A MEASUREMENT OF THE AGENT" in out
+    assert (
+        "12 trials: 0 ok, 11 crashed, 0 no_answer, 0 timeout, 0 oom_killed, 0 infra_error, 1 unscored"
+        in out
+    )
+
+
+def test_tables_without_status_are_analysed_as_before(tmp_path, capsys):
+    frame = pd.DataFrame(
+        {"task_id": ["a", "a", "b", "b"], "trial": [0, 1, 0, 1], "correct": [1, 0, 1, 1]}
+    )
+    path = tmp_path / "plain.csv"
+    frame.to_csv(path, index=False)
+    assert main(["analyze", str(path), "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)["groups"]
+    assert "outcomes" not in record and record["mean"] == 0.75
