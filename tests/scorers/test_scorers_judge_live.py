@@ -1,8 +1,10 @@
 """The LLM judge against a real llama-cpp-python server (SmolLM2-135M).
 
 SmolLM2-135M is a poor judge; these tests check parsing of its real replies, the cache,
-and the error semantics — not its accuracy. ``SHORT_TEMPLATE`` is a prompt the tiny model
-often (not always) answers in the ``Decision: ...`` format, so both outcomes occur.
+and the error semantics — not its accuracy. The first tests use the plain-text path
+(``structured="text"``): ``SHORT_TEMPLATE`` is a prompt the tiny model often (not always)
+answers in the ``Decision: ...`` format, so both outcomes occur. The structured path
+(constrained decoding, the default) is tested at the end: every reply parses.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ def _client(server: LlamaServer, **kwargs) -> ChatClient:
 def _judge(server, cache=None, **kwargs) -> LLMJudge:
     kwargs.setdefault("template", SHORT_TEMPLATE)
     kwargs.setdefault("max_tokens", 40)
+    kwargs.setdefault("structured", "text")
     return LLMJudge(_client(server), cache=cache, **kwargs)
 
 
@@ -127,6 +130,7 @@ def test_killed_server_gives_judge_errors_and_rerun_fills_them(tmp_path):
             template=SHORT_TEMPLATE,
             max_tokens=40,
             cache=cache_path,
+            structured="text",
         )
 
         def kill_after_two(done, total):
@@ -209,3 +213,50 @@ def test_judge_configuration_errors(llama_server):
         _judge(llama_server, template="no variables here")
     with pytest.raises(ValueError, match="temperature"):
         _judge(llama_server, samples=3, sample_temperature=0.0)
+
+
+# -- structured verdicts (constrained decoding): the default --------------------------------
+
+
+def _generated_items(n_per_level: int = 4):
+    """Generated arithmetic tasks with right and wrong answers in three phrasings."""
+    import random
+
+    from evalnoise.tasks.generated import generate_tasks
+
+    rng = random.Random(0)
+    items = []
+    for _, task in generate_tasks(n_per_level, seed=0).iterrows():
+        right = rng.random() < 0.5
+        answer = task["answer"] if right else str(int(float(task["answer"])) + rng.randint(1, 9))
+        phrase = rng.choice(["The answer is {}.", "{}", "Let me compute... so it is {}"])
+        items.append((task["question"], phrase.format(answer), task["answer"], right))
+    return items
+
+
+@pytest.mark.parametrize("mode", ["verdict", "extract"])
+def test_structured_replies_always_parse(llama_server, mode):
+    judge = LLMJudge(_client(llama_server), mode=mode, max_tokens=96)
+    items = _generated_items()
+    results = [judge.judge(q, p, t) for q, p, t, _ in items]
+    # llama-cpp-python's server honours the json_object + schema form
+    assert judge.form == "json_object_schema"
+    assert [r.status for r in results] == [OK] * len(items)
+    if mode == "extract":
+        # the model only reads the number out; the comparison is exact, in code
+        agree = sum(r.correct is right for r, (*_, right) in zip(results, items, strict=True))
+        assert agree >= 0.8 * len(items)
+        assert not any(
+            r.correct and not right for r, (*_, right) in zip(results, items, strict=True)
+        )
+
+
+def test_openai_json_schema_form_is_refused_by_llama_cpp(llama_server):
+    """What the auto mode works around: the OpenAI form gives HTTP 500 on this server."""
+    from evalnoise.models.client import ChatError
+    from evalnoise.scorers.judge import response_format
+
+    client = _client(llama_server, max_retries=0)
+    with pytest.raises(ChatError) as info:
+        client.complete("Say TRUE.", response_format=response_format("json_schema"))
+    assert info.value.status == 500

@@ -64,7 +64,8 @@ def test_default_template_is_appendix_b():
 
 def test_template_hash_is_stable_and_sensitive():
     # pinned: a change to the default prompt or the parser version must be deliberate
-    assert template_hash() == "271b4214bab948a355ae9c0d590ab50097a732b8b1a92ec30dc15202005600c6"
+    # (parser version 2: structured verdicts and the extract mode)
+    assert template_hash() == "9da3c7be82ada099de843c4aa1628e02a4a9f1bd920761bcd76e7d1caf06b15c"
     assert template_hash(DEFAULT_TEMPLATE + " ") != template_hash()
     k = cache_key("m", template_hash(), "q", "t", "p")
     assert k != cache_key("m2", template_hash(), "q", "t", "p")

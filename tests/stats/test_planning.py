@@ -11,9 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.power import NormalIndPower
 
+from evalnoise.stats.icc import icc_oneway
 from evalnoise.stats.planning import (
     allocation_table,
+    cost_allocation,
     minimum_detectable_difference,
+    optimal_trials_per_task,
+    plan_from_pilot,
     tasks_for_icc_precision,
 )
 
@@ -268,3 +272,199 @@ def test_mdd_rejects_bad_input(kwargs):
         minimum_detectable_difference(0, 2, 0.1, 0.1)
     with pytest.raises(ValueError):
         minimum_detectable_difference(10, 2, -0.1, 0.1)
+
+
+# --- budgets in money: cost_allocation, optimal_trials_per_task, plan_from_pilot -----------------
+
+
+def _brute_force(budget, s2b, s2w, c_task, c_trial, max_tasks=None, max_trials=None):
+    """Every affordable (n, T), written out: the minimum variance, ties to more tasks."""
+    best = None
+    n = 1
+    while n * (c_task + c_trial) <= budget * (1 + 1e-9) and (max_tasks is None or n <= max_tasks):
+        t = 1
+        while n * (c_task + t * c_trial) <= budget * (1 + 1e-9) and (
+            max_trials is None or t <= max_trials
+        ):
+            v = s2b / n + s2w / (n * t)
+            if best is None or v < best[0] or (v == best[0] and n > best[1]):
+                best = (v, n, t)
+            t += 1
+        n += 1
+    return best
+
+
+@pytest.mark.parametrize(
+    ("budget", "s2b", "s2w", "c_task", "c_trial", "max_tasks", "max_trials"),
+    [
+        (500.0, 0.1, 0.15, 2.0, 0.25, None, None),
+        (500.0, 0.1, 0.15, 2.0, 0.25, 60, None),
+        (300.0, 0.02, 0.2, 10.0, 1.0, None, 8),
+        (120.0, 0.2, 0.05, 0.0, 1.0, None, None),
+        (97.3, 0.05, 0.2, 3.7, 0.9, 25, 12),
+        (1000.0, 0.0, 0.2, 5.0, 1.0, None, 50),
+    ],
+)
+def test_cost_allocation_matches_brute_force(
+    budget, s2b, s2w, c_task, c_trial, max_tasks, max_trials
+):
+    res = cost_allocation(
+        budget,
+        s2b,
+        s2w,
+        cost_per_task=c_task,
+        cost_per_trial=c_trial,
+        max_tasks=max_tasks,
+        max_trials=max_trials,
+    )
+    v, n, t = _brute_force(budget, s2b, s2w, c_task, c_trial, max_tasks, max_trials)
+    assert (res.recommended.n_tasks, res.recommended.trials) == (n, t)
+    assert res.recommended.variance == pytest.approx(v, rel=1e-12)
+    assert np.all(res.cost <= budget * (1 + 1e-9))
+    assert res.variance_exact <= res.variance.min() * (1 + 1e-12)
+    # Frontier: no row is dominated by another.
+    assert np.all(np.diff(res.n_tasks) < 0) and np.all(np.diff(res.trials) > 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.floats(2, 400),
+    s2b=st.floats(0.001, 0.3),
+    s2w=st.floats(0, 0.3),
+    c_task=st.floats(0, 20),
+    c_trial=st.floats(0.05, 5),
+    max_tasks=st.one_of(st.none(), st.integers(1, 80)),
+)
+def test_cost_allocation_is_the_exhaustive_optimum(budget, s2b, s2w, c_task, c_trial, max_tasks):
+    if budget < c_task + c_trial:
+        with pytest.raises(ValueError):
+            cost_allocation(budget, s2b, s2w, cost_per_task=c_task, cost_per_trial=c_trial)
+        return
+    res = cost_allocation(
+        budget, s2b, s2w, cost_per_task=c_task, cost_per_trial=c_trial, max_tasks=max_tasks
+    )
+    v, n, _ = _brute_force(budget, s2b, s2w, c_task, c_trial, max_tasks)
+    assert res.recommended.variance == pytest.approx(v, rel=1e-12)
+    assert res.recommended.n_tasks == n
+
+
+def test_cochran_closed_form():
+    # T* = sqrt(c_task/c_trial · σ²_w/σ²_b) minimizes (σ²_b + σ²_w/T)(c_task + T c_trial).
+    s2b, s2w, c1, c2, b = 0.08, 0.18, 6.0, 0.5, 900.0
+    res = cost_allocation(b, s2b, s2w, cost_per_task=c1, cost_per_trial=c2)
+    t_star = math.sqrt(c1 / c2 * s2w / s2b)
+    assert res.trials_exact == pytest.approx(t_star, rel=1e-12)
+    assert res.n_tasks_exact == pytest.approx(b / (c1 + t_star * c2), rel=1e-12)
+    closed = (math.sqrt(s2b * c1) + math.sqrt(s2w * c2)) ** 2 / b
+    assert res.variance_exact == pytest.approx(closed, rel=1e-12)
+    grid = np.linspace(0.5, 40, 200_001)
+    numeric = ((s2b + s2w / grid) * (c1 + grid * c2) / b).min()
+    assert closed == pytest.approx(numeric, rel=1e-8)
+    # The integer optimum sits next to T*.
+    assert res.recommended.trials in (math.floor(t_star), math.ceil(t_star))
+    # optimal_trials_per_task ignores that n is whole (here T = 5 buys 105.9 tasks, T = 6
+    # exactly 100, so the budget's optimum is 6); it too sits next to T*.
+    opt = optimal_trials_per_task(s2b, s2w, c1, c2)
+    assert opt.trials in (math.floor(t_star), math.ceil(t_star))
+    assert opt.trials_exact == pytest.approx(t_star)
+    assert opt.unit_cost == pytest.approx(c1 + opt.trials * c2)
+
+
+@pytest.mark.parametrize("max_tasks", [None, 30, 150, 1000])
+@pytest.mark.parametrize("budget", [64, 360, 400, 997])
+def test_cost_allocation_in_runs_agrees_with_allocation_table(budget, max_tasks):
+    # c_task = 0, c_trial = 1: the budget counts runs, as in the paper's eq. 10.
+    for s2b, s2w in [(5.0, 1.0), (0.1, 0.02), (0.0, 1.0)]:
+        runs = allocation_table(budget, s2b, s2w, max_tasks=max_tasks).recommended
+        money = cost_allocation(
+            budget, s2b, s2w, cost_per_task=0.0, cost_per_trial=1.0, max_tasks=max_tasks
+        ).recommended
+        assert money.variance <= runs.variance * (1 + 1e-12)
+        if s2b > 0:
+            assert (money.n_tasks, money.trials) == (runs.n_tasks, runs.trials)
+
+
+def test_cost_allocation_saturates_tasks_then_buys_trials():
+    res = cost_allocation(1000.0, 0.1, 0.1, cost_per_task=1.0, cost_per_trial=1.0, max_tasks=40)
+    # Unconstrained T* = 1; with 40 tasks the rest of the money goes into trials: 40 × 24.
+    assert (res.recommended.n_tasks, res.recommended.trials) == (40, 24)
+    assert res.recommended.cost == pytest.approx(40 * 25)
+
+
+def test_optimal_trials_edges_and_broadcasting():
+    opt = optimal_trials_per_task(
+        [0.1, 0.1, 0.0, 0.0], [0.2, 0.0, 0.2, 0.0], 4.0, 1.0, max_trials=9
+    )
+    assert opt.trials.tolist() == [3, 1, 9, 1]
+    assert np.isinf(opt.trials_exact[2]) and np.isnan(opt.trials_exact[3])
+    assert optimal_trials_per_task(0.1, 0.2, 0.0, 1.0).trials == 1  # the paper's eq. 10
+    for t_star_case in np.linspace(0.1, 20, 37):
+        # Brute force over T: the integer minimizer of the cost-weighted unit variance.
+        s2w = t_star_case**2 * 0.1 / 3.0
+        opt = optimal_trials_per_task(0.1, s2w, 3.0, 1.0, max_trials=12)
+        t = np.arange(1, 13)
+        assert opt.trials == t[np.argmin((0.1 + s2w / t) * (3.0 + t))]
+    with pytest.raises(ValueError):
+        optimal_trials_per_task(0.0, 0.2, 1.0, 1.0)  # unbounded without a cap
+    with pytest.raises(ValueError):
+        optimal_trials_per_task(0.1, 0.2, 1.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"budget": 0.0},
+        {"budget": 2.0},  # less than one task with one trial
+        {"budget": float("inf")},
+        {"cost_per_trial": 0.0},
+        {"cost_per_task": -1.0},
+        {"sigma2_between": -0.1},
+        {"max_tasks": 0},
+        {"max_trials": 2.5},
+    ],
+)
+def test_cost_allocation_rejects_bad_input(kwargs):
+    args = {
+        "budget": 100.0,
+        "sigma2_between": 0.1,
+        "sigma2_within": 0.1,
+        "cost_per_task": 2.0,
+        "cost_per_trial": 1.0,
+        **kwargs,
+    }
+    with pytest.raises(ValueError):
+        cost_allocation(
+            args.pop("budget"), args.pop("sigma2_between"), args.pop("sigma2_within"), **args
+        )
+
+
+def test_plan_from_pilot_uses_the_pilots_components():
+    rng = np.random.default_rng(12)
+    p = rng.beta(1, 1.5, 30)
+    tasks = np.repeat(np.arange(30), 5)
+    scores = (rng.random(tasks.size) < p[tasks]).astype(float)
+    plan = plan_from_pilot(scores, tasks, budget=400.0, cost_per_task=3.0, cost_per_trial=0.5)
+    ref = icc_oneway(scores, tasks)
+    assert plan.sigma2_between == pytest.approx(ref.sigma2_between)
+    assert plan.sigma2_within == pytest.approx(ref.sigma2_within)
+    assert (plan.pilot_tasks, plan.pilot_trials) == (30, 150)
+    direct = cost_allocation(
+        400.0, ref.sigma2_between, ref.sigma2_within, cost_per_task=3.0, cost_per_trial=0.5
+    )
+    assert plan.allocation.recommended == direct.recommended
+    assert plan.ci_half_width == pytest.approx(NormalDist().inv_cdf(0.975) * plan.se)
+    assert plan.warnings == ()
+
+
+def test_plan_from_pilot_floors_a_negative_component_and_needs_two_trials():
+    # Every task has the same mean: MSB < MSW, σ²_between < 0.
+    scores = np.array([1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0], dtype=float)
+    tasks = np.repeat(np.arange(6), 2)
+    plan = plan_from_pilot(scores, tasks, budget=50.0, cost_per_task=0.0, cost_per_trial=1.0)
+    assert plan.sigma2_between_raw < 0 and plan.sigma2_between == 0.0
+    assert any("negative" in w for w in plan.warnings)
+    assert any("only 6 tasks" in w for w in plan.warnings)
+    with pytest.raises(ValueError, match="max_trials"):
+        plan_from_pilot(scores, tasks, budget=50.0, cost_per_task=1.0, cost_per_trial=1.0)
+    with pytest.raises(ValueError, match="two trials"):
+        plan_from_pilot(np.array([1.0, 0.0]), np.array([0, 1]), budget=10.0)

@@ -5,9 +5,29 @@ Evaluations"), with three named variables: ``{question}``, ``{predicted_answer}`
 ``{target}``. Any template with the same variables can replace it; only those three
 placeholders are substituted (other braces are left alone), in one pass.
 
+Structured output
+-----------------
+The judge asks the server for a *structured* reply with constrained decoding, so the form of
+the reply can always be read while the template's wording stays the paper's:
+``response_format={"type": "json_object", "schema": VERDICT_SCHEMA}`` (llama.cpp's server,
+and servers that take a schema the same way) or the OpenAI form ``{"type": "json_schema",
+...}``. With ``structured="auto"`` (the default) the first call finds which one the server
+honours (llama-cpp-python 0.3.36 answers the OpenAI form with HTTP 500) and falls back to
+plain text and :func:`parse_decision` for a server that takes neither. A structured reply is
+still validated: a schema the server failed to convert silently yields unconstrained JSON.
+No user-supplied grammar is ever forwarded (a malformed GBNF grammar crashes llama.cpp).
+
+Modes
+-----
+- ``verdict`` (the paper): the model decides TRUE/FALSE.
+- ``extract``: the model only *extracts* the final answer from the prediction
+  (:data:`EXTRACT_TEMPLATE`, :data:`EXTRACT_SCHEMA`); the comparison with the reference is
+  done in code by a deterministic scorer (``compare``, e.g. ``numeric``). A small model
+  that cannot judge can often extract.
+
 Semantics
 ---------
-- The decision is read from the reply's **last** ``Decision:`` line, tolerating case,
+- A text reply's decision is read from its **last** ``Decision:`` line, tolerating case,
   quotes, markdown (``**Decision:** TRUE``, ``"Decision:" ("FALSE")``, ``### Decision`` with
   the verdict on the next line). A line naming both TRUE and FALSE (an echo of the output
   format) is ambiguous. A reply that is nothing but ``TRUE`` or ``FALSE`` is accepted.
@@ -42,11 +62,16 @@ from evalnoise.schema import INFRA_STATUSES
 
 __all__ = [
     "DEFAULT_TEMPLATE",
+    "EXTRACT_SCHEMA",
+    "EXTRACT_TEMPLATE",
     "JUDGE_ERROR",
+    "MODES",
     "NO_PREDICTION",
     "OK",
     "PARSER_VERSION",
     "SKIPPED_INFRA",
+    "STRUCTURED_FORMS",
+    "VERDICT_SCHEMA",
     "Agreement",
     "JudgeCache",
     "JudgeResult",
@@ -54,7 +79,9 @@ __all__ = [
     "agreement",
     "cache_key",
     "parse_decision",
+    "parse_structured",
     "render_template",
+    "response_format",
     "template_hash",
 ]
 
@@ -86,12 +113,44 @@ Provide your final evaluation in the following format:
 Please proceed with the evaluation.
 """
 
+#: The form of a verdict: a short explanation first (the template asks for it first), then
+#: the decision. ``maxLength`` keeps a small model from running out of tokens mid-string.
+VERDICT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "explanation": {"type": "string", "maxLength": 160},
+        "decision": {"type": "string", "enum": ["TRUE", "FALSE"]},
+    },
+    "required": ["explanation", "decision"],
+}
+
+#: Extract-then-compare: the model only reads the final answer out of the prediction.
+#: Measured with SmolLM2-135M on 30 generated arithmetic items (15 right, 15 wrong answers in
+#: three phrasings): 30 of 30 parsed, 29 of 30 verdicts equal to the reference, no false
+#: accept, 1.3 s each on one core — where the paper's verdict template agreed on 12 of 30.
+EXTRACT_TEMPLATE = """Extract the final answer from the response below. Reply with the answer only.
+
+Response: {predicted_answer}
+"""
+EXTRACT_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "maxLength": 32}},
+    "required": ["answer"],
+}
+MODES = ("verdict", "extract")
+#: how a structured reply is requested: llama.cpp's ``json_object`` + ``schema``, the
+#: OpenAI ``json_schema`` form, or none (plain text, parsed by :func:`parse_decision`)
+STRUCTURED_FORMS = ("json_object_schema", "json_schema", "text")
+#: HTTP statuses by which a server says it does not take a ``response_format``
+_UNSUPPORTED = frozenset({400, 404, 415, 422, 500, 501})
+
 #: Bumped whenever :func:`parse_decision` changes what a reply means; part of the
 #: template hash, so a parser change invalidates cached verdicts.
-PARSER_VERSION = "1"
+PARSER_VERSION = "2"
 
 _VARIABLES = ("question", "predicted_answer", "target")
 _PLACEHOLDER = re.compile(r"\{(question|predicted_answer|target)\}")
+_DECISION_FIELD = re.compile(r'"decision"\s*:\s*"(TRUE|FALSE)"')
 
 OK = "ok"
 JUDGE_ERROR = "judge_error"
@@ -105,8 +164,10 @@ def render_template(template: str, *, question: str, predicted_answer: str, targ
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
 
-def _check_template(template: str) -> None:
-    missing = [v for v in ("predicted_answer", "target") if "{" + v + "}" not in template]
+def _check_template(template: str, mode: str = "verdict") -> None:
+    # extract mode never shows the model the reference answer
+    needed = ("predicted_answer", "target") if mode == "verdict" else ("predicted_answer",)
+    missing = [v for v in needed if "{" + v + "}" not in template]
     if missing:
         raise ValueError("judge template lacks {" + "}, {".join(missing) + "}")
 
@@ -196,6 +257,50 @@ def _explanation(lines: list[str], clean: list[str], stop: int) -> str:
     return text[:2000]
 
 
+def parse_structured(reply: str, mode: str = "verdict") -> tuple[object, str, str]:
+    """Read a structured reply. Returns ``(value, explanation, problem)``.
+
+    ``verdict`` mode: ``value`` is True/False from ``{"decision": "TRUE"|"FALSE"}``; a
+    reply cut short before its JSON closed still counts if its ``decision`` field is
+    complete. ``extract`` mode: ``value`` is the ``answer`` string. ``value`` is None when
+    the reply does not have the required form; ``problem`` then says why.
+    """
+    try:
+        # strict=False: a raw newline inside a string is a small model's slip, not a new form
+        data = json.loads(reply, strict=False)
+    except json.JSONDecodeError:
+        data = None
+    if mode == "extract":
+        if isinstance(data, dict) and isinstance(data.get("answer"), str):
+            answer = data["answer"].strip()
+            return answer, f"extracted answer: {answer!r}", ""
+        return None, reply[:2000], "the reply is not a JSON object with a string 'answer'"
+    if isinstance(data, dict):
+        decision = data.get("decision")
+        explanation = data.get("explanation")
+        explanation = explanation if isinstance(explanation, str) else ""
+        if decision in ("TRUE", "FALSE"):
+            return decision == "TRUE", explanation[:2000], ""
+        return None, explanation[:2000], f"'decision' is {decision!r}, not TRUE or FALSE"
+    found = _DECISION_FIELD.findall(reply)
+    if len(set(found)) == 1:
+        return found[0] == "TRUE", reply[:2000], ""
+    return None, reply[:2000], "the reply is not a JSON verdict"
+
+
+def response_format(form: str, mode: str = "verdict") -> dict | None:
+    """The ``response_format`` of a request in structured ``form`` (None for ``text``)."""
+    schema = VERDICT_SCHEMA if mode == "verdict" else EXTRACT_SCHEMA
+    if form == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
+    if form == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": f"evalnoise_{mode}", "schema": schema, "strict": True},
+        }
+    return None
+
+
 # ------------------------------------------------------------------------------- cache
 
 
@@ -283,6 +388,12 @@ class LLMJudge:
     sample_temperature : temperature when k>1 (must be > 0).
     seed : seed of the first sample; sample i uses ``seed + i``.
     max_tokens : reply budget per judgement.
+    mode : ``verdict`` (the model decides) or ``extract`` (the model extracts the answer and
+        ``compare`` decides).
+    structured : ``auto`` (find the form the server honours on the first call), one of
+        :data:`STRUCTURED_FORMS`, or ``text``.
+    compare : ``(extracted, target) -> bool`` for ``extract`` mode (default: the numeric
+        scorer).
     """
 
     def __init__(
@@ -295,8 +406,19 @@ class LLMJudge:
         sample_temperature: float = 0.7,
         seed: int = 0,
         max_tokens: int = 512,
+        mode: str = "verdict",
+        structured: str = "auto",
+        compare=None,
     ) -> None:
-        _check_template(template)
+        if mode not in MODES:
+            raise ValueError(f"judge mode must be one of {MODES}, not {mode!r}")
+        if structured != "auto" and structured not in STRUCTURED_FORMS:
+            raise ValueError(
+                f"structured must be 'auto' or one of {STRUCTURED_FORMS}, not {structured!r}"
+            )
+        if mode == "extract" and template == DEFAULT_TEMPLATE:
+            template = EXTRACT_TEMPLATE
+        _check_template(template, mode)
         if samples < 1:
             raise ValueError("samples must be >= 1")
         if samples > 1 and sample_temperature <= 0:
@@ -308,7 +430,20 @@ class LLMJudge:
         self.sample_temperature = sample_temperature
         self.seed = seed
         self.max_tokens = max_tokens
-        self._template_sha = template_hash(template)
+        self.mode = mode
+        self.structured = structured
+        #: the structured form in use: known once a call succeeded (or fixed by the caller)
+        self.form: str | None = None if structured == "auto" else structured
+        self._untried = list(STRUCTURED_FORMS) if structured == "auto" else [structured]
+        if compare is None:
+            from evalnoise.scorers.deterministic import numeric
+
+            def compare(answer: str, target: str) -> bool:
+                return bool(numeric(answer, target))
+
+        self.compare = compare
+        # the mode and the structured request are part of what a verdict means
+        self._template_sha = template_hash(f"{template}\n--mode={mode}")
         self._memo: dict[tuple[str, str], tuple[bool, str, str]] = {}
         #: judge calls that reached the model (cache and memo hits excluded)
         self.calls = 0
@@ -362,16 +497,14 @@ class LLMJudge:
                 )
             self.calls += 1
             try:
-                reply = self.client.complete(
-                    prompt, temperature=temperature, seed=seed, max_tokens=self.max_tokens
-                )
+                reply, form = self._ask(prompt, temperature, seed)
             except ChatError as exc:
                 votes.append(None)
                 explanations.append("")
                 replies.append("")
                 problems.append(f"judge call failed after {exc.attempts} attempt(s): {exc}")
                 continue
-            verdict, explanation, problem = parse_decision(reply)
+            verdict, explanation, problem = self._read(reply, form, target)
             votes.append(verdict)
             explanations.append(explanation)
             replies.append(reply)
@@ -384,6 +517,49 @@ class LLMJudge:
                     key, sample_id, verdict, explanation, reply, self.model, self._template_sha
                 )
         return self._combine(votes, explanations, replies, problems, cached)
+
+    def _ask(self, prompt: str, temperature: float, seed: int) -> tuple[str, str]:
+        """The reply and the structured form it was asked in. Until a form has worked, a
+        refusal of one (an HTTP status in ``_UNSUPPORTED``, asked without retries) moves on
+        to the next; plain text is the last resort."""
+        from dataclasses import replace
+
+        while True:
+            form = self.form or self._untried[0]
+            fmt = response_format(form, self.mode)
+            extra = {"response_format": fmt} if fmt else {}
+            probing = self.form is None and len(self._untried) > 1
+            client = replace(self.client, max_retries=0) if probing else self.client
+            try:
+                reply = client.complete(
+                    prompt,
+                    temperature=temperature,
+                    seed=seed,
+                    max_tokens=self.max_tokens,
+                    **extra,
+                )
+            except ChatError as exc:
+                if probing and exc.status in _UNSUPPORTED:
+                    self._untried.pop(0)
+                    continue
+                raise
+            finally:
+                if client is not self.client:
+                    self.client.requests_sent += client.requests_sent
+            self.form = form
+            return reply, form
+
+    def _read(self, reply: str, form: str, target: str) -> tuple[bool | None, str, str]:
+        """``(verdict, explanation, problem)`` of a reply in ``form``."""
+        if form == "text":
+            if self.mode == "verdict":
+                return parse_decision(reply)
+            value, explanation, problem = reply.strip(), f"extracted answer: {reply!r}", ""
+        else:
+            value, explanation, problem = parse_structured(reply, self.mode)
+        if value is None or self.mode == "verdict":
+            return value, explanation, problem  # type: ignore[return-value]
+        return bool(self.compare(str(value), target)), explanation, ""
 
     def _combine(
         self,
