@@ -434,6 +434,7 @@ def test_stopping_decision_rejects_bad_input(kwargs):
         {"method": "hoeffding"},
         {"target_half_width": 0.0},
         {"tuning_half_width": 0.7},
+        {"tol": 0.0},
     ],
 )
 def test_mean_confidence_sequence_rejects_bad_input(kwargs):

@@ -1,14 +1,50 @@
-"""``evalnoise plan``: how many tasks, and how to split a budget between tasks and trials."""
+"""``evalnoise plan``: how many tasks, and how to split a budget between tasks and trials.
+
+Four modes:
+
+* ``--icc R --trials K --ci-width W | --se S``: tasks needed for a precise ICC (Bonett 2002);
+* ``--budget B --sigma2-between X --sigma2-within Y``: B counts runs (paper eq. 9–10);
+* the same with ``--cost-per-task`` / ``--cost-per-trial``: B is money (Cochran 1977, §10.6);
+* ``--from PILOT --budget B [costs]``: the variance components (and, with
+  ``--price-per-container-second`` or ``--cost-column``, the cost of a trial) come from a
+  pilot's trial table, one plan per group.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+from typing import Any
 
+import numpy as np
+import pandas as pd
+
+from evalnoise.cli._columns import add_column_options, columns_from
 from evalnoise.errors import InputError
 from evalnoise.formatting import dumps, fmt, table
-from evalnoise.stats import allocation_table, tasks_for_icc_precision
+from evalnoise.stats import (
+    allocation_table,
+    cost_allocation,
+    icc_oneway,
+    tasks_for_icc_precision,
+)
+from evalnoise.tables import read_any, validate_trials
 
 HELP = "plan an evaluation: tasks needed for a precise ICC, or a budget's best allocation"
+
+# Rows shown of a money budget's frontier: every T up to this, then roughly doubling steps.
+_SHOW_ALL_TRIALS_UP_TO = 10
+
+
+def _number(text: str) -> int | float:
+    """A budget: a whole number stays an int (runs), anything else a float (money)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return int(v) if v.is_integer() else v
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +52,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "plan",
         help=HELP,
         description=HELP + ". Either --icc/--trials with --ci-width or --se (Bonett 2002), "
-        "or --budget with --sigma2-between/--sigma2-within (paper eq. 9–10).",
+        "or --budget with --sigma2-between/--sigma2-within (paper eq. 9–10), or --budget with "
+        "--from PILOT (the variance components of a pilot's trial table). With "
+        "--cost-per-task/--cost-per-trial the budget is money and the split minimizes the "
+        "variance for it (Cochran 1977, §10.6: T* = sqrt(c_task/c_trial · σ²_w/σ²_b)).",
     )
     precision = p.add_argument_group("tasks needed for a target ICC precision")
     precision.add_argument("--icc", type=float, metavar="R", help="expected ICC(1,1)")
@@ -26,49 +65,105 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--ci-width", type=float, metavar="W", help="target width of the 95%% ICC CI"
     )
     target.add_argument("--se", type=float, metavar="S", help="target SE of the ICC")
-    budget = p.add_argument_group("allocating a budget of B = tasks × trials runs")
-    budget.add_argument("--budget", type=int, metavar="B", help="total runs")
+    budget = p.add_argument_group(
+        "allocating a budget: B runs (tasks × trials), or B in money with the cost options"
+    )
+    budget.add_argument("--budget", type=_number, metavar="B", help="total runs, or money")
     budget.add_argument("--sigma2-between", type=float, metavar="X", help="σ²_between")
     budget.add_argument("--sigma2-within", type=float, metavar="Y", help="σ²_within")
     budget.add_argument("--max-tasks", type=int, metavar="N", help="tasks available")
+    budget.add_argument(
+        "--max-trials", type=int, metavar="K", help="most trials per task (money budgets)"
+    )
+    costs = p.add_argument_group(
+        "costs (any of these makes --budget money): per-trial cost = --cost-per-trial "
+        "+ mean container seconds × --price-per-container-second + mean of --cost-column"
+    )
+    costs.add_argument(
+        "--cost-per-task",
+        type=float,
+        metavar="X",
+        help="fixed cost of adding a task: environment setup, image pull (default 0)",
+    )
+    costs.add_argument(
+        "--cost-per-trial",
+        type=float,
+        metavar="Y",
+        help="cost of one trial: tokens × price, judge calls, or everything if no pilot",
+    )
+    costs.add_argument(
+        "--price-per-container-second",
+        type=float,
+        metavar="P",
+        help="price of one second of a trial's container (needs --from with durations)",
+    )
+    costs.add_argument(
+        "--duration-column",
+        default="duration_s",
+        metavar="COL",
+        help="the pilot's column of container seconds per trial (default: %(default)s)",
+    )
+    costs.add_argument(
+        "--cost-column",
+        metavar="COL",
+        help="the pilot's column of money spent per trial (e.g. token cost), averaged",
+    )
+    pilot = p.add_argument_group("variance components from a pilot")
+    pilot.add_argument(
+        "--from",
+        dest="from_path",
+        metavar="PILOT",
+        help="a pilot's trial table (CSV, JSONL or Parquet): its ANOVA components replace "
+        "--sigma2-between/--sigma2-within; one plan per --group",
+    )
+    add_column_options(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(run=run)
 
 
+def _money_mode(args: argparse.Namespace) -> bool:
+    return any(
+        v is not None
+        for v in (
+            args.cost_per_task,
+            args.cost_per_trial,
+            args.price_per_container_second,
+            args.cost_column,
+        )
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.from_path is not None:
+        if args.budget is None:
+            raise InputError("--from needs --budget")
+        if args.sigma2_between is not None or args.sigma2_within is not None:
+            raise InputError(
+                "--from estimates σ²_between and σ²_within from the pilot: drop "
+                "--sigma2-between/--sigma2-within"
+            )
+        return _run_pilot(args)
+    if args.price_per_container_second is not None or args.cost_column is not None:
+        raise InputError(
+            "--price-per-container-second and --cost-column read the trials of a pilot: "
+            "give --from PILOT (or put the whole per-trial cost in --cost-per-trial)"
+        )
     if args.budget is not None:
         if args.sigma2_between is None or args.sigma2_within is None:
-            raise InputError("--budget needs --sigma2-between and --sigma2-within")
-        res = allocation_table(
-            args.budget, args.sigma2_between, args.sigma2_within, max_tasks=args.max_tasks
-        )
-        allocations = [
-            {"n_tasks": int(n), "trials": int(t), "variance": float(v), "se": float(s)}
-            for n, t, v, s in zip(res.n_tasks, res.trials, res.variance, res.se, strict=True)
-        ]
-        rec = {
-            "n_tasks": int(res.recommended.n_tasks),
-            "trials": int(res.recommended.trials),
-            "se": float(res.recommended.se),
-        }
-        if args.json:
-            print(dumps({"allocations": allocations, "recommended": rec}))
-        else:
-            print(
-                table(
-                    [[a["n_tasks"], a["trials"], fmt(a["se"], ".4f")] for a in allocations],
-                    ["tasks", "trials", "SE(accuracy)"],
-                )
-            )
-            print(
-                f"\nrecommended: {rec['n_tasks']} tasks × {rec['trials']} trials "
-                f"(SE {rec['se']:.4f})"
-            )
-        return 0
+            raise InputError("--budget needs --sigma2-between and --sigma2-within (or --from)")
+        if _money_mode(args):
+            c_trial = _fixed_trial_cost(args)
+            out = _money_plan(args, args.sigma2_between, args.sigma2_within, c_trial)
+            if args.json:
+                print(dumps(out))
+            else:
+                _print_money(out)
+            return 0
+        return _run_runs(args, args.sigma2_between, args.sigma2_within)
     if args.icc is None or args.trials is None or (args.ci_width is None and args.se is None):
         raise InputError(
             "give either --icc R --trials K with --ci-width W or --se S, "
-            "or --budget B --sigma2-between X --sigma2-within Y"
+            "or --budget B --sigma2-between X --sigma2-within Y, or --budget B --from PILOT"
         )
     res = tasks_for_icc_precision(args.icc, args.trials, ci_width=args.ci_width, se=args.se)
     if args.json:
@@ -83,4 +178,267 @@ def run(args: argparse.Namespace) -> int:
             f"{int(res.n_tasks_needed)} tasks at {args.trials} trials each give {goal} "
             f"around ICC = {args.icc} (Bonett 2002)"
         )
+    return 0
+
+
+# --- budgets in runs (paper eq. 9–10) ---------------------------------------------------------
+
+
+def _runs_plan(args: argparse.Namespace, s2b: float, s2w: float) -> dict[str, Any]:
+    if not isinstance(args.budget, int):
+        raise InputError(
+            f"--budget {args.budget} counts runs and must be a whole number; for a budget in "
+            "money give --cost-per-trial (and --cost-per-task)"
+        )
+    if args.max_trials is not None:
+        raise InputError("--max-trials applies to budgets in money (give --cost-per-trial)")
+    res = allocation_table(args.budget, s2b, s2w, max_tasks=args.max_tasks)
+    allocations = [
+        {"n_tasks": int(n), "trials": int(t), "variance": float(v), "se": float(s)}
+        for n, t, v, s in zip(res.n_tasks, res.trials, res.variance, res.se, strict=True)
+    ]
+    rec = {
+        "n_tasks": int(res.recommended.n_tasks),
+        "trials": int(res.recommended.trials),
+        "se": float(res.recommended.se),
+    }
+    return {"allocations": allocations, "recommended": rec}
+
+
+def _print_runs(out: dict[str, Any]) -> None:
+    print(
+        table(
+            [[a["n_tasks"], a["trials"], fmt(a["se"], ".4f")] for a in out["allocations"]],
+            ["tasks", "trials", "SE(accuracy)"],
+        )
+    )
+    rec = out["recommended"]
+    print(f"\nrecommended: {rec['n_tasks']} tasks × {rec['trials']} trials (SE {rec['se']:.4f})")
+
+
+def _run_runs(args: argparse.Namespace, s2b: float, s2w: float) -> int:
+    out = _runs_plan(args, s2b, s2w)
+    if args.json:
+        print(dumps(out))
+    else:
+        _print_runs(out)
+    return 0
+
+
+# --- budgets in money (Cochran 1977, §10.6) ---------------------------------------------------
+
+
+def _fixed_trial_cost(args: argparse.Namespace) -> float:
+    if args.cost_per_trial is None:
+        raise InputError(
+            "a budget in money needs the cost of a trial: --cost-per-trial, or --from PILOT "
+            "with --price-per-container-second or --cost-column"
+        )
+    return float(args.cost_per_trial)
+
+
+def _shown_rows(trials: np.ndarray, best: int) -> np.ndarray:
+    """Indices of the frontier rows worth printing: small T, doubling steps, the optimum."""
+    t = trials.astype(np.int64)
+    # Past the small ones, T on a roughly geometric grid: 12, 16, 24, 32, 48, 64, …
+    odd = t // (t & -t)  # t without its factors of 2
+    show = (t <= _SHOW_ALL_TRIALS_UP_TO) | (odd == 1) | (odd == 3)
+    show[best] = True
+    show[np.argmax(trials)] = show[np.argmin(trials)] = True
+    return np.flatnonzero(show)
+
+
+def _money_plan(args: argparse.Namespace, s2b: float, s2w: float, c_trial: float) -> dict:
+    c_task = 0.0 if args.cost_per_task is None else float(args.cost_per_task)
+    try:
+        res = cost_allocation(
+            args.budget,
+            s2b,
+            s2w,
+            cost_per_task=c_task,
+            cost_per_trial=c_trial,
+            max_tasks=args.max_tasks,
+            max_trials=args.max_trials,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    rec = res.recommended
+    best = int(np.flatnonzero((res.n_tasks == rec.n_tasks) & (res.trials == rec.trials))[0])
+    rows = _shown_rows(res.trials, best)
+    allocations = [
+        {
+            "n_tasks": int(res.n_tasks[i]),
+            "trials": int(res.trials[i]),
+            "cost": float(res.cost[i]),
+            "variance": float(res.variance[i]),
+            "se": float(res.se[i]),
+        }
+        for i in rows
+    ]
+    return {
+        "budget": float(res.budget),
+        "cost_per_task": res.cost_per_task,
+        "cost_per_trial": res.cost_per_trial,
+        "sigma2_between": res.sigma2_between,
+        "sigma2_within": res.sigma2_within,
+        "optimum": {
+            "trials": res.trials_exact,
+            "n_tasks": res.n_tasks_exact,
+            "se": math.sqrt(res.variance_exact),
+        },
+        "n_candidates": int(res.n_tasks.size),
+        "allocations": allocations,
+        "recommended": {
+            "n_tasks": rec.n_tasks,
+            "trials": rec.trials,
+            "cost": rec.cost,
+            "se": rec.se,
+        },
+    }
+
+
+def _print_money(out: dict[str, Any]) -> None:
+    if out.get("cost_per_trial_derivation"):
+        print(out["cost_per_trial_derivation"])
+    shown = out["allocations"]
+    print(
+        table(
+            [
+                [a["n_tasks"], a["trials"], fmt(a["cost"], ",.2f"), fmt(a["se"], ".4f")]
+                for a in shown
+            ],
+            ["tasks", "trials", "cost", "SE(accuracy)"],
+        )
+    )
+    rec, opt = out["recommended"], out["optimum"]
+    more = out["n_candidates"] - len(shown)
+    if more > 0:
+        print(f"({more} more allocations on the frontier not shown)")
+    t_star = opt["trials"]
+    if not math.isfinite(t_star):
+        star = "T* is unbounded (σ²_between = 0)"
+    else:
+        star = f"T* = sqrt(c_task/c_trial · σ²_w/σ²_b) = {t_star:.3g} trials per task"
+        if t_star < 1:
+            star += " (below 1: one trial per task, as many tasks as the budget buys)"
+    print(
+        f"\nrecommended: {rec['n_tasks']} tasks × {rec['trials']} trials, cost "
+        f"{rec['cost']:,.2f} of {out['budget']:,.2f} (SE {rec['se']:.4f}; "
+        f"95% CI ± {1.959964 * rec['se']:.4f})"
+    )
+    print(f"continuous optimum (Cochran 1977, §10.6): {star}, SE {opt['se']:.4f}")
+
+
+# --- from a pilot -----------------------------------------------------------------------------
+
+
+def _mean_column(raw: pd.DataFrame, column: str, path: str, what: str) -> tuple[float, int]:
+    if column not in raw.columns:
+        have = ", ".join(map(str, raw.columns[:12]))
+        raise InputError(
+            f"no such column for {what} (the file has: {have})", path=path, column=column
+        )
+    values = pd.to_numeric(raw[column], errors="coerce")
+    bad = values.isna() & raw[column].notna()
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(
+            f"{what} {raw[column].iloc[i]!r} is not a number", path=path, row=i + 1, column=column
+        )
+    v = values.dropna().to_numpy(dtype=float)
+    if v.size == 0:
+        raise InputError(f"no {what} in the column", path=path, column=column)
+    if not np.all(np.isfinite(v)) or v.min() < 0:
+        raise InputError(f"{what} must be finite and >= 0", path=path, column=column)
+    return float(v.mean()), int(v.size)
+
+
+def _trial_cost(args: argparse.Namespace, raw: pd.DataFrame, path: str) -> tuple[float, str]:
+    """The per-trial cost and how it was derived, from the flags and the group's rows."""
+    parts: list[str] = []
+    total = 0.0
+    if args.cost_per_trial is not None:
+        total += float(args.cost_per_trial)
+        parts.append(f"{args.cost_per_trial:g} per trial (--cost-per-trial)")
+    if args.price_per_container_second is not None:
+        price = float(args.price_per_container_second)
+        if not (math.isfinite(price) and price >= 0):
+            raise InputError("--price-per-container-second must be a number >= 0")
+        secs, n = _mean_column(raw, args.duration_column, path, "container seconds")
+        total += secs * price
+        parts.append(
+            f"{secs:,.1f} s mean container time ({args.duration_column}, {n} trials) × "
+            f"{price:g} per container-second = {secs * price:.4g}"
+        )
+    if args.cost_column is not None:
+        money, n = _mean_column(raw, args.cost_column, path, "cost per trial")
+        total += money
+        parts.append(f"{money:.4g} mean of {args.cost_column} ({n} trials)")
+    if not parts:
+        raise InputError(
+            "a budget in money needs the cost of a trial: --cost-per-trial, "
+            "--price-per-container-second or --cost-column"
+        )
+    if not total > 0:
+        raise InputError(f"the cost of a trial came to {total:g}; it must be > 0")
+    return total, f"cost per trial {total:.4g} = " + " + ".join(parts)
+
+
+def _run_pilot(args: argparse.Namespace) -> int:
+    path = str(args.from_path)
+    raw = read_any(path)
+    trials = validate_trials(raw, columns_from(args), path=path)
+    money = _money_mode(args)
+    plans = []
+    for group, rows in trials.groupby("group", sort=False):
+        res = icc_oneway(rows["score"].to_numpy(), rows["task"].to_numpy())
+        s2b_raw, s2w = float(res.sigma2_between), float(res.sigma2_within)
+        if not (math.isfinite(s2b_raw) and math.isfinite(s2w)):
+            raise InputError(
+                f"group {group!r}: the pilot cannot estimate both variance components (it "
+                "needs at least two tasks and two trials of some task)",
+                path=path,
+            )
+        pilot = {
+            "n_tasks": res.n_tasks,
+            "n_obs": res.n_obs,
+            "sigma2_between": s2b_raw,
+            "sigma2_within": s2w,
+            "icc": float(res.icc),
+        }
+        notes = []
+        s2b = s2b_raw
+        if s2b < 0:
+            notes.append(f"σ²_between is negative in the pilot ({s2b:.4g}); planned as 0")
+            s2b = 0.0
+        if res.n_tasks < 10:
+            notes.append(f"only {res.n_tasks} pilot tasks: σ²_between is rough")
+        plan: dict[str, Any] = {"group": group, "pilot": pilot, "warnings": notes}
+        if money:
+            # validate_trials keeps the file's rows in order, so positions match the raw table.
+            c_trial, derivation = _trial_cost(args, raw.iloc[rows.index], path)
+            plan["cost_per_trial_derivation"] = derivation
+            plan.update(_money_plan(args, s2b, s2w, c_trial))
+        else:
+            plan.update(_runs_plan(args, s2b, s2w))
+        plans.append(plan)
+    if args.json:
+        print(dumps({"plans": plans}))
+        return 0
+    for i, plan in enumerate(plans):
+        if i:
+            print()
+        pl = plan["pilot"]
+        head = f"group {plan['group']}: " if args.group else ""
+        print(
+            f"{head}pilot of {pl['n_tasks']} tasks, {pl['n_obs']} trials: σ²_between = "
+            f"{pl['sigma2_between']:.4g}, σ²_within = {pl['sigma2_within']:.4g}, "
+            f"ICC = {fmt(pl['icc'])}"
+        )
+        for note in plan["warnings"]:
+            print(f"warning: {note}")
+        if money:
+            _print_money(plan)
+        else:
+            _print_runs(plan)
     return 0
