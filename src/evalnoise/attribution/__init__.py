@@ -1,0 +1,64 @@
+"""Where the noise comes from: infrastructure attribution, flaky tasks, time effects.
+
+Pure functions over one group's trial (or score) table — the TRIALS / SCORES columns of
+:mod:`evalnoise.schema` — each returning a frozen result with ``to_frame()`` and
+``to_dict()``:
+
+- :func:`policy_sensitivity` — accuracy and its CI under each infra policy (as incorrect,
+  excluded, retried) and whether the choice moves the result beyond its CI.
+- :func:`resource_sensitivity` — per task, one agent under two resource profiles, paired by
+  (task, trial): exact McNemar with Benjamini–Hochberg (or Holm) across tasks, and the tasks
+  whose memory need sits between the two profiles' limits.
+- :func:`flaky_tasks` — tasks whose outcomes vary for reasons other than the agent: infra
+  outcomes concentrated on them, success depending on time block or host, a scorer that
+  disagrees with itself.
+- :func:`time_effects` — task, time-block, host and task × time-block variance components
+  (Henderson III, parametric-bootstrap CIs), the infrastructure share of variance, and a
+  within-task drift test; :func:`variance_components` and :func:`drift_test` are its
+  array-level parts.
+
+Building blocks: :func:`time_blocks` (equal-count blocks of start times),
+:func:`benjamini_hochberg`, :func:`mcnemar_exact_p`, :func:`fisher_exact_2xr`.
+"""
+
+from evalnoise.attribution._common import (
+    benjamini_hochberg,
+    fisher_exact_2xr,
+    mcnemar_exact_p,
+    time_blocks,
+)
+from evalnoise.attribution.flaky import CHECKS, CheckRun, FlakyTasksResult, flaky_tasks
+from evalnoise.attribution.policy import POLICIES, PolicySensitivityResult, policy_sensitivity
+from evalnoise.attribution.resource import ResourceSensitivityResult, resource_sensitivity
+from evalnoise.attribution.time_effects import (
+    INFRA_COMPONENTS,
+    DriftResult,
+    TimeEffectsResult,
+    VarianceComponentsResult,
+    drift_test,
+    time_effects,
+    variance_components,
+)
+
+__all__ = [
+    "CHECKS",
+    "INFRA_COMPONENTS",
+    "POLICIES",
+    "CheckRun",
+    "DriftResult",
+    "FlakyTasksResult",
+    "PolicySensitivityResult",
+    "ResourceSensitivityResult",
+    "TimeEffectsResult",
+    "VarianceComponentsResult",
+    "benjamini_hochberg",
+    "drift_test",
+    "fisher_exact_2xr",
+    "flaky_tasks",
+    "mcnemar_exact_p",
+    "policy_sensitivity",
+    "resource_sensitivity",
+    "time_blocks",
+    "time_effects",
+    "variance_components",
+]
