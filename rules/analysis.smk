@@ -80,9 +80,31 @@ rule budget:
         "../scripts/budget.py"
 
 
+rule judge_quality:
+    input:
+        reference=group_reference_scores,
+        judged=group_judged,
+        tasks=tasks_table,
+    output:
+        stats="results/analysis/judge/{agent}/{resource_profile}.json",
+    log:
+        "results/logs/judge_quality/{agent}/{resource_profile}.log",
+    conda:
+        ENV
+    params:
+        group=group_param,
+        analysis=config["analysis"],
+        infra_policy=infra_policy_param,
+        judge=config["scorer"]["judge"],
+        code_version=code_version("analysis"),
+    script:
+        "../scripts/judge_quality.py"
+
+
 rule summarize:
     input:
         stats=all_stats,
+        judge=all_judge_quality,
         pairs=all_pairs,
         convergence=all_convergence,
         budget=all_budgets,

@@ -24,6 +24,7 @@ from evalnoise.pipeline.plan import (
     parse_range,
 )
 from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
+from evalnoise.pipeline.shards import judge_rounds
 from evalnoise.provenance import code_version
 
 # Jobs import evalnoise from this checkout, also inside a `--sdm conda` environment
@@ -226,12 +227,27 @@ def judge_server_tokens(wildcards=None):
     return 1 if pipeline_settings.uses_model_server(config) else 0
 
 
+def scorer_server(wildcards=None):
+    """The model server the reference scorer needs: only when it is the judge."""
+    return judge_server() if config["scorer"]["name"] == "judge" else None
+
+
+def scorer_server_tokens(wildcards=None):
+    return judge_server_tokens() if config["scorer"]["name"] == "judge" else 0
+
+
 def judge_template_hash(wildcards=None):
     from evalnoise.pipeline.shards import judge_template_hash as template_hash
 
-    if config["scorer"]["name"] != "judge":
+    if not pipeline_settings.uses_judge(config):
         return None
     return template_hash(config["scorer"]["judge"])
+
+
+def judge_scorer_param(wildcards=None):
+    """The scorer section as the judge stage uses it: the LLM judge, comparing with the
+    numeric scorer's options in extract mode."""
+    return {**config["scorer"], "name": "judge"}
 
 
 # -- collections over the plan ---------------------------------------------------------------
@@ -255,7 +271,28 @@ def all_score_shards(wildcards=None):
     return [fill(rules.score.output.scores, **s.wildcards) for s in PLAN.shards()]
 
 
-def scores_of(agent, resource_profile):
+JUDGE_STAGE = pipeline_settings.judge_stage(config)
+
+
+def score_rounds(wildcards):
+    """Runs of this score shard's job that left trials unjudged: raised by such a run, so a
+    plain rerun judges exactly those trials again (evalnoise.pipeline.shards.judge_rounds).
+    """
+    return judge_rounds(fill(rules.score.output.scores, **wildcards))
+
+
+def judge_rounds_param(wildcards):
+    return judge_rounds(fill(rules.judge.output.judged, **wildcards))
+
+
+def all_judged_shards(wildcards=None):
+    """The judge stage's shards (none without it)."""
+    if not JUDGE_STAGE:
+        return []
+    return [fill(rules.judge.output.judged, **s.wildcards) for s in PLAN.shards()]
+
+
+def reference_scores_of(agent, resource_profile):
     if IMPORTED:
         return [_path(rules.import_trials.output.scores)]
     return [
@@ -264,9 +301,34 @@ def scores_of(agent, resource_profile):
     ]
 
 
+def judged_of(agent, resource_profile):
+    if not JUDGE_STAGE:
+        return []
+    return [
+        fill(rules.judge.output.judged, **s.wildcards)
+        for s in PLAN.shards(agent, resource_profile)
+    ]
+
+
+def scores_of(agent, resource_profile):
+    """The shards the statistics read: the reference scorer's, or with
+    ``analysis.score: judge`` the judge stage's."""
+    if config["analysis"]["score"] == "judge" and JUDGE_STAGE:
+        return judged_of(agent, resource_profile)
+    return reference_scores_of(agent, resource_profile)
+
+
 def group_scores(wildcards):
     """The score shards of one agent × resource profile."""
     return scores_of(wildcards.agent, wildcards.resource_profile)
+
+
+def group_reference_scores(wildcards):
+    return reference_scores_of(wildcards.agent, wildcards.resource_profile)
+
+
+def group_judged(wildcards):
+    return judged_of(wildcards.agent, wildcards.resource_profile)
 
 
 def _pair_groups(wildcards):
@@ -308,6 +370,15 @@ def all_convergence(wildcards=None):
     ]
 
 
+def all_judge_quality(wildcards=None):
+    if not JUDGE_STAGE:
+        return []
+    return [
+        fill(rules.judge_quality.output.stats, agent=a, resource_profile=r)
+        for a, r in PLAN.groups()
+    ]
+
+
 def all_budgets(wildcards=None):
     return [
         fill(rules.budget.output.table, agent=a, resource_profile=r)
@@ -329,13 +400,45 @@ def all_pairs(wildcards=None):
 
 
 def analysis_outputs(wildcards=None):
+    """What summarize makes (the tables, summary and metrics the report reads)."""
     return [_path(path) for path in rules.summarize.output]
 
 
-def all_outputs(wildcards=None):
-    """Everything `snakemake` builds by default."""
+# -- targets -----------------------------------------------------------------------------------
+# A target names every file a later step reads, not only the last ones. Snakemake makes a
+# missing file only for a job that must run: a target's missing input, or a consumer that is
+# out of date. A file deleted, or never finished by a killed run (Snakemake removes a job's
+# outputs before it starts it), under an up-to-date consumer is not rebuilt, and `snakemake`
+# says "Nothing to be done" while results/ lacks it; as a target it is rebuilt, and then
+# everything that reads it.
+
+
+def trial_targets(wildcards=None):
+    """The trials stage: tasks, each agent's image record, every trial shard. Not the
+    canaries: nothing reads one after its agent's trials, and one rebuilt (absent, it is no
+    longer `ancient`) would make all the agent's shards look stale."""
+    return [tasks_table(), *all_image_infos(), *all_trial_shards()]
+
+
+def analysis_targets(wildcards=None):
+    """The analysis stage: every group, pair, convergence and budget file, and the summary."""
     return [
+        *all_stats(),
+        *all_pairs(),
+        *all_convergence(),
+        *all_budgets(),
+        *all_judge_quality(),
         *analysis_outputs(),
+    ]
+
+
+def all_outputs(wildcards=None):
+    """Everything `snakemake` builds by default: every artifact of every stage."""
+    return [
+        *trial_targets(),
+        *all_score_shards(),
+        *all_judged_shards(),
+        *analysis_targets(),
         _path(rules.manifest.output.manifest),
         _path(rules.report.output.report),
         _path(rules.record_config.output.config),

@@ -10,6 +10,7 @@ rule manifest:
         images=all_image_infos,
         trials=all_trial_shards,
         scores=all_score_shards,
+        judged=all_judged_shards,
         analysis=analysis_outputs,
     output:
         manifest="results/manifest.json",

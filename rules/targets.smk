@@ -4,7 +4,7 @@
 
 rule all_trials:
     input:
-        all_trial_shards,
+        trial_targets,
 
 
 rule all_scores:
@@ -12,6 +12,11 @@ rule all_scores:
         all_score_shards,
 
 
+rule all_judged:
+    input:
+        all_judged_shards,
+
+
 rule all_analysis:
     input:
-        analysis_outputs,
+        analysis_targets,

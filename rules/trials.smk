@@ -1,5 +1,5 @@
-# Sampling tasks, building agent images, a canary trial per agent, running trials and scoring
-# them. A shard is
+# Sampling tasks, building agent images, a canary trial per agent, running trials, scoring
+# them with the reference scorer and (the `judge` stage) with the LLM judge. A shard is
 # agent × resource profile × trial block × task chunk; its journal (results/trials/<agent>/
 # <resource profile>/journals/, never a Snakemake output) survives reruns, so a rerun job
 # resumes instead of repeating paid-for trials.
@@ -99,12 +99,36 @@ rule score:
     conda:
         ENV
     resources:
-        model_server=judge_server_tokens,
+        model_server=scorer_server_tokens,
     params:
         scorer=config["scorer"],
+        server=scorer_server,
+        judge_cache=JUDGE_CACHE,
+        template_hash=judge_template_hash,
+        unjudged_rounds=score_rounds,
+        code_version=code_version("scorers"),
+    script:
+        "../scripts/score.py"
+
+
+rule judge:
+    input:
+        trials=unconstrained(rules.run_trials.output.shard),
+        tasks=tasks_table,
+    output:
+        judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+    log:
+        "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+    conda:
+        ENV
+    resources:
+        model_server=judge_server_tokens,
+    params:
+        scorer=judge_scorer_param,
         server=judge_server,
         judge_cache=JUDGE_CACHE,
         template_hash=judge_template_hash,
+        unjudged_rounds=judge_rounds_param,
         code_version=code_version("scorers"),
     script:
         "../scripts/score.py"

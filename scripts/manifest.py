@@ -8,7 +8,7 @@ from evalnoise.pipeline.outputs import run_manifest
 
 log = log_to(snakemake.log[0])
 i = snakemake.input
-artifacts = [i.tasks, *i.images, *i.trials, *i.scores, *i.analysis]
+artifacts = [i.tasks, *i.images, *i.trials, *i.scores, *i.judged, *i.analysis]
 manifest = run_manifest(
     snakemake.params.config,
     root=Path.cwd(),

@@ -1,9 +1,12 @@
-"""Snakemake entry point of rule `report`: charts, Evaluation Cards, index.html."""
+"""Snakemake entry point of rule `report`: charts, Evaluation Cards, index.html. The
+directory is built beside its place and renamed into it: a killed job never leaves a
+half-populated results/report."""
 
 import json
 
 import pandas as pd
 
+from evalnoise.atomic import atomic_directory
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.outputs import run_report
 
@@ -16,17 +19,18 @@ def load(path):
 log = log_to(snakemake.log[0])
 i = snakemake.input
 images = {info["agent"]: info["image"] for info in map(load, i.images) if info["image"]}
-files = run_report(
-    snakemake.output.report,
-    snakemake.params.config,
-    groups=load(i.groups),
-    comparisons=load(i.comparisons)["comparisons"],
-    skipped=load(i.comparisons).get("skipped", []),
-    convergence=pd.read_csv(i.convergence),
-    budget=pd.read_csv(i.budget),
-    profiles=pd.read_csv(i.profiles),
-    per_task=pd.read_csv(i.per_task),
-    manifest=load(i.manifest),
-    images=images,
-)
+with atomic_directory(snakemake.output.report) as staging:
+    files = run_report(
+        staging,
+        snakemake.params.config,
+        groups=load(i.groups),
+        comparisons=load(i.comparisons)["comparisons"],
+        skipped=load(i.comparisons).get("skipped", []),
+        convergence=pd.read_csv(i.convergence),
+        budget=pd.read_csv(i.budget),
+        profiles=pd.read_csv(i.profiles),
+        per_task=pd.read_csv(i.per_task),
+        manifest=load(i.manifest),
+        images=images,
+    )
 log.info("report: %d files", len(files))

@@ -1,4 +1,5 @@
-"""Snakemake entry point of rule `score`: score one trial shard."""
+"""Snakemake entry point of rules `score` and `judge`: score one trial shard (the reference
+scorer, or the LLM judge)."""
 
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.shards import score_shard
@@ -9,7 +10,7 @@ table = score_shard(
     trials_path=snakemake.input.trials,
     tasks_path=snakemake.input.tasks,
     scorer=p.scorer,
-    output=snakemake.output.scores,
+    output=snakemake.output[0],
     server=p.server,
     server_log=snakemake.log[0] + ".server",
     judge_cache=p.judge_cache,

@@ -72,6 +72,8 @@ SCORES = pa.schema(
         pa.field("correct", pa.bool_()),
         pa.field("judge_status", pa.string()),
         pa.field("judge_explanation", pa.string()),
+        # every judge sample's verdict (k > 1: the judge's own noise); null for other scorers
+        pa.field("judge_votes", pa.list_(pa.bool_())),
     ]
 )
 

@@ -82,6 +82,14 @@ def write_config(workspace: Path, overrides: dict) -> dict:
     if "agents" in overrides and "expected_failures" not in overrides.get("health", {}):
         # the default's declared failures name the default's agents
         config["health"] = {**config.get("health", {}), "expected_failures": []}
+    if "agents" in overrides:
+        # the overriding agents run under every profile the test gives
+        for agent in config["agents"].values():
+            agent.setdefault("resource_profiles", None)
+    if "stage" not in overrides.get("scorer", {}).get("judge", {}):
+        # the pipeline's mechanics are tested with the fast numeric scorer; the judge stage
+        # (a real model server) has its own tests (test_judge_stage.py)
+        config["scorer"]["judge"]["stage"] = False
     with open(workspace / "config" / "config.yaml", "w", encoding="utf-8") as handle:
         yaml.safe_dump(config, handle, sort_keys=False)
     return config

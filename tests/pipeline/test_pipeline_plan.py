@@ -23,8 +23,29 @@ def test_ranges_and_labels():
 
 
 def _two_agents(config):
-    config["agents"] = {k: config["agents"][k] for k in ("chat", "tool_agent")}
+    """chat and tool_agent under every resource profile."""
+    config["agents"] = {
+        k: {**config["agents"][k], "resource_profiles": None} for k in ("chat", "tool_agent")
+    }
     return config
+
+
+def test_agents_run_only_under_the_profiles_they_list(default_config):
+    plan = Plan.from_config(default_config, n_tasks=12)
+    # the default: host-served agents under 3x only, the in-container one under both
+    assert plan.groups() == [
+        ("chat", "3x"),
+        ("tool_agent", "3x"),
+        ("tool_agent_local", "1x"),
+        ("tool_agent_local", "3x"),
+    ]
+    assert plan.agent_pairs() == [
+        ("3x", "chat", "tool_agent"),
+        ("3x", "chat", "tool_agent_local"),
+        ("3x", "tool_agent", "tool_agent_local"),
+    ]
+    assert plan.profile_pairs() == [("tool_agent_local", "1x", "3x")]
+    assert len(plan.shards()) == 4 * 2 * 2
 
 
 def test_raising_trials_only_adds_blocks(default_config):
@@ -42,6 +63,7 @@ def test_raising_trials_only_adds_blocks(default_config):
 
 
 def test_adding_an_agent_only_adds_its_shards(default_config):
+    _two_agents(default_config)
     before = Plan.from_config(default_config, n_tasks=12)
     default_config["agents"]["another"] = dict(default_config["agents"]["chat"])
     after = Plan.from_config(default_config, n_tasks=12)

@@ -100,9 +100,10 @@ STAGES: dict[str, Stage] = {
         rules=("sample_tasks", "build_image", "canary", "run_trials", "import_trials"),
     ),
     "scores": Stage(data=("results/tasks.parquet", "results/trials"), rules=("score",)),
+    "judge": Stage(data=("results/tasks.parquet", "results/trials"), rules=("judge",)),
     "analysis": Stage(
-        data=("results/tasks.parquet", "results/scores"),
-        rules=("analyze", "compare", "convergence", "budget", "summarize"),
+        data=("results/tasks.parquet", "results/scores", "results/judged"),
+        rules=("analyze", "compare", "convergence", "budget", "judge_quality", "summarize"),
     ),
     # the manifest hashes every artifact: tasks, image infos and shards, the analysis outputs
     "report": Stage(
@@ -110,6 +111,7 @@ STAGES: dict[str, Stage] = {
             "results/tasks.parquet",
             "results/trials",
             "results/scores",
+            "results/judged",
             "results/analysis",
             "results/metrics.json",
         ),

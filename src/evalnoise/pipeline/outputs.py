@@ -24,7 +24,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from evalnoise.pipeline.sampling import benchmark_name
-from evalnoise.pipeline.settings import infra_policy_spec, uses_model_server
+from evalnoise.pipeline.settings import (
+    infra_policy_spec,
+    judge_stage,
+    uses_judge,
+    uses_model_server,
+)
 
 __all__ = ["SEED_RULE", "card_context", "run_manifest", "run_report", "trial_time_span"]
 
@@ -81,7 +86,7 @@ def run_manifest(
         server = config["model_server"]
         model_files[server["alias"]] = server["model_path"] or default_model_path()
     judge_hash = None
-    if not imported and config["scorer"]["name"] == "judge":
+    if not imported and uses_judge(config):
         judge_hash = judge_template_hash(config["scorer"]["judge"])
     secret_names = sorted(
         {
@@ -154,13 +159,15 @@ def card_context(config: Mapping[str, Any], *, images: Mapping[str, str] | None 
     scoring: dict[str, Any] = {"scorer": scorer["name"]}
     if scorer["name"] in ("numeric", "fuzzy"):
         scoring.update(scorer[scorer["name"]])
-    if scorer["name"] == "judge":
+    if scorer["name"] == "judge" or judge_stage(config):
         from evalnoise.pipeline.shards import judge_template_hash
 
         judge = scorer["judge"]
         scoring.update(
             {
+                "judge_stage": scorer["name"] != "judge",
                 "judge_model": judge["model"] or config["model_server"]["alias"],
+                "judge_mode": judge["mode"],
                 "judge_samples": judge["samples"],
                 "template_sha256": judge_template_hash(judge),
             }

@@ -152,11 +152,22 @@ class Plan:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], n_tasks: int) -> Plan:
-        """The plan of a pipeline run over ``n_tasks`` sampled tasks."""
+        """The plan of a pipeline run over ``n_tasks`` sampled tasks: every agent under the
+        resource profiles it lists (``agents.<name>.resource_profiles``; all by default)."""
         trials = config["trials"]
+        profiles = tuple(config["resource_profiles"])
+        present = None
+        if any(agent.get("resource_profiles") for agent in config["agents"].values()):
+            present = tuple(
+                (name, r)
+                for name, agent in config["agents"].items()
+                for r in profiles
+                if r in (agent.get("resource_profiles") or profiles)
+            )
         return cls(
             agents=tuple(config["agents"]),
-            resource_profiles=tuple(config["resource_profiles"]),
+            resource_profiles=profiles,
+            present=present,
             blocks=tuple(
                 format_range(a, b)
                 for a, b in ranges(int(trials["count"]), int(trials["block_size"]))

@@ -31,9 +31,11 @@ __all__ = [
     "check_config",
     "context_files",
     "infra_policy_spec",
+    "judge_stage",
     "load_schema",
     "model_server_spec",
     "resource_profile_spec",
+    "uses_judge",
     "uses_model_server",
     "with_defaults",
 ]
@@ -149,12 +151,21 @@ def _check_semantics(config: Mapping[str, Any]) -> None:
                     f"({kind}_guarantee_factor = {guarantee}); a container cannot be "
                     "guaranteed more than it may use"
                 )
+    known_profiles = set(config.get("resource_profiles") or {})
+    for name, agent in (config.get("agents") or {}).items():
+        for i, profile in enumerate(agent.get("resource_profiles") or []):
+            if known_profiles and profile not in known_profiles:
+                raise ConfigError(
+                    f"config key agents.{name}.resource_profiles[{i}]: {profile!r} is not a "
+                    f"resource profile (resource_profiles: {', '.join(sorted(known_profiles))})"
+                )
     expected = (config.get("health") or {}).get("expected_failures") or []
     if expected and not config.get("trials_from"):
         groups = {
             f"{agent}@{profile}"
-            for agent in config.get("agents") or {}
+            for agent, spec in (config.get("agents") or {}).items()
             for profile in config.get("resource_profiles") or {}
+            if profile in (spec.get("resource_profiles") or [profile])
         }
         for i, label in enumerate(expected):
             if label not in groups:
@@ -215,12 +226,26 @@ def with_defaults(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[
 # -- specs ---------------------------------------------------------------------------------
 
 
+def judge_stage(config: Mapping[str, Any]) -> bool:
+    """Whether the run has a separate ``judge`` stage beside the reference scorer."""
+    scorer = config["scorer"]
+    return (
+        not config.get("trials_from")
+        and scorer["name"] != "judge"
+        and bool(scorer["judge"].get("stage", False))
+    )
+
+
+def uses_judge(config: Mapping[str, Any]) -> bool:
+    """Whether an LLM judge scores anything in this run (as the scorer or its own stage)."""
+    return config["scorer"]["name"] == "judge" or judge_stage(config)
+
+
 def uses_model_server(config: Mapping[str, Any], agent: str | None = None) -> bool:
     """Whether ``agent``'s trials (or, with ``agent`` None, the judge) need the server."""
     if agent is not None:
         return config["agents"][agent]["model"] == "served"
-    scorer = config["scorer"]
-    return scorer["name"] == "judge" and scorer["judge"]["base_url"] is None
+    return uses_judge(config) and config["scorer"]["judge"]["base_url"] is None
 
 
 def _env_value(value: Any) -> str:

@@ -29,12 +29,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalnoise.atomic import atomic_path
+from evalnoise.atomic import atomic_path, write_text
 from evalnoise.pipeline.settings import RUNTIME_URL_VAR
 
 __all__ = [
     "LazyServer",
     "ShardRun",
+    "judge_rounds",
     "model_server",
     "run_trials_shard",
     "score_shard",
@@ -278,10 +279,15 @@ def _judge(
     server_url: str | None,
     model: str | None,
     cache_path: str | os.PathLike[str] | None,
+    numeric: Mapping[str, Any] | None = None,
 ) -> Any:
+    """The :class:`evalnoise.scorers.LLMJudge` of the config's ``scorer.judge`` section; in
+    ``extract`` mode it compares with the numeric scorer's options ``numeric``."""
     from evalnoise.models import ChatClient
     from evalnoise.scorers import DEFAULT_TEMPLATE, LLMJudge
+    from evalnoise.scorers.deterministic import numeric as numeric_scorer
 
+    mode = judge.get("mode", "verdict")
     template = DEFAULT_TEMPLATE
     if judge["template"]:
         template = Path(judge["template"]).read_text(encoding="utf-8")
@@ -291,6 +297,11 @@ def _judge(
         api_key_env=judge["api_key_env"],
         max_tokens=judge["max_tokens"],
     )
+    options = dict(numeric or {})
+
+    def compare(answer: str, target: str) -> bool:
+        return bool(numeric_scorer(answer, target, **options))
+
     return LLMJudge(
         client,
         template=template,
@@ -299,16 +310,45 @@ def _judge(
         sample_temperature=judge["temperature"],
         seed=judge["seed"],
         max_tokens=judge["max_tokens"],
+        mode=mode,
+        structured=judge.get("structured", "auto"),
+        compare=compare,
     )
+
+
+def _rounds_file(shard: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(shard)}.unjudged-rounds")
+
+
+def judge_rounds(shard: str | os.PathLike[str]) -> int:
+    """How many runs of this score shard's job ended with unjudged (``judge_error``)
+    trials; 0 when none did.
+
+    The score and judge rules take it as a param: a run that leaves trials unjudged raises
+    it, so the next plain ``snakemake`` sees a changed param and reruns the job — which asks
+    the judge only about the trials its cache lacks, the failed ones. It never goes down,
+    so the run after a successful retry sees the same value and runs nothing. (A changed
+    modification time would not do: Snakemake touches a job's outputs when the job ends,
+    and ignores an older output whose input's checksum it recorded as unchanged.)
+    """
+    try:
+        return int(_rounds_file(shard).read_text(encoding="utf-8").strip() or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def judge_template_hash(judge: Mapping[str, Any]) -> str:
     """The judge template's hash (template file or the default) for provenance params."""
     from evalnoise.scorers import DEFAULT_TEMPLATE, template_hash
+    from evalnoise.scorers.judge import EXTRACT_TEMPLATE
 
+    mode = judge.get("mode", "verdict")
     if judge["template"]:
-        return template_hash(Path(judge["template"]).read_text(encoding="utf-8"))
-    return template_hash(DEFAULT_TEMPLATE)
+        text = Path(judge["template"]).read_text(encoding="utf-8")
+    else:
+        text = EXTRACT_TEMPLATE if mode == "extract" else DEFAULT_TEMPLATE
+    # as LLMJudge hashes it: the mode is part of what a verdict means
+    return template_hash(f"{text}\n--mode={mode}")
 
 
 def score_shard(
@@ -324,8 +364,9 @@ def score_shard(
     """Score a trial shard with ``scorer`` (the config's scorer section) and write the
     SCORES table atomically. The judge's verdicts are cached in ``judge_cache``.
 
-    Trials the judge could not score (``judge_error``) are logged with their count, and the
-    shard is dated just before its input, so a plain rerun retries exactly those trials."""
+    Trials the judge could not score (``judge_error``) are logged with their count and
+    raise the shard's :func:`judge_rounds`, so a plain rerun retries exactly those
+    trials."""
     from evalnoise.scorers import score_trials
 
     trials = pq.read_table(trials_path)
@@ -338,6 +379,7 @@ def score_shard(
                 running.base_url if running else None,
                 running.model if running else None,
                 judge_cache,
+                scorer.get("numeric"),
             )
             try:
                 table = score_trials(trials, tasks, "judge", judge=judge)
@@ -349,18 +391,16 @@ def score_shard(
         table = score_trials(trials, tasks, name, options=options)
     with atomic_path(output) as tmp:
         pq.write_table(table, tmp)
-    failed = sum(
-        1 for status in table.column("judge_status").to_pylist() if status == "judge_error"
-    )
+    failed = table.column("judge_status").to_pylist().count("judge_error")
     if failed:
+        rounds = judge_rounds(output) + 1
         log.warning(
             "%d of %d trials unscored (judge_error): they count nowhere and are flagged in "
-            "every output; a plain rerun judges exactly those again (the cache keeps the rest)",
+            "every output; a plain rerun judges exactly those again (the cache keeps the "
+            "rest). Unjudged round %d of this shard.",
             failed,
             table.num_rows,
+            rounds,
         )
-        # Older than its input, the shard is stale to Snakemake's mtime check: the next
-        # `snakemake` reruns this job, which asks the judge only about the uncached trials.
-        stamp = os.stat(trials_path)
-        os.utime(output, ns=(stamp.st_atime_ns, stamp.st_mtime_ns - 1_000_000_000))
+        write_text(_rounds_file(output), f"{rounds}\n")
     return table

@@ -14,7 +14,7 @@ Outputs are deterministic (sorted, no timestamps), so reruns do not churn DVC ha
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -433,14 +433,24 @@ def summarize(
     budgets: Sequence[pd.DataFrame],
     *,
     confidence: float,
+    judge: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Everything in one place, sorted: ``groups`` (records with ``outcomes`` and
-    ``health``), ``levels``, ``comparisons`` (Holm over the whole family), ``skipped``
+    """Everything in one place, sorted: ``groups`` (records with ``outcomes``, ``health``
+    and, with a judge stage, ``judge``: :func:`judge_summary`), ``levels``, ``comparisons``
+    (Holm over the whole family), ``skipped``
     (pairs not compared because a group is not a measurement), ``profiles`` /
     ``convergence`` / ``budget`` / ``per_task`` (DataFrames), ``summary`` (text),
     ``problems`` (what makes the run fail) and ``metrics`` (the DVC metrics dict)."""
     stats = sorted(stats, key=lambda s: (s["agent"], s["resource_profile"]))
-    groups = [{**s["overall"], "crash_signals": dict(s.get("crash_signals", {}))} for s in stats]
+    judged = {r["group"]: judge_summary(r) for r in judge}
+    groups = [
+        {
+            **s["overall"],
+            "crash_signals": dict(s.get("crash_signals", {})),
+            **({"judge": judged[s["group"]]} if s["group"] in judged else {}),
+        }
+        for s in stats
+    ]
     levels = [dict(r) for s in stats for r in s["levels"]]
     ordered = sorted(
         (dict(p) for p in pairs), key=lambda r: (r["kind"], r["within"], r["a"], r["b"])
@@ -464,7 +474,7 @@ def summarize(
         out = pd.concat(frames, ignore_index=True)
         return out.sort_values(["group", by], kind="mergesort").reset_index(drop=True)
 
-    problems = health_problems(stats)
+    problems = health_problems(stats) + judge_problems(judged.values())
     lines = []
     if problems:
         lines.append("!! " + "\n!! ".join(problems))
@@ -476,6 +486,8 @@ def summarize(
         for r in s["levels"]:
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
+        if s["group"] in judged:
+            lines.append(f"  {judge_line(judged[s['group']])}")
         infra = s["infra"]
         lines.append(
             f"  infra: {infra['infra_attempts']} of {infra['attempts']} attempts "
@@ -506,8 +518,79 @@ def summarize(
         "per_task": per_task,
         "summary": "\n".join(lines) + "\n",
         "problems": problems,
-        "metrics": metrics(stats, comparisons),
+        "metrics": metrics(stats, comparisons, judged),
     }
+
+
+def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The judge's numbers of a group as the summary, cards and metrics show them."""
+    agreement = record.get("agreement") or {}
+    nested = record.get("nested") or {}
+    accuracy = record.get("accuracy") or {}
+    return {
+        "mode": record["mode"],
+        "samples": record["samples"],
+        "sent": record["sent"],
+        "judge_errors": int((record.get("statuses") or {}).get("judge_error", 0)),
+        "parse_rate": record.get("parse_rate"),
+        "accuracy": accuracy.get("mean"),
+        "ci_low": accuracy.get("ci_low"),
+        "ci_high": accuracy.get("ci_high"),
+        "agreement": agreement.get("agreement"),
+        "kappa": agreement.get("kappa"),
+        "kappa_ci_low": agreement.get("kappa_cluster_ci_low", agreement.get("kappa_ci_low")),
+        "kappa_ci_high": agreement.get("kappa_cluster_ci_high", agreement.get("kappa_ci_high")),
+        "false_accept_rate": agreement.get("false_accept_rate"),
+        "false_reject_rate": agreement.get("false_reject_rate"),
+        "degenerate": agreement.get("degenerate"),
+        "degenerate_reason": agreement.get("degenerate_reason"),
+        "kappa_by_level": {
+            level: a.get("kappa") for level, a in (record.get("agreement_by_level") or {}).items()
+        },
+        "share_task": nested.get("share_task"),
+        "share_trial": nested.get("share_trial"),
+        "share_judge": nested.get("share_judge"),
+        "sigma2_judge_ci_low": nested.get("sigma2_judge_ci_low"),
+        "sigma2_judge_ci_high": nested.get("sigma2_judge_ci_high"),
+    }
+
+
+def _p(value: Any) -> str:
+    return "—" if value is None else f"{100 * float(value):.1f}%"
+
+
+def _f(value: Any, spec: str = ".2f") -> str:
+    return "—" if value is None else format(float(value), spec)
+
+
+def judge_line(j: Mapping[str, Any]) -> str:
+    """``judge (extract, 2 samples): 51.0% [..] | parsed 100.0% | vs reference: κ …``"""
+    text = (
+        f"judge ({j['mode']}, {j['samples']} sample{'s' if j['samples'] != 1 else ''}): "
+        f"{_p(j['accuracy'])} [{_p(j['ci_low'])}, {_p(j['ci_high'])}] | parsed "
+        f"{_p(j['parse_rate'])} of {j['sent']} | vs reference: κ = {_f(j['kappa'])} "
+        f"[{_f(j['kappa_ci_low'])}, {_f(j['kappa_ci_high'])}], agreement "
+        f"{_p(j['agreement'])}, false accept {_p(j['false_accept_rate'])}, false reject "
+        f"{_p(j['false_reject_rate'])}"
+    )
+    if j.get("share_judge") is not None:
+        text += (
+            f" | variance shares task {_f(j['share_task'])} / trial {_f(j['share_trial'])}"
+            f" / judge {_f(j['share_judge'])}"
+        )
+    if j.get("degenerate"):
+        text += f" | DEGENERATE JUDGE: {j.get('degenerate_reason')}"
+    return text
+
+
+def judge_problems(judged: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Trials the judge could not score: never a silent change of the judge's denominator."""
+    return [
+        f"judge: {j['judge_errors']} of {j['sent']} trials unjudged (judge_error); rerun to "
+        "judge them again"
+        for j in judged
+        if j["judge_errors"]
+    ]
 
 
 def _num(value: Any, digits: int = 6) -> float | None:
@@ -518,7 +601,9 @@ def _num(value: Any, digits: int = 6) -> float | None:
 
 
 def metrics(
-    stats: Sequence[Mapping[str, Any]], comparisons: Sequence[Mapping[str, Any]]
+    stats: Sequence[Mapping[str, Any]],
+    comparisons: Sequence[Mapping[str, Any]],
+    judged: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``results/metrics.json``: per group accuracy, CI, ICC, infra error rate, outcome
     counts and ``valid`` (false = not a measurement of the agent); per compared pair the
@@ -541,6 +626,11 @@ def metrics(
             "expected_failures": bool(s["health"]["expected"]),
             "outcomes": {k: int(s["outcomes"][k]) for k in (*OUTCOMES, "trials")},
         }
+        if judged and s["group"] in judged:
+            j = judged[s["group"]]
+            groups[s["group"]]["judge"] = {
+                k: _num(j[k]) for k in ("accuracy", "kappa", "parse_rate", "share_judge")
+            }
     pairs = {}
     for r in comparisons:
         name = f"{r['kind']}:{r['within']}:{r['a']}-vs-{r['b']}"
@@ -551,7 +641,7 @@ def metrics(
             "p_holm": _num(r.get("p_paired_holm")),
         }
     return {
-        "valid": not health_problems(stats),
+        "valid": not health_problems(stats) and not judge_problems((judged or {}).values()),
         "groups": dict(sorted(groups.items())),
         "comparisons": dict(sorted(pairs.items())),
     }

@@ -423,6 +423,7 @@ def evaluation_card(
         + _level_limitations(levels, group_invalid=health["valid"] is False),
         "reporting_line": reporting_line(dict(record), conf),
         "machine": None if machine is None else dict(machine),
+        "judge": None if record.get("judge") is None else dict(record["judge"]),
     }
     return jsonable(card)
 
@@ -587,10 +588,34 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         ("Infra error rate", rate_text),
         ("Health", _health_text(card)),
     ]
+    if card.get("judge"):
+        rows.append(("Judge vs reference", _judge_text(card["judge"], conf)))
     if card.get("machine"):
         rows.append(("Machine", _machine_text(card["machine"])))
     invalid = card.get("valid") is False
     return [(k, v, invalid and k in MEASURED_FIELDS) for k, v in rows]
+
+
+def _judge_text(j: Mapping[str, Any], conf: str) -> str:
+    """The LLM judge beside the reference scorer: its accuracy, parse rate, kappa against
+    the reference with its CI, error rates, and its share of the score variance."""
+    samples = j.get("samples") or 1
+    text = (
+        f"judge ({j.get('mode')}, {samples} sample{'s' if samples != 1 else ''} per trial): "
+        f"accuracy {pct(j.get('accuracy'))} ({conf} CI [{pct(j.get('ci_low'))}, "
+        f"{pct(j.get('ci_high'))}]); parsed {pct(j.get('parse_rate'))} of {j.get('sent')}; "
+        f"κ = {fmt(j.get('kappa'), '.2f')} [{fmt(j.get('kappa_ci_low'), '.2f')}, "
+        f"{fmt(j.get('kappa_ci_high'), '.2f')}], false accept {pct(j.get('false_accept_rate'))}, "
+        f"false reject {pct(j.get('false_reject_rate'))}"
+    )
+    if j.get("share_judge") is not None:
+        text += (
+            f"; variance shares task {fmt(j.get('share_task'), '.2f')} / trial "
+            f"{fmt(j.get('share_trial'), '.2f')} / judge {fmt(j.get('share_judge'), '.2f')}"
+        )
+    if j.get("degenerate"):
+        text += f"; DEGENERATE: {j.get('degenerate_reason')}"
+    return text
 
 
 def card_rows(card: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -620,8 +645,8 @@ def card_note(card: Mapping[str, Any]) -> str | None:
 #: Under every outcome table: what the outcomes mean.
 OUTCOME_LEGEND = (
     "crashed and no answer are the two kinds of agent_error (crashed: killed by a fault "
-    "signal); unscored: ok trials the scorer could not decide (judge_error), counted "
-    "within ok; the other outcomes partition the trials."
+    "signal); unscored: trials that ended ok but the scorer could not decide (judge_error); "
+    "ok: answered and scored. The outcomes partition the trials."
 )
 
 

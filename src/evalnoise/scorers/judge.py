@@ -36,9 +36,11 @@ Semantics
 - Infrastructure outcomes (``timeout``, ``oom_killed``, ``infra_error``) are never sent to
   the judge: ``status='skipped_infra'``, ``correct=None``.
 - One judgement (k=1) is made at temperature 0. With ``samples=k>1`` the judge is sampled k
-  times at ``sample_temperature>0`` with distinct seeds ``seed, seed+1, …``; the verdict is
-  the majority, a tie or any failed sample makes it a ``judge_error``; :func:`agreement`
-  summarises the judge's agreement with itself (scorer noise).
+  times at ``sample_temperature>0`` with distinct seeds ``seed, seed+1, …``; the trial's
+  judge score is the share of TRUE votes (the judge's expected verdict, so its own noise is
+  averaged, not hidden), ``correct`` the majority (None on a tie); any failed sample makes
+  it a ``judge_error``. Every vote is kept (``votes``) for the judge's variance component;
+  :func:`agreement` summarises the judge's agreement with itself (scorer noise).
 - A persistent cache (:class:`JudgeCache`, one sqlite3 file) stores every successful
   sample under sha256(judge model, template hash, question, target, prediction) and the
   sample's (temperature, seed): rescoring, or raising k, never pays for a judgement twice.
@@ -364,7 +366,8 @@ class JudgeCache:
 class JudgeResult:
     """One judged answer.
 
-    ``correct`` is None unless ``status == 'ok'``. ``votes`` holds each sample's verdict
+    ``correct`` is None unless ``status == 'ok'`` (and, with k > 1, on a tie). ``score`` is
+    the share of TRUE votes (None unless ``ok``). ``votes`` holds each sample's verdict
     (None for a failed sample); ``cached`` how many samples came from the cache.
     """
 
@@ -374,6 +377,7 @@ class JudgeResult:
     votes: tuple[bool | None, ...] = ()
     cached: int = 0
     replies: tuple[str, ...] = field(default=(), repr=False)
+    score: float | None = None
 
 
 class LLMJudge:
@@ -471,7 +475,10 @@ class LLMJudge:
             )
         if prediction is None or not prediction.strip():
             return JudgeResult(
-                False, NO_PREDICTION, "empty prediction: incorrect without asking the judge"
+                False,
+                NO_PREDICTION,
+                "empty prediction: incorrect without asking the judge",
+                score=0.0,
             )
         key = cache_key(self.model, self._template_sha, question, target, prediction)
         prompt = None
@@ -503,7 +510,9 @@ class LLMJudge:
                 explanations.append("")
                 replies.append("")
                 problems.append(f"judge call failed after {exc.attempts} attempt(s): {exc}")
-                continue
+                # the answer is a judge_error whatever the other samples say: do not pay for
+                # them (or wait out their retries) while the server is down
+                break
             verdict, explanation, problem = self._read(reply, form, target)
             votes.append(verdict)
             explanations.append(explanation)
@@ -573,15 +582,18 @@ class LLMJudge:
         if problems:
             return JudgeResult(None, JUDGE_ERROR, "; ".join(problems)[:2000], **common)
         if len(votes) == 1:
-            return JudgeResult(votes[0], OK, explanations[0], **common)
+            return JudgeResult(votes[0], OK, explanations[0], score=float(bool(votes[0])), **common)
         n_true = sum(1 for v in votes if v)
         n_false = len(votes) - n_true
         tally = f"{len(votes)} samples: {n_true} TRUE, {n_false} FALSE"
-        if n_true == n_false:
-            return JudgeResult(None, JUDGE_ERROR, f"tie, {tally}", **common)
-        majority = n_true > n_false
-        first = next(e for v, e in zip(votes, explanations, strict=True) if v == majority)
-        return JudgeResult(majority, OK, f"{tally}. {first}"[:2000], **common)
+        majority = None if n_true == n_false else n_true > n_false
+        first = next(
+            (e for v, e in zip(votes, explanations, strict=True) if v == majority),
+            explanations[0],
+        )
+        return JudgeResult(
+            majority, OK, f"{tally}. {first}"[:2000], score=n_true / len(votes), **common
+        )
 
     def close(self) -> None:
         if self.cache is not None:

@@ -78,6 +78,7 @@ def score_trials(
         "score": [],
         "judge_status": [],
         "judge_explanation": [],
+        "judge_votes": [],
     }
     total = len(frame)
     records = frame.to_dict("records")
@@ -94,6 +95,7 @@ def score_trials(
         correct: bool | None
         score: float | None
         judge_status: str | None = None
+        votes: list[bool] | None = None
         if status in INFRA_STATUSES:
             correct, score = None, None
             judge_status = SKIPPED_INFRA
@@ -113,7 +115,9 @@ def score_trials(
             assert judge is not None
             result = judge.judge(task["question"], prediction, task["answer"], status=status)
             correct, judge_status, explanation = result.correct, result.status, result.explanation
-            score = None if correct is None else float(correct)
+            score = result.score
+            if result.status == "ok" and result.votes:
+                votes = [bool(v) for v in result.votes]
         elif prediction is None or not str(prediction).strip():
             correct, score, explanation = False, 0.0, "empty prediction"
             judge_status = None
@@ -128,6 +132,7 @@ def score_trials(
         out["score"].append(score)
         out["judge_status"].append(judge_status)
         out["judge_explanation"].append(explanation)
+        out["judge_votes"].append(votes)
         if progress is not None:
             progress(done, total)
 
@@ -135,7 +140,7 @@ def score_trials(
     base = base.drop(columns=["score"], errors="ignore")
     table = pa.Table.from_pandas(base.reset_index(drop=True), preserve_index=False)
     table = conform(table, pa.schema([f for f in TRIALS if f.name in table.column_names]))
-    for key in ("scorer", "correct", "score", "judge_status", "judge_explanation"):
+    for key in ("scorer", "correct", "score", "judge_status", "judge_explanation", "judge_votes"):
         table = table.append_column(
             SCORES.field(key), pa.array(out[key], type=SCORES.field(key).type)
         )
