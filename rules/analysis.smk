@@ -101,10 +101,32 @@ rule judge_quality:
         "../scripts/judge_quality.py"
 
 
+rule attribution:
+    input:
+        scores=attribution_scores,
+        tasks=tasks_table,
+    output:
+        summary="results/analysis/attribution.json",
+        resource="results/analysis/resource_sensitivity.parquet",
+        flaky="results/analysis/flaky_tasks.csv",
+    log:
+        "results/logs/attribution.log",
+    conda:
+        ENV
+    params:
+        groups=plan_groups_param,
+        analysis=config["analysis"],
+        infra_policy=infra_policy_param,
+        code_version=code_version("analysis"),
+    script:
+        "../scripts/attribution.py"
+
+
 rule summarize:
     input:
         stats=all_stats,
         judge=all_judge_quality,
+        attribution=rules.attribution.output.summary,
         pairs=all_pairs,
         convergence=all_convergence,
         budget=all_budgets,

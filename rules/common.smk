@@ -370,6 +370,16 @@ def all_convergence(wildcards=None):
     ]
 
 
+def attribution_scores(wildcards=None):
+    """Every group's score shards, as the statistics read them."""
+    return [path for a, r in PLAN.groups() for path in scores_of(a, r)]
+
+
+def plan_groups_param(wildcards=None):
+    """The run's (agent, resource profile) pairs, as their names in the data."""
+    return [list(PLAN.names(a, r)) for a, r in PLAN.groups()]
+
+
 def all_judge_quality(wildcards=None):
     if not JUDGE_STAGE:
         return []
@@ -428,6 +438,7 @@ def analysis_targets(wildcards=None):
         *all_convergence(),
         *all_budgets(),
         *all_judge_quality(),
+        *[_path(path) for path in rules.attribution.output],
         *analysis_outputs(),
     ]
 

@@ -32,6 +32,7 @@ s = summarize(
     [pd.read_csv(p) for p in i.budget],
     confidence=snakemake.params.confidence,
     judge=load(i.judge),
+    attribution=load([i.attribution])[0],
 )
 write_text(o.groups, dumps({"groups": s["groups"], "levels": s["levels"]}) + "\n")
 write_text(o.comparisons, dumps({"comparisons": s["comparisons"], "skipped": s["skipped"]}) + "\n")

@@ -103,7 +103,15 @@ STAGES: dict[str, Stage] = {
     "judge": Stage(data=("results/tasks.parquet", "results/trials"), rules=("judge",)),
     "analysis": Stage(
         data=("results/tasks.parquet", "results/scores", "results/judged"),
-        rules=("analyze", "compare", "convergence", "budget", "judge_quality", "summarize"),
+        rules=(
+            "analyze",
+            "compare",
+            "convergence",
+            "budget",
+            "judge_quality",
+            "attribution",
+            "summarize",
+        ),
     ),
     # the manifest hashes every artifact: tasks, image infos and shards, the analysis outputs
     "report": Stage(

@@ -434,6 +434,7 @@ def summarize(
     *,
     confidence: float,
     judge: Sequence[Mapping[str, Any]] = (),
+    attribution: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything in one place, sorted: ``groups`` (records with ``outcomes``, ``health``
     and, with a judge stage, ``judge``: :func:`judge_summary`), ``levels``, ``comparisons``
@@ -488,6 +489,12 @@ def summarize(
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']])}")
+        if attribution and s["group"] in attribution:
+            a = attribution[s["group"]]
+            if "not_computed" in a:
+                lines.append(f"  attribution: not computed ({a['not_computed']})")
+            else:
+                lines.extend(f"  {line}" for line in attribution_lines(a))
         infra = s["infra"]
         lines.append(
             f"  infra: {infra['infra_attempts']} of {infra['attempts']} attempts "
@@ -503,6 +510,8 @@ def summarize(
             f"{100 * r['ci_high']:+.1f}], Holm p = {p_text} "
             f"(adjusted over all {len(comparisons)} comparisons)"
         )
+    for r in (attribution or {}).get("_resource", []):
+        lines.append(resource_line(r))
     for r in skipped:
         lines.append(
             f"{r['kind']} ({r['within']}): {r['a']} vs {r['b']}: not compared — {r['reason']}"
@@ -518,8 +527,41 @@ def summarize(
         "per_task": per_task,
         "summary": "\n".join(lines) + "\n",
         "problems": problems,
-        "metrics": metrics(stats, comparisons, judged),
+        "metrics": metrics(stats, comparisons, judged, attribution),
     }
+
+
+def attribution_lines(a: Mapping[str, Any]) -> list[str]:
+    """Policy sensitivity, the infrastructure share of variance, drift and flaky tasks."""
+    parts = []
+    for row in a["policy"]:
+        name = row["policy"].replace("_", " ")
+        if not row["applicable"]:
+            parts.append(f"{name} n/a")
+        else:
+            parts.append(f"{name} {_p(row['mean'])} [{_p(row['ci_low'])}, {_p(row['ci_high'])}]")
+    moves = "YES — the policy moves the result" if a["policy_moves_result"] else "no"
+    share = (
+        f"infrastructure share of variance {_f(a['infra_share'])} "
+        f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
+        f"({' + '.join(a['infra_components'])}; {a['time_blocks']} time blocks, "
+        f"{a['hosts']} host{'s' if a['hosts'] != 1 else ''}); drift p = {_f(a['drift_p'], '.2g')}"
+    )
+    flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
+    return [f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}", share, flaky]
+
+
+def resource_line(r: Mapping[str, Any]) -> str:
+    """The tasks whose outcome depends on the resource profile (exact McNemar per task)."""
+    sig = r["significant"]
+    between = r["between_limits"]
+    return (
+        f"resource sensitivity ({r['agent']}: {r['profile_a']} vs {r['profile_b']}): "
+        f"{len(sig)} of {r['n_tasks']} tasks change outcome ({r['adjust']}, q < 0.05)"
+        + (f": {', '.join(sig)}" if sig else "")
+        + f"; {len(between)} need memory between the two hard limits"
+        + (f": {', '.join(between)}" if between else "")
+    )
 
 
 def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -604,6 +646,7 @@ def metrics(
     stats: Sequence[Mapping[str, Any]],
     comparisons: Sequence[Mapping[str, Any]],
     judged: Mapping[str, Mapping[str, Any]] | None = None,
+    attribution: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``results/metrics.json``: per group accuracy, CI, ICC, infra error rate, outcome
     counts and ``valid`` (false = not a measurement of the agent); per compared pair the
@@ -626,6 +669,11 @@ def metrics(
             "expected_failures": bool(s["health"]["expected"]),
             "outcomes": {k: int(s["outcomes"][k]) for k in (*OUTCOMES, "trials")},
         }
+        if attribution and "infra_share" in attribution.get(s["group"], {}):
+            a = attribution[s["group"]]
+            groups[s["group"]]["infra_share"] = _num(a["infra_share"])
+            groups[s["group"]]["policy_moves_result"] = bool(a["policy_moves_result"])
+            groups[s["group"]]["flaky_tasks"] = int(a["flaky_flagged"])
         if judged and s["group"] in judged:
             j = judged[s["group"]]
             groups[s["group"]]["judge"] = {

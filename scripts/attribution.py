@@ -1,0 +1,31 @@
+"""Snakemake entry point of rule `attribution`: where the noise comes from, for the run —
+policy sensitivity, resource sensitivity per task, flaky tasks, time and host effects."""
+
+import pandas as pd
+
+from evalnoise.atomic import atomic_path, write_text
+from evalnoise.formatting import dumps
+from evalnoise.pipeline.attribution_stage import attribution_tables
+from evalnoise.pipeline.collect import read_scores
+from evalnoise.pipeline.jobs import log_to
+
+log = log_to(snakemake.log[0])
+p, o = snakemake.params, snakemake.output
+out = attribution_tables(
+    read_scores(snakemake.input.scores),
+    pd.read_parquet(snakemake.input.tasks),
+    policy=p.infra_policy,
+    options=p.analysis,
+    groups=[tuple(g) for g in p.groups],
+)
+write_text(o.summary, dumps(out["summary"]) + "\n")
+with atomic_path(o.resource) as tmp:
+    out["resource"].to_parquet(tmp, index=False)
+with atomic_path(o.flaky) as tmp:
+    out["flaky"].to_csv(tmp, index=False, float_format="%.6g")
+log.info(
+    "%d groups; %d resource-sensitivity rows; %d flaky-task flags",
+    len(out["summary"]),
+    len(out["resource"]),
+    len(out["flaky"]),
+)
