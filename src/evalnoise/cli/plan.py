@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="the pilot's column of money spent per trial (e.g. token cost), averaged",
     )
+    judge = p.add_argument_group(
+        "judge samples (the LLM judge's own noise, one level below trials)"
+    )
+    judge.add_argument(
+        "--sigma2-judge",
+        type=float,
+        metavar="Z",
+        help="σ²_judge: variance of repeated judge verdicts on one answer (the judge "
+        "stage's nested decomposition); with --budget, plans tasks × trials × judge samples",
+    )
+    judge.add_argument(
+        "--cost-per-judge-sample",
+        type=float,
+        default=0.0,
+        metavar="C",
+        help="cost of one judge call, in the units of --cost-per-trial (default 0)",
+    )
     pilot = p.add_argument_group("variance components from a pilot")
     pilot.add_argument(
         "--from",
@@ -151,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
     if args.budget is not None:
         if args.sigma2_between is None or args.sigma2_within is None:
             raise InputError("--budget needs --sigma2-between and --sigma2-within (or --from)")
+        if args.sigma2_judge is not None:
+            return _run_judge_plan(args)
         if _money_mode(args):
             c_trial = _fixed_trial_cost(args)
             out = _money_plan(args, args.sigma2_between, args.sigma2_within, c_trial)
@@ -441,4 +461,88 @@ def _run_pilot(args: argparse.Namespace) -> int:
             _print_money(plan)
         else:
             _print_runs(plan)
+    return 0
+
+
+# --- tasks × trials × judge samples (the nested design) ----------------------------------
+
+
+def _run_judge_plan(args: argparse.Namespace) -> int:
+    """Var(μ̂) = σ²_task/n + σ²_trial/(nT) + σ²_judge/(nTK) under n·c_task + nT·c_trial +
+    nTK·c_judge ≤ B (:func:`evalnoise.stats.nested_allocation`); σ²_between and
+    σ²_within stand for σ²_task and σ²_trial."""
+    from evalnoise.stats import nested_allocation
+
+    c_trial = args.cost_per_trial if args.cost_per_trial is not None else 1.0
+    res = nested_allocation(
+        args.budget,
+        args.sigma2_between,
+        args.sigma2_within,
+        args.sigma2_judge,
+        cost_per_trial=c_trial,
+        cost_per_judge_sample=args.cost_per_judge_sample,
+        cost_per_task=args.cost_per_task or 0.0,
+        max_tasks=args.max_tasks,
+        max_trials=args.max_trials,
+    )
+    rows = [
+        {
+            "judge_samples": int(k),
+            "n_tasks": int(n),
+            "trials": int(t),
+            "cost": float(c),
+            "se": float(e),
+            "variance_ratio": float(r),
+        }
+        for k, n, t, c, e, r in zip(
+            res.judge_samples,
+            res.n_tasks,
+            res.trials,
+            res.cost,
+            res.se,
+            res.variance_ratio,
+            strict=True,
+        )
+    ]
+    rec = res.recommended
+    out = {
+        "recommended": {
+            "n_tasks": int(rec.n_tasks),
+            "trials": int(rec.trials),
+            "judge_samples": int(rec.judge_samples),
+            "cost": float(rec.cost),
+            "se": float(rec.se),
+        },
+        "trials_opt": float(res.trials_opt),
+        "judge_samples_opt": float(res.judge_samples_opt),
+        "by_judge_samples": rows,
+        "warnings": list(res.warnings),
+    }
+    if args.json:
+        print(dumps(out))
+        return 0
+    print(
+        f"best: {rec.n_tasks} tasks × {rec.trials} trials × {rec.judge_samples} judge "
+        f"sample(s), cost {rec.cost:g} of {args.budget:g}, SE {rec.se:.4f} "
+        f"(continuous optimum T* = {res.trials_opt:.3g}, K* = {res.judge_samples_opt:.3g}; "
+        "Cochran 1977, ch. 10)"
+    )
+    print(
+        table(
+            [
+                [
+                    r["judge_samples"],
+                    r["n_tasks"],
+                    r["trials"],
+                    f"{r['cost']:g}",
+                    f"{r['se']:.4f}",
+                    f"{r['variance_ratio']:.3f}",
+                ]
+                for r in rows
+            ],
+            ["judge samples", "tasks", "trials", "cost", "SE", "var / var(K=1)"],
+        )
+    )
+    for warning in res.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
