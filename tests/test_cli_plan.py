@@ -230,3 +230,25 @@ def test_pilot_errors(capsys, pilot):
     assert "--from needs --budget" in capsys.readouterr().err
     assert main([*base, "--sigma2-between", "0.1"]) == 2
     assert "drop --sigma2-between" in capsys.readouterr().err
+
+
+def test_plan_with_judge_samples(capsys):
+    """Tasks × trials × judge samples: with a costly task and a noisy, cheap judge, more
+    than one judge sample per trial is worth buying (Cochran's K* = sqrt(σ²_j c_t / (σ²_w
+    c_j)) = sqrt(0.2 · 1 / (0.01 · 0.1)) ≈ 14)."""
+    import json
+
+    from evalnoise.cli import main
+
+    argv = [
+        "plan", "--budget", "5000", "--sigma2-between", "0.05", "--sigma2-within", "0.01",
+        "--sigma2-judge", "0.2", "--cost-per-task", "20", "--cost-per-trial", "1",
+        "--cost-per-judge-sample", "0.1", "--json",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["judge_samples_opt"] > 1
+    assert out["recommended"]["judge_samples"] > 1
+    ses = {r["judge_samples"]: r["se"] for r in out["by_judge_samples"]}
+    assert ses[out["recommended"]["judge_samples"]] == min(ses.values())
+    assert out["recommended"]["cost"] <= 5000
