@@ -55,6 +55,8 @@ def test_the_judge_stage_measures_the_judge(tmp_path, docker_engine):
     assert metrics["groups"]["tiny@1x"]["judge"]["parse_rate"] == 1.0
     cards = list((ws / "results" / "report").rglob("*.json"))
     assert any(json.loads(c.read_text()).get("judge") for c in cards)
+    index = (ws / "results" / "report" / "index.html").read_text()
+    assert "judge (extract, 2 samples per trial)" in index and "κ = " in index
     manifest = _json(ws, "results/manifest.json")
     assert manifest["judge_template_sha256"]
     assert any(a["path"].startswith("results/judged/") for a in manifest["artifacts"])

@@ -59,6 +59,7 @@ from evalnoise.report.cards import (
     card_note,
     card_title,
     evaluation_card,
+    judge_text,
 )
 from evalnoise.report.health import (
     NOT_A_MEASUREMENT,
@@ -579,6 +580,10 @@ def _index_html(
         else:
             line = html.escape(card["reporting_line"])
             summary.append(f"<tr><td>{link}</td><td><code>{line}</code></td></tr>")
+        if card.get("judge"):
+            # accuracy by the LLM judge beside the reference, its kappa and variance share
+            judge = html.escape(judge_text(card["judge"], f"{context.confidence:.0%}"))
+            summary.append(f'<tr class="judge"><td></td><td>{judge}</td></tr>')
     summary_rows = "\n".join(summary)
     run_rows = [
         ("infra policy", context.infra_policy),

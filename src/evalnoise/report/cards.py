@@ -589,14 +589,14 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         ("Health", _health_text(card)),
     ]
     if card.get("judge"):
-        rows.append(("Judge vs reference", _judge_text(card["judge"], conf)))
+        rows.append(("Judge vs reference", judge_text(card["judge"], conf)))
     if card.get("machine"):
         rows.append(("Machine", _machine_text(card["machine"])))
     invalid = card.get("valid") is False
     return [(k, v, invalid and k in MEASURED_FIELDS) for k, v in rows]
 
 
-def _judge_text(j: Mapping[str, Any], conf: str) -> str:
+def judge_text(j: Mapping[str, Any], conf: str) -> str:
     """The LLM judge beside the reference scorer: its accuracy, parse rate, kappa against
     the reference with its CI, error rates, and its share of the score variance."""
     samples = j.get("samples") or 1
