@@ -2,13 +2,21 @@
 
 Write to a temporary file in the same directory, fsync it, then ``os.replace`` it over the
 target (atomic on POSIX within one filesystem). On any error the temporary file is removed,
-so a failed run leaves no half-written artifact behind.
+so a failed run leaves no half-written artifact behind. A directory is written the same way
+(:func:`atomic_directory`): filled beside its target, then renamed into place.
+
+A process killed with SIGKILL cannot remove its temporary: it stays beside the target as a
+hidden ``.<name>.<random>.tmp`` (never mistaken for the target itself).
+:func:`remove_temporaries` clears them, for when no writer can be running (``evalnoise run``
+does it before Snakemake starts).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -61,3 +69,57 @@ def atomic_open(
 def write_text(target: str | os.PathLike[str], text: str) -> None:
     with atomic_open(target) as fh:
         fh.write(text)
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty temporary directory beside ``target``; on success it replaces
+    ``target``. A reader sees the old directory (or none) or the complete new one — never a
+    half-populated ``target``, also when the writer is killed."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    os.chmod(tmp, 0o777 & ~_umask())
+    try:
+        yield tmp
+        old = None
+        if target.is_dir() and not target.is_symlink():
+            # rename(2) replaces only an empty directory: move the old one aside first
+            old = Path(
+                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+            )
+            os.replace(target, old)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+#: Names of the temporaries a killed writer leaves: ``.<name>.<random>.tmp`` (and
+#: ``.<name>.<random>.old``, a replaced directory) from this module, ``.<name>.tmp-<pid>``
+#: from :func:`evalnoise.runner.shard.write_parquet_atomic`.
+TEMPORARY = re.compile(r"^\..+(\.tmp|\.old|\.tmp-[0-9]+)$")
+
+
+def remove_temporaries(root: str | os.PathLike[str]) -> list[Path]:
+    """Remove every temporary (:data:`TEMPORARY`) under ``root``; return what was removed.
+    Only for when no writer can be running: a live writer's temporary would go too."""
+    removed: list[Path] = []
+    root = Path(root)
+    if not root.is_dir():
+        return removed
+    for directory, dirnames, filenames in os.walk(root):
+        for name in [*dirnames]:
+            if TEMPORARY.match(name):
+                shutil.rmtree(Path(directory) / name, ignore_errors=True)
+                removed.append(Path(directory) / name)
+                dirnames.remove(name)
+        for name in filenames:
+            if TEMPORARY.match(name):
+                (Path(directory) / name).unlink(missing_ok=True)
+                removed.append(Path(directory) / name)
+    return sorted(removed)

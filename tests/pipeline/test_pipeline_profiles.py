@@ -9,21 +9,27 @@ import shutil
 import pytest
 from pipeline_helpers import ROOT, job_counts, run_tool
 
-#: What a dry run of the embedded default plans on a fresh checkout: 3 agents × 2 resource
-#: profiles × 2 trial blocks × 2 task chunks shards; compare = 3 agent pairs × 2 profiles
-#: + 1 profile pair × 3 agents.
+#: What a dry run of the embedded default plans on a fresh checkout: 4 groups (chat@3x,
+#: tool_agent@3x, tool_agent_local@1x and @3x) × 2 trial blocks × 2 task chunks shards, each
+#: scored by the reference and judged; compare = 3 agent pairs in 3x + 1 profile pair.
 DEFAULT_JOBS = {
     "sample_tasks": 1,
     "build_image": 3,
-    "run_trials": 24,
-    "score": 24,
-    "analyze": 6,
-    "compare": 9,
-    "convergence": 6,
-    "budget": 6,
+    "canary": 3,
+    "run_trials": 16,
+    "score": 16,
+    "judge": 16,
+    "analyze": 4,
+    "compare": 4,
+    "convergence": 4,
+    "budget": 4,
+    "judge_quality": 4,
+    "attribution": 1,
     "summarize": 1,
     "manifest": 1,
     "report": 1,
+    "record_config": 1,
+    "check": 1,
     "all": 1,
 }
 GPQA = "src/evalnoise/data/gpqa_diamond_example.csv"
