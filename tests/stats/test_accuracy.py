@@ -16,9 +16,8 @@ from evalnoise.stats.icc import icc_oneway
 from evalnoise.stats.paired import paired_difference
 
 
-def _unbalanced(rng, n_tasks=30, binary=True):
-    trials = rng.integers(1, 9, n_tasks)
-    tasks = np.repeat(np.arange(n_tasks), trials)
+def _scores_for(rng, tasks, n_tasks, binary):
+    """Beta(0.7, 0.7) task rates; 0/1 scores, or the rate plus noise clipped to [0, 1]."""
     p = rng.beta(0.7, 0.7, n_tasks)[tasks]
     scores = (rng.random(tasks.size) < p).astype(float)
     if not binary:
@@ -26,6 +25,11 @@ def _unbalanced(rng, n_tasks=30, binary=True):
     order = rng.permutation(tasks.size)
     # String labels, shuffled rows: the estimator must not depend on either.
     return scores[order], np.array([f"task-{t}" for t in tasks])[order]
+
+
+def _unbalanced(rng, n_tasks=30, binary=True):
+    trials = rng.integers(1, 9, n_tasks)
+    return _scores_for(rng, np.repeat(np.arange(n_tasks), trials), n_tasks, binary)
 
 
 def _statsmodels_cluster(scores, tasks, use_t=False):
@@ -50,13 +54,7 @@ def _task_means(scores, tasks):
 
 
 def _balanced(rng, n_tasks=30, trials=5, binary=True):
-    tasks = np.repeat(np.arange(n_tasks), trials)
-    p = rng.beta(0.7, 0.7, n_tasks)[tasks]
-    scores = (rng.random(tasks.size) < p).astype(float)
-    if not binary:
-        scores = np.clip(p + rng.normal(0, 0.2, tasks.size), 0, 1)
-    order = rng.permutation(tasks.size)
-    return scores[order], np.array([f"task-{t}" for t in tasks])[order]
+    return _scores_for(rng, np.repeat(np.arange(n_tasks), trials), n_tasks, binary)
 
 
 def _inspect_ai_loop(scores, tasks):

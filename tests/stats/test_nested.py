@@ -21,7 +21,7 @@ from evalnoise.stats.nested import (
     nested_components,
     nested_mean_variance,
 )
-from evalnoise.stats.planning import allocation_table
+from evalnoise.stats.planning import allocation_table, cost_allocation
 
 
 def _normal(rng, a=20, b=5, c=3, s=(0.04, 0.08, 0.05), keep=1.0):
@@ -291,6 +291,41 @@ def test_reduces_to_paper_allocation_without_judge_noise():
         ref = allocation_table(400, 5.0, 1.0, max_tasks=n_max).recommended
         assert (res.n_tasks, res.trials, res.judge_samples) == (ref.n_tasks, ref.trials, 1)
         assert res.variance == pytest.approx(ref.variance)
+
+
+_DYADIC_COSTS = [0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(2, 1000),
+    st.floats(0.001, 1.0),
+    st.floats(0.001, 1.0),
+    st.sampled_from(_DYADIC_COSTS),
+    st.sampled_from(_DYADIC_COSTS[1:]),
+    st.one_of(st.none(), st.integers(1, 400)),
+    st.one_of(st.none(), st.integers(1, 60)),
+)
+def test_reduces_to_cost_allocation_without_judge_noise_or_cost(
+    budget, s_a, s_b, c_a, c_b, max_tasks, max_trials
+):
+    # σ²_judge = 0 and free judging: the two-stage money planner (planning.cost_allocation).
+    # Dyadic costs and whole budgets keep every floor exact, so both searches see the same
+    # integer plans.
+    if budget < c_a + c_b:
+        return
+    caps = {"max_tasks": max_tasks, "max_trials": max_trials}
+    nested = nested_allocation(
+        budget, s_a, s_b, 0.0, cost_per_task=c_a, cost_per_trial=c_b, cost_per_judge_sample=0.0,
+        **caps,
+    )  # fmt: skip
+    ref = cost_allocation(budget, s_a, s_b, cost_per_task=c_a, cost_per_trial=c_b, **caps)
+    rec, want = nested.recommended, ref.recommended
+    assert (rec.n_tasks, rec.trials, rec.judge_samples) == (want.n_tasks, want.trials, 1)
+    assert (rec.cost, rec.variance, rec.se) == (want.cost, want.variance, want.se)
+    assert nested.trials_opt == ref.trials_exact or (
+        math.isnan(nested.trials_opt) and math.isnan(ref.trials_exact)
+    )
 
 
 def test_judge_samples_not_worth_buying_when_judge_is_quiet_or_dear():

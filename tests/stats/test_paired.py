@@ -279,6 +279,25 @@ def test_holm_nan_and_shape():
         holm([0.5, 1.5])
 
 
+def test_one_implementation_of_mcnemar_exact_holm_and_bh():
+    # McNemar's exact p and the multiplicity adjustments live in stats.paired; the
+    # attribution package re-exports the same objects.
+    import evalnoise.attribution as attribution
+    import evalnoise.attribution._common as common
+    import evalnoise.stats as stats_pkg
+
+    for name in ("benjamini_hochberg", "mcnemar_exact_p"):
+        fn = getattr(paired_mod, name)
+        assert getattr(stats_pkg, name) is fn
+        assert getattr(attribution, name) is fn and getattr(common, name) is fn
+    rng = np.random.default_rng(3)
+    a, b = (rng.random((2, 60)) < 0.5).astype(float)
+    res = mcnemar(a, b)
+    assert res.p_exact == float(paired_mod.mcnemar_exact_p(res.n01, res.n10))
+    p = np.array([0.01, np.nan, 0.04, 0.03])
+    assert np.isnan(paired_mod.benjamini_hochberg(p)[1]) and np.isnan(holm(p)[1])
+
+
 # --- compare ----------------------------------------------------------------------------------
 
 CLI_KEYS = {

@@ -18,15 +18,11 @@ Pure functions over one group's trial (or score) table — the TRIALS / SCORES c
   array-level parts.
 
 Building blocks: :func:`time_blocks` (equal-count blocks of start times),
-:func:`benjamini_hochberg`, :func:`mcnemar_exact_p`, :func:`fisher_exact_2xr`.
+:func:`fisher_exact_2xr`, and, re-exported from :mod:`evalnoise.stats`,
+:func:`benjamini_hochberg` and :func:`mcnemar_exact_p`.
 """
 
-from evalnoise.attribution._common import (
-    benjamini_hochberg,
-    fisher_exact_2xr,
-    mcnemar_exact_p,
-    time_blocks,
-)
+from evalnoise.attribution._common import fisher_exact_2xr, time_blocks
 from evalnoise.attribution.flaky import CHECKS, CheckRun, FlakyTasksResult, flaky_tasks
 from evalnoise.attribution.policy import POLICIES, PolicySensitivityResult, policy_sensitivity
 from evalnoise.attribution.resource import ResourceSensitivityResult, resource_sensitivity
@@ -39,6 +35,7 @@ from evalnoise.attribution.time_effects import (
     time_effects,
     variance_components,
 )
+from evalnoise.stats.paired import benjamini_hochberg, mcnemar_exact_p
 
 __all__ = [
     "CHECKS",

@@ -1,6 +1,8 @@
 """Building blocks shared by the attribution analyses: exact tests, FDR control, time blocks.
 
-All functions are pure and vectorized where the computation allows; none does I/O.
+All functions are pure and vectorized where the computation allows; none does I/O. The exact
+McNemar p and the Benjamini–Hochberg adjustment live in :mod:`evalnoise.stats.paired` (next
+to McNemar's test and Holm's adjustment) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pandas as pd
 from scipy import special, stats
 
 from evalnoise.runner.policy import TRIAL_KEY
+from evalnoise.stats.paired import benjamini_hochberg, mcnemar_exact_p
 
 __all__ = [
     "benjamini_hochberg",
@@ -29,50 +32,6 @@ __all__ = [
 _MAX_TABLES = 2_000_000
 #: relative tolerance when comparing table probabilities (as scipy's fisher_exact does)
 _REL_TOL = 1e-7
-
-
-def benjamini_hochberg(pvalues: Any) -> np.ndarray:
-    """Benjamini–Hochberg (1995) step-up adjusted p-values (q-values) for a family of tests.
-
-    With the m p-values sorted ascending, p_(1) ≤ … ≤ p_(m),
-
-        p̃_(j) = min(1, min_{i ≥ j} m · p_(i) / i),
-
-    returned in the input's order and shape; rejecting where p̃ ≤ q controls the false
-    discovery rate at q for independent or positively dependent (PRDS) tests. It is
-    statsmodels' ``multipletests(method="fdr_bh")``. NaN entries stay NaN and do not count
-    toward m (a test that was not run is no member of the family).
-    """
-    p = np.asarray(pvalues, dtype=float)
-    flat = p.ravel()
-    ok = ~np.isnan(flat)
-    if np.any((flat[ok] < 0) | (flat[ok] > 1)):
-        raise ValueError("p-values must lie in [0, 1]")
-    out = np.full(flat.shape, np.nan)
-    where = np.flatnonzero(ok)
-    order = where[np.argsort(flat[where], kind="stable")]
-    m = order.size
-    if m:
-        scaled = flat[order] * m / np.arange(1, m + 1)
-        out[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
-    return out.reshape(p.shape)
-
-
-def mcnemar_exact_p(b: Any, c: Any) -> np.ndarray:
-    """Exact (binomial) two-sided McNemar p-values, elementwise over discordant counts.
-
-    Under H0 the b + c discordant pairs split Binomial(b + c, 1/2); the distribution is
-    symmetric, so the two-sided p is ``min(1, 2 · P(X ≤ min(b, c)))`` — what
-    ``scipy.stats.binomtest`` and statsmodels' ``mcnemar(exact=True)`` give. With b + c = 0
-    the test has no data and p = 1.
-    """
-    b = np.asarray(b)
-    c = np.asarray(c)
-    if np.any(b < 0) or np.any(c < 0):
-        raise ValueError("discordant counts must be non-negative")
-    n = b + c
-    p = np.minimum(1.0, 2.0 * stats.binom.cdf(np.minimum(b, c), n, 0.5))
-    return np.where(n == 0, 1.0, p)
 
 
 def fisher_greater(x: Any, n: Any, x_total: int, n_total: int) -> np.ndarray:

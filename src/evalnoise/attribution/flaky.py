@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,9 +22,11 @@ import pandas as pd
 
 from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.schema import INFRA_STATUSES
+from evalnoise.stats._checks import check_probability
+from evalnoise.stats._results import DictResult
+from evalnoise.stats.paired import benjamini_hochberg
 
 from ._common import (
-    benjamini_hochberg,
     binary_outcome,
     fisher_exact_2xr,
     fisher_greater,
@@ -66,7 +68,7 @@ _FLAGGED_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class CheckRun:
+class CheckRun(DictResult):
     """What one check did.
 
     name : one of :data:`CHECKS`.
@@ -81,9 +83,6 @@ class CheckRun:
     description: str
     n_tested: int = 0
     n_flagged: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -428,8 +427,7 @@ def flaky_tasks(
         raise ValueError("the table has neither a 'score' nor a 'correct' column")
     if isinstance(n_time_blocks, bool) or not isinstance(n_time_blocks, numbers.Integral):
         raise ValueError("n_time_blocks must be an integer")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    check_probability(alpha, "alpha")
     one_group(trials)
     key = trial_key(trials)
     pol = infra_policy(policy)

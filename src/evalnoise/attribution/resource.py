@@ -25,9 +25,10 @@ import pandas as pd
 from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.runner.resources import MIB
 from evalnoise.schema import INFRA_STATUSES
-from evalnoise.stats.paired import holm
+from evalnoise.stats._checks import check_probability
+from evalnoise.stats.paired import benjamini_hochberg, holm, mcnemar_exact_p
 
-from ._common import benjamini_hochberg, binary_outcome, mcnemar_exact_p, require_columns
+from ._common import binary_outcome, require_columns
 from ._json import records
 
 __all__ = ["ResourceSensitivityResult", "resource_sensitivity"]
@@ -263,8 +264,7 @@ def resource_sensitivity(
         raise ValueError("profile_a and profile_b must differ")
     if adjust not in ("bh", "holm"):
         raise ValueError(f"adjust must be 'bh' or 'holm', got {adjust!r}")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    check_probability(alpha, "alpha")
     pol = infra_policy(policy)
     rows = trials[trials["resource_profile"].isin([profile_a, profile_b])]
     if "agent" in rows.columns and rows["agent"].nunique(dropna=True) > 1:

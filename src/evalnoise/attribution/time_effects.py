@@ -66,6 +66,8 @@ import pandas as pd
 from scipy import sparse, stats
 
 from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
+from evalnoise.stats._checks import check_probability
+from evalnoise.stats._results import DictResult
 
 from ._common import (
     one_group,
@@ -75,7 +77,7 @@ from ._common import (
     time_blocks,
     trial_key,
 )
-from ._json import jsonable, records
+from ._json import records
 
 __all__ = [
     "INFRA_COMPONENTS",
@@ -190,7 +192,7 @@ class VarianceComponentsResult:
 
 
 @dataclass(frozen=True)
-class DriftResult:
+class DriftResult(DictResult):
     """Linear drift of the score over the run within tasks (see :func:`drift_test`).
 
     Attributes
@@ -215,11 +217,6 @@ class DriftResult:
     n_tasks: int
     confidence: float
     warnings: tuple[str, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: jsonable(getattr(self, k)) for k in self.__dataclass_fields__}
-        out["warnings"] = list(self.warnings)
-        return out
 
     def to_frame(self) -> pd.DataFrame:
         d = self.to_dict()
@@ -392,12 +389,6 @@ class _Henderson:
         return np.vstack(out)
 
 
-def _check_confidence(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    return float(confidence)
-
-
 def variance_components(
     y: Any,
     task: Any,
@@ -449,7 +440,7 @@ def variance_components(
     the infrastructure adds, not the agent; pass ``infra_components=("time_block", "host")``
     for the common-to-all-tasks part alone.
     """
-    conf = _check_confidence(confidence)
+    conf = check_probability(confidence)
     unknown = set(infra_components) - {TASK, BLOCK, HOST, TASK_BLOCK}
     if unknown:
         raise ValueError(f"unknown infra components: {sorted(unknown)}")
@@ -597,7 +588,7 @@ def drift_test(y: Any, task: Any, time: Any, *, confidence: float = 0.95) -> Dri
     y : scores; task : task labels; time : start times (datetimes or seconds).
     confidence : CI level.
     """
-    conf = _check_confidence(confidence)
+    conf = check_probability(confidence)
     yv = np.asarray(y, dtype=float)
     tv = run_seconds(time)
     codes = _codes(task)

@@ -20,6 +20,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
+from ._checks import check_probability
 from ._tasks import task_sums
 from .proportion import wilson_interval
 
@@ -166,8 +167,7 @@ def accuracy(
     evaluations. arXiv:2411.00640.
     Kish, L. (1965). *Survey Sampling*. Wiley.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    check_probability(confidence)
     if cluster_se not in ("cr1", "miller"):
         raise ValueError(f"cluster_se must be 'cr1' or 'miller', got {cluster_se!r}")
     if quantile not in ("normal", "t"):

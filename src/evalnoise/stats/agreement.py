@@ -35,31 +35,22 @@ expected number of positive counts estimated from survey data. *Survey Methodolo
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .proportion import wilson_interval
+from ._checks import check_probability, judge_and_reference, task_codes
+from ._results import DictResult, plain
+from .proportion import _wilson_or_nan
 
 __all__ = ["AgreementResult", "judge_agreement", "judge_agreement_by_level"]
 
 
-def _plain(value: Any) -> Any:
-    """JSON-friendly builtins: tuples to lists, numpy scalars to Python numbers."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 @dataclass(frozen=True)
-class AgreementResult:
+class AgreementResult(DictResult):
     """Agreement of judge verdicts with reference labels on the same trials.
 
     Attributes
@@ -140,23 +131,6 @@ class AgreementResult:
     confidence: float
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-friendly builtins (NaN stays NaN; warnings become a list)."""
-        return _plain(asdict(self))
-
-
-def _binary(x: np.ndarray, name: str) -> np.ndarray:
-    """0/1 (or bool) verdicts as floats, NaN (or None) for missing; anything else is an error."""
-    try:
-        arr = np.asarray(x, dtype=float).ravel()
-    except TypeError:
-        obj = pd.Series(np.asarray(x, dtype=object).ravel())
-        arr = obj.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-    bad = np.isfinite(arr) & (arr != 0.0) & (arr != 1.0)
-    if np.any(bad) or np.any(np.isinf(arr)):
-        raise ValueError(f"{name} must hold 0/1 (or bool) verdicts, NaN for missing")
-    return arr
-
 
 def _cell_counts(j: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Counts (n11, n10, n01, n00) of (judge, reference) = (1,1), (1,0), (0,1), (0,0)."""
@@ -225,14 +199,6 @@ def _ratio_design_effect(num_g: np.ndarray, den_g: np.ndarray) -> float:
     return v_cluster / (r * (1.0 - r) / m)
 
 
-def _wilson(k: int, m: int, confidence: float, deff: float) -> tuple[float, float]:
-    if m == 0:
-        return float("nan"), float("nan")
-    d = deff if np.isfinite(deff) else 1.0
-    low, high = wilson_interval(k / m, m, confidence, design_effect=max(d, 1.0))
-    return float(low), float(high)
-
-
 def judge_agreement(
     judge: np.ndarray,
     reference: np.ndarray,
@@ -298,21 +264,12 @@ def judge_agreement(
 
     Perfect agreement with both verdicts present gives κ = 1 (SE 0), FAR = FRR = 0.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    confidence = check_probability(confidence)
     if not 0.5 < degenerate_threshold <= 1.0:
         raise ValueError("degenerate_threshold must lie in (0.5, 1]")
     if isinstance(n_resamples, bool) or int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    j_all = _binary(judge, "judge")
-    r_all = _binary(reference, "reference")
-    if j_all.shape != r_all.shape:
-        raise ValueError(f"judge has {j_all.size} rows but reference has {r_all.size}")
-    task_arr = None
-    if tasks is not None:
-        task_arr = np.asarray(tasks).ravel()
-        if task_arr.shape != j_all.shape:
-            raise ValueError(f"tasks has {task_arr.size} rows but judge has {j_all.size}")
+    j_all, r_all, task_arr = judge_and_reference(judge, reference, tasks, binary=True)
 
     keep = np.isfinite(j_all) & np.isfinite(r_all)
     j, r = j_all[keep], r_all[keep]
@@ -329,9 +286,7 @@ def judge_agreement(
     # Task-level cells: one row of (n11, n10, n01, n00) per task.
     task_cells = None
     if task_arr is not None and n:
-        codes, labels = pd.factorize(task_arr[keep], sort=False)
-        if np.any(codes < 0):
-            raise ValueError("tasks must not be missing (NaN/None) on scored trials")
+        codes, labels = task_codes(task_arr[keep])
         cell = (1 - j.astype(np.int64)) * 2 + (1 - r.astype(np.int64))
         task_cells = np.bincount(codes * 4 + cell, minlength=labels.size * 4).reshape(-1, 4)
     n_tasks = 0 if task_cells is None else int(task_cells.shape[0])
@@ -396,9 +351,9 @@ def judge_agreement(
         d_agree = _ratio_design_effect(tc[:, 0] + tc[:, 3], tc.sum(axis=1))
         d_far = _ratio_design_effect(tc[:, 1], tc[:, 1] + tc[:, 3])
         d_frr = _ratio_design_effect(tc[:, 2], tc[:, 0] + tc[:, 2])
-    a_low, a_high = _wilson(n11 + n00, n, confidence, d_agree)
-    far_low, far_high = _wilson(n10, m0, confidence, d_far)
-    frr_low, frr_high = _wilson(n01, m1, confidence, d_frr)
+    a_low, a_high = _wilson_or_nan((n11 + n00) / n if n else nan, n, confidence, d_agree)
+    far_low, far_high = _wilson_or_nan(far, m0, confidence, d_far)
+    frr_low, frr_high = _wilson_or_nan(frr, m1, confidence, d_frr)
 
     # Degenerate judge.
     reason = ""
@@ -500,7 +455,7 @@ def judge_agreement_by_level(
     out: dict[Any, AgreementResult] = {}
     for i in order:
         mask = codes == i
-        out[_plain(labels[i])] = judge_agreement(
+        out[plain(labels[i])] = judge_agreement(
             j[mask], r[mask], tasks=None if t is None else t[mask], **kwargs
         )
     return out

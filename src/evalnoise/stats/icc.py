@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ._checks import check_probability
 from ._tasks import task_sums
 
 __all__ = ["ICCBatch", "ICCResult", "bonett_se", "icc_batch", "icc_oneway", "interpret_icc"]
@@ -321,8 +322,7 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
     with the reason in ``warnings``. When every task is deterministic but tasks differ
     (MSW = 0 < MSB) the ICC is exactly 1 and its interval collapses to [1, 1].
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    check_probability(confidence)
     y = np.asarray(scores, dtype=float)
     ts = task_sums(y, tasks)
     a, n = ts.n_tasks, ts.n_obs

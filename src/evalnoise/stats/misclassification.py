@@ -44,14 +44,15 @@ from __future__ import annotations
 
 import math
 import warnings as _warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
-from .proportion import wilson_interval
+from ._checks import check_probability, float_array, judge_and_reference, task_codes
+from ._results import DictResult
+from .proportion import _wilson_or_nan
 
 __all__ = [
     "CorrectedAccuracyResult",
@@ -63,19 +64,8 @@ __all__ = [
 ]
 
 
-def _plain(value: Any) -> Any:
-    """JSON-friendly builtins: tuples to lists, numpy scalars to Python numbers."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 @dataclass(frozen=True)
-class RoganGladenResult:
+class RoganGladenResult(DictResult):
     """Rogan–Gladen accuracy corrected for the judge's sensitivity and specificity.
 
     Attributes
@@ -118,13 +108,9 @@ class RoganGladenResult:
     confidence: float
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-friendly builtins (NaN stays NaN; warnings become a list)."""
-        return _plain(asdict(self))
-
 
 @dataclass(frozen=True)
-class PPIResult:
+class PPIResult(DictResult):
     """Prediction-powered estimate of the mean score.
 
     Attributes
@@ -161,13 +147,9 @@ class PPIResult:
     confidence: float
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-friendly builtins (NaN stays NaN; warnings become a list)."""
-        return _plain(asdict(self))
-
 
 @dataclass(frozen=True)
-class CorrectedAccuracyResult:
+class CorrectedAccuracyResult(DictResult):
     """Judge-based accuracy, raw and corrected for the judge's errors two ways.
 
     Attributes
@@ -179,6 +161,8 @@ class CorrectedAccuracyResult:
     ppi : :class:`PPIResult`.
     n_trials, n_labelled : counts.
     warnings : notes not already in the two sub-results.
+
+    ``to_dict()`` nests the two estimators' dicts under ``rogan_gladen`` and ``ppi``.
     """
 
     naive: float
@@ -191,48 +175,17 @@ class CorrectedAccuracyResult:
     n_labelled: int
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """Nested dict: the two estimators under ``rogan_gladen`` and ``ppi``."""
-        return _plain(asdict(self))
 
-
-def _as_float(x: Any) -> np.ndarray:
-    """1-D float array; None, pd.NA and NaN become NaN (bools become 0/1)."""
-    try:
-        return np.asarray(x, dtype=float).ravel()
-    except TypeError:
-        obj = pd.Series(np.asarray(x, dtype=object).ravel())
-        return obj.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-
-
-def _split(judge, reference, tasks, *, binary: bool):
+def _split(judge, reference, tasks, confidence: float, *, binary: bool):
     """Validate and split into (judge, reference, task code) of unlabelled and labelled trials.
 
     Trials without a judge score are dropped (counted); a NaN reference means unlabelled.
     """
-    f, y = _as_float(judge), _as_float(reference)
-    if f.shape != y.shape:
-        raise ValueError(f"judge has {f.size} rows but reference has {y.size}")
-    for arr, name in ((f, "judge"), (y, "reference")):
-        fin = arr[np.isfinite(arr)]
-        if np.any(np.isinf(arr)):
-            raise ValueError(f"{name} must be finite or NaN")
-        if binary and np.any((fin != 0.0) & (fin != 1.0)):
-            raise ValueError(f"{name} must hold 0/1 verdicts (NaN for missing)")
-        if not binary and np.any((fin < 0.0) | (fin > 1.0)):
-            raise ValueError(f"{name} must hold scores in [0, 1] (NaN for missing)")
-    if tasks is None:
-        codes = np.arange(f.size)
-        clustered = False
-    else:
-        t = np.asarray(tasks).ravel()
-        if t.shape != f.shape:
-            raise ValueError(f"tasks has {t.size} rows but judge has {f.size}")
-        codes = pd.factorize(t, sort=False)[0]
-        clustered = True
+    check_probability(confidence)
+    f, y, t = judge_and_reference(judge, reference, tasks, binary=binary)
     scored = np.isfinite(f)
-    if clustered and np.any(codes[scored] < 0):
-        raise ValueError("tasks must not be missing (NaN/None) on scored trials")
+    clustered = t is not None
+    codes = task_codes(t, scored)[0] if clustered else np.arange(f.size)
     # Clusters are the tasks with at least one scored trial; unscored rows carry no weight.
     codes = np.where(scored, codes, 0)
     n_dropped = int((~scored).sum())
@@ -247,22 +200,37 @@ def _split(judge, reference, tasks, *, binary: bool):
 
 
 def _cluster_variance(
-    influence: np.ndarray, codes: np.ndarray, clustered: bool, used: np.ndarray
+    influence: np.ndarray,
+    codes: np.ndarray,
+    clustered: bool,
+    used: np.ndarray,
+    notes: list[str],
 ) -> tuple[float, int]:
     """Σ_g (Σ_{i∈g} h_i)², times G/(G − 1) when clustered (CR1); and the cluster count G.
 
     Only rows in ``used`` (scored trials) define clusters; unclustered, every trial is one.
+    With fewer than two clusters the variance is NaN and a note says so.
     """
     if not clustered:
         return float(influence @ influence), 0
     sums = np.bincount(codes[used], weights=influence[used])
     g = int(np.unique(codes[used]).size)
     if g < 2:
+        notes.append("one task: the clustered SE is undefined")
         return float("nan"), g
     return g / (g - 1.0) * float(sums @ sums), g
 
 
-def _finish(raw: float, se: float, confidence: float, notes: list[str], what: str):
+def _finish(
+    raw: float,
+    se: float,
+    confidence: float,
+    notes: list[str],
+    what: str,
+    **counts: int,
+) -> dict[str, Any]:
+    """The fields both results share: the estimate and its interval truncated to [0, 1], the
+    trial ``counts``, the level and the warnings (``notes``, this function's included)."""
     z = float(stats.norm.ppf(0.5 + confidence / 2.0))
     low, high = raw - z * se, raw + z * se
     truncated = bool(np.isfinite(raw) and (raw < 0.0 or raw > 1.0))
@@ -274,7 +242,17 @@ def _finish(raw: float, se: float, confidence: float, notes: list[str], what: st
     elif np.isfinite(low) and (low < 0.0 or high > 1.0):
         notes.append(f"the {what} interval reached beyond [0, 1] and is truncated to it")
     clip = (lambda v: float(min(max(v, 0.0), 1.0))) if np.isfinite(raw) else float
-    return clip(raw), clip(low), clip(high), truncated
+    return {
+        "estimate": clip(raw),
+        "estimate_raw": float(raw),
+        "se": float(se),
+        "ci_low": clip(low),
+        "ci_high": clip(high),
+        "truncated": truncated,
+        **counts,
+        "confidence": float(confidence),
+        "warnings": tuple(notes),
+    }
 
 
 def rogan_gladen(
@@ -336,9 +314,9 @@ def rogan_gladen(
 
     Wilson intervals of Ŝe and Ŝp treat labelled trials as independent.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    f, y, codes, unl, lab, clustered, notes = _split(judge, reference, tasks, binary=True)
+    f, y, codes, unl, lab, clustered, notes = _split(
+        judge, reference, tasks, confidence, binary=True
+    )
     nan = float("nan")
     n_u, n_l = int(unl.sum()), int(lab.sum())
     pos, neg = lab & (y == 1.0), lab & (y == 0.0)
@@ -353,8 +331,8 @@ def rogan_gladen(
         notes.append("no labelled trial has reference TRUE: sensitivity is undefined")
     if not m0:
         notes.append("no labelled trial has reference FALSE: specificity is undefined")
-    se_lo, se_hi = wilson_interval(se_hat, m1, confidence) if m1 else (nan, nan)
-    sp_lo, sp_hi = wilson_interval(sp_hat, m0, confidence) if m0 else (nan, nan)
+    se_lo, se_hi = _wilson_or_nan(se_hat, m1, confidence)
+    sp_lo, sp_hi = _wilson_or_nan(sp_hat, m0, confidence)
     youden = se_hat + sp_hat - 1.0
 
     raw = se = nan
@@ -372,38 +350,35 @@ def rogan_gladen(
             h[pos] -= raw * (f[pos] - se_hat) / m1
             h[neg] += (1.0 - raw) * ((1.0 - f[neg]) - sp_hat) / m0
             h /= youden
-            var, n_tasks = _cluster_variance(h, codes, clustered, unl | lab)
+            var, n_tasks = _cluster_variance(h, codes, clustered, unl | lab, notes)
             se = math.sqrt(var) if np.isfinite(var) else nan
-            if clustered and n_tasks < 2:
-                notes.append("one task: the clustered SE is undefined")
             if youden < 0.2:
                 notes.append(
                     f"Se + Sp − 1 = {youden:.3g} is small: the correction divides by it and "
                     "the delta-method interval is unreliable"
                 )
-    est, low, high, truncated = _finish(raw, se, confidence, notes, "Rogan–Gladen")
-    return RoganGladenResult(
-        estimate=est,
-        estimate_raw=float(raw),
-        se=float(se),
-        ci_low=low,
-        ci_high=high,
-        truncated=truncated,
-        judge_mean=q,
-        sensitivity=se_hat,
-        sensitivity_ci_low=float(se_lo),
-        sensitivity_ci_high=float(se_hi),
-        specificity=sp_hat,
-        specificity_ci_low=float(sp_lo),
-        specificity_ci_high=float(sp_hi),
-        youden=float(youden),
+    shared = _finish(
+        raw,
+        se,
+        confidence,
+        notes,
+        "Rogan–Gladen",
         n_unlabelled=n_u,
         n_labelled=n_l,
+        n_tasks=n_tasks,
+    )
+    return RoganGladenResult(
+        **shared,
+        judge_mean=q,
+        sensitivity=se_hat,
+        sensitivity_ci_low=se_lo,
+        sensitivity_ci_high=se_hi,
+        specificity=sp_hat,
+        specificity_ci_low=sp_lo,
+        specificity_ci_high=sp_hi,
+        youden=float(youden),
         n_labelled_true=m1,
         n_labelled_false=m0,
-        n_tasks=n_tasks,
-        confidence=float(confidence),
-        warnings=tuple(notes),
     )
 
 
@@ -461,9 +436,9 @@ def ppi_mean(
     mean of task means for a balanced design. Estimate and interval are truncated to [0, 1]
     with a warning.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    f, y, codes, unl, lab, clustered, notes = _split(judge, reference, tasks, binary=False)
+    f, y, codes, unl, lab, clustered, notes = _split(
+        judge, reference, tasks, confidence, binary=False
+    )
     nan = float("nan")
     n_u, n_l = int(unl.sum()), int(lab.sum())
     fu, fl, yl = f[unl], f[lab], y[lab]
@@ -491,31 +466,21 @@ def ppi_mean(
             h = np.zeros(f.size)
             h[unl] = lam * (fu - judge_mean) / n_u
             h[lab] = -(d - d.mean()) / n_l
-            var, n_tasks = _cluster_variance(h, codes, True, unl | lab)
-            if n_tasks < 2:
-                notes.append("one task: the clustered SE is undefined")
+            var, n_tasks = _cluster_variance(h, codes, True, unl | lab, notes)
         else:
             var_u = lam**2 * float(fu.var(ddof=1)) / n_u if n_u > 1 else 0.0
             var = var_u + float(d.var(ddof=1)) / n_l
         se = math.sqrt(var) if np.isfinite(var) else nan
-    est, low, high, truncated = _finish(raw, se, confidence, notes, "PPI")
+    shared = _finish(
+        raw, se, confidence, notes, "PPI", n_unlabelled=n_u, n_labelled=n_l, n_tasks=n_tasks
+    )
     return PPIResult(
-        estimate=est,
-        estimate_raw=float(raw),
-        se=float(se),
-        ci_low=low,
-        ci_high=high,
-        truncated=truncated,
+        **shared,
         judge_mean=judge_mean,
         rectifier=float(rect),
         lam=float(lam),
         classical=classical,
         classical_se=classical_se,
-        n_unlabelled=n_u,
-        n_labelled=n_l,
-        n_tasks=n_tasks,
-        confidence=float(confidence),
-        warnings=tuple(notes),
     )
 
 
@@ -534,7 +499,7 @@ def corrected_accuracy(
     credit its fields are NaN and a warning says so. Warnings of the two estimators are also
     issued as ``RuntimeWarning`` so a pipeline log shows them.
     """
-    f, y = _as_float(judge), _as_float(reference)
+    f, y = float_array(judge), float_array(reference)
     ppi = ppi_mean(f, y, tasks=tasks, confidence=confidence, power_tuning=power_tuning)
     notes: list[str] = []
     binary = all(np.all(np.isin(a[np.isfinite(a)], (0.0, 1.0))) for a in (f, y))
@@ -562,16 +527,14 @@ def corrected_accuracy(
     lab = scored & np.isfinite(y)
     n_l = int(lab.sum())
     ref_mean = float(y[lab].mean()) if n_l else float("nan")
-    ref_lo, ref_hi = (
-        wilson_interval(ref_mean, n_l, confidence) if n_l else (float("nan"), float("nan"))
-    )
+    ref_lo, ref_hi = _wilson_or_nan(ref_mean, n_l, confidence)
     for note in dict.fromkeys((*rg.warnings, *ppi.warnings)):
         _warnings.warn(note, RuntimeWarning, stacklevel=2)
     return CorrectedAccuracyResult(
         naive=float(f[scored].mean()) if scored.any() else float("nan"),
         reference_mean=ref_mean,
-        reference_ci_low=float(ref_lo),
-        reference_ci_high=float(ref_hi),
+        reference_ci_low=ref_lo,
+        reference_ci_high=ref_hi,
         rogan_gladen=rg,
         ppi=ppi,
         n_trials=int(scored.sum()),

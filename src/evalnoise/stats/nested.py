@@ -36,13 +36,20 @@ two- and three-stage sampling).
 from __future__ import annotations
 
 import math
-import numbers
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+from ._checks import (
+    check_finite_number,
+    check_probability,
+    optional_positive_int,
+    task_codes,
+)
+from ._results import DictResult
+from .planning import _max_count
 
 __all__ = [
     "NestedAllocation",
@@ -56,21 +63,8 @@ __all__ = [
 _COMPONENTS = ("task", "trial", "judge")
 
 
-def _plain(value: Any) -> Any:
-    """JSON-friendly builtins: tuples to lists, numpy values to Python numbers and lists."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 @dataclass(frozen=True)
-class NestedComponentsResult:
+class NestedComponentsResult(DictResult):
     """Three-level nested variance decomposition: task, trial(task), judge(trial).
 
     Attributes
@@ -136,10 +130,6 @@ class NestedComponentsResult:
     confidence: float
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-friendly builtins (NaN stays NaN; warnings become a list)."""
-        return _plain(asdict(self))
-
 
 @dataclass(frozen=True)
 class NestedAllocation:
@@ -154,7 +144,7 @@ class NestedAllocation:
 
 
 @dataclass(frozen=True)
-class NestedAllocationResult:
+class NestedAllocationResult(DictResult):
     """Best allocation of a budget over tasks, trials and judge samples.
 
     Attributes
@@ -194,10 +184,6 @@ class NestedAllocationResult:
     se: np.ndarray
     variance_ratio: np.ndarray
     warnings: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-friendly builtins; arrays become lists."""
-        return _plain(asdict(self))
 
 
 # --- estimation ---------------------------------------------------------------------------
@@ -340,8 +326,7 @@ def nested_components(
     :func:`evalnoise.stats.icc_oneway`), σ²_trial with one trial per task, σ²_task with one
     task.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    check_probability(confidence)
     y_all = np.asarray(scores, dtype=float).ravel()
     t_all = np.asarray(tasks).ravel()
     r_all = np.asarray(trials).ravel()
@@ -357,9 +342,9 @@ def nested_components(
     nan = float("nan")
     alpha = 1.0 - confidence
 
-    task_code, task_labels = pd.factorize(t_lab, sort=False)
-    if np.any(task_code < 0) or np.any(pd.isna(r_lab)):
-        raise ValueError("tasks and trials must not be missing (NaN/None) on scored rows")
+    task_code, task_labels = task_codes(t_lab)
+    if np.any(pd.isna(r_lab)):
+        raise ValueError("trials must not be missing (NaN/None) on scored rows")
     cell = pd.DataFrame({"t": task_code, "r": r_lab}).groupby(["t", "r"], sort=False).ngroup()
     cell = cell.to_numpy()
     a = int(task_labels.size)
@@ -529,21 +514,6 @@ def nested_mean_variance(
     return float(var) if var.ndim == 0 else var
 
 
-def _nonneg(value: float, name: str) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
-
-
-def _opt_int(value: int | None, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def nested_allocation(
     budget: float,
     sigma2_task: float,
@@ -609,18 +579,16 @@ def nested_allocation(
     to more tasks, then fewer judge samples, then fewer trials. For each K the best (n, T) is
     kept in the result's arrays, with the variance relative to K = 1.
     """
-    c_budget = _nonneg(budget, "budget")
-    s_a = _nonneg(sigma2_task, "sigma2_task")
-    s_b = _nonneg(sigma2_trial, "sigma2_trial")
-    s_e = _nonneg(sigma2_judge, "sigma2_judge")
-    c_a = _nonneg(cost_per_task, "cost_per_task")
-    c_b = _nonneg(cost_per_trial, "cost_per_trial")
-    c_e = _nonneg(cost_per_judge_sample, "cost_per_judge_sample")
-    if c_b <= 0:
-        raise ValueError("cost_per_trial must be > 0")
-    n_max = _opt_int(max_tasks, "max_tasks")
-    t_cap = _opt_int(max_trials, "max_trials")
-    k_cap = _opt_int(max_judge_samples, "max_judge_samples")
+    c_budget = check_finite_number(budget, "budget")
+    s_a = check_finite_number(sigma2_task, "sigma2_task")
+    s_b = check_finite_number(sigma2_trial, "sigma2_trial")
+    s_e = check_finite_number(sigma2_judge, "sigma2_judge")
+    c_a = check_finite_number(cost_per_task, "cost_per_task")
+    c_b = check_finite_number(cost_per_trial, "cost_per_trial", positive=True)
+    c_e = check_finite_number(cost_per_judge_sample, "cost_per_judge_sample")
+    n_max = optional_positive_int(max_tasks, "max_tasks")
+    t_cap = optional_positive_int(max_trials, "max_trials")
+    k_cap = optional_positive_int(max_judge_samples, "max_judge_samples")
     unit = c_a + c_b + c_e
     if c_budget < unit:
         raise ValueError(f"budget {c_budget:g} cannot buy one task × one trial × one judge sample")
@@ -648,7 +616,7 @@ def nested_allocation(
     k_grid = np.arange(1, k_max + 1, dtype=np.int64)[None, :]
     per_task = c_a + t_grid * c_b + t_grid * k_grid * c_e
     # Shave rounding before flooring so that an exactly affordable n is not lost.
-    n = np.floor(c_budget / per_task * (1 + 1e-12)).astype(np.int64)
+    n = _max_count(c_budget, per_task, rtol=1e-12)
     if n_max is not None:
         n = np.minimum(n, n_max)
     n_safe = np.maximum(n, 1)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from evalnoise.stats._checks import check_probability, finite_scores
 from evalnoise.stats._tasks import TaskSums, task_sums
 from evalnoise.stats.planning import MDDResult, minimum_detectable_difference
 
@@ -29,9 +30,11 @@ __all__ = [
     "McNemarResult",
     "PairedBootstrapResult",
     "PairedDifferenceResult",
+    "benjamini_hochberg",
     "compare",
     "holm",
     "mcnemar",
+    "mcnemar_exact_p",
     "paired_bootstrap",
     "paired_difference",
 ]
@@ -200,22 +203,6 @@ class ComparisonResult:
         }
 
 
-def _check_confidence(confidence: float) -> float:
-    c = float(confidence)
-    if not 0.0 < c < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    return c
-
-
-def _finite_scores(scores: Any, name: str) -> np.ndarray:
-    y = np.asarray(scores, dtype=float)
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional")
-    if not np.all(np.isfinite(y)):
-        raise ValueError(f"{name} must be finite")
-    return y
-
-
 def _align(ts_a: TaskSums, ts_b: TaskSums) -> tuple[np.ndarray, np.ndarray]:
     """Indices into A's and B's task arrays of the tasks both have, in A's order."""
     in_b = pd.Index(ts_b.labels).get_indexer(ts_a.labels)
@@ -277,9 +264,9 @@ def paired_difference(
         With one common task, se, t, p and the CI are NaN. When every d_i is equal the SE is
         0: t is ±inf and p = 0 for a non-zero diff, t is NaN and p = 1 when diff = 0.
     """
-    conf = _check_confidence(confidence)
-    ts_a = task_sums(_finite_scores(scores_a, "scores_a"), np.asarray(tasks_a))
-    ts_b = task_sums(_finite_scores(scores_b, "scores_b"), np.asarray(tasks_b))
+    conf = check_probability(confidence)
+    ts_a = task_sums(finite_scores(scores_a, "scores_a"), np.asarray(tasks_a))
+    ts_b = task_sums(finite_scores(scores_b, "scores_b"), np.asarray(tasks_b))
     ia, ib = _align(ts_a, ts_b)
     if ia.size == 0:
         raise ValueError("the two agents have no task in common")
@@ -313,14 +300,38 @@ def _mcnemar_counts(n01: int, n10: int, n_pairs: int, exact_threshold: int) -> M
         return McNemarResult(n01, n10, n_pairs, float("nan"), 1.0, 1.0, 1.0, "exact")
     chi2 = (abs(n01 - n10) - 1) ** 2 / n_disc
     p_chi2 = float(stats.chi2.sf(chi2, 1))
-    # Binomial(n, 1/2) is symmetric, so the two-sided exact p (what scipy.stats.binomtest
-    # gives) is twice the smaller tail, capped at 1.
-    p_exact = float(min(1.0, 2 * stats.binom.cdf(min(n01, n10), n_disc, 0.5)))
+    p_exact = float(mcnemar_exact_p(n01, n10))
     exact = n_disc < exact_threshold
     return McNemarResult(
         n01, n10, n_pairs, float(chi2), p_chi2, p_exact,
         p_exact if exact else p_chi2, "exact" if exact else "chi2",
     )  # fmt: skip
+
+
+def mcnemar_exact_p(b: Any, c: Any) -> np.ndarray:
+    """Exact (binomial) two-sided McNemar p-values, elementwise over discordant counts.
+
+    Under H0 the b + c discordant pairs split Binomial(b + c, 1/2); the distribution is
+    symmetric, so the two-sided p is
+
+        p = min(1, 2 · P(X ≤ min(b, c))),  X ~ Binomial(b + c, 1/2),
+
+    what ``scipy.stats.binomtest`` and statsmodels' ``mcnemar(exact=True)`` give (McNemar
+    1947). With b + c = 0 the test has no data and p = 1. Arguments broadcast; the order of
+    b and c does not matter.
+
+    References
+    ----------
+    McNemar, Q. (1947). Note on the sampling error of the difference between correlated
+    proportions or percentages. *Psychometrika* 12(2): 153–157.
+    """
+    b = np.asarray(b)
+    c = np.asarray(c)
+    if np.any(b < 0) or np.any(c < 0):
+        raise ValueError("discordant counts must be non-negative")
+    n = b + c
+    p = np.minimum(1.0, 2.0 * stats.binom.cdf(np.minimum(b, c), n, 0.5))
+    return np.where(n == 0, 1.0, p)
 
 
 def mcnemar(correct_a: Any, correct_b: Any, *, exact_threshold: int = 25) -> McNemarResult:
@@ -333,7 +344,7 @@ def mcnemar(correct_a: Any, correct_b: Any, *, exact_threshold: int = 25) -> McN
 
     referred to χ² with 1 df (as R's ``mcnemar.test`` and statsmodels' ``mcnemar(exact=False)``
     compute it). The exact version is the two-sided binomial test of n10 successes in
-    n01 + n10 trials with p = 1/2.
+    n01 + n10 trials with p = 1/2 (:func:`mcnemar_exact_p`).
 
     Parameters
     ----------
@@ -396,9 +407,9 @@ def paired_bootstrap(
     -------
     PairedBootstrapResult
     """
-    conf = _check_confidence(confidence)
-    a = _finite_scores(task_means_a, "task_means_a")
-    b = _finite_scores(task_means_b, "task_means_b")
+    conf = check_probability(confidence)
+    a = finite_scores(task_means_a, "task_means_a")
+    b = finite_scores(task_means_b, "task_means_b")
     if a.shape != b.shape:
         raise ValueError("task_means_a and task_means_b must have the same length")
     if a.size == 0:
@@ -433,15 +444,11 @@ def paired_bootstrap(
     )
 
 
-def holm(pvalues: Any) -> np.ndarray:
-    """Holm (1979) step-down adjusted p-values for a family of tests.
+def _adjust_family(pvalues: Any, adjust_sorted) -> np.ndarray:
+    """Apply ``adjust_sorted`` (ascending p-values in, adjusted ones out) to a family.
 
-    With the m p-values sorted ascending, p_(1) ≤ … ≤ p_(m),
-
-        p̃_(j) = min(1, max_{i ≤ j} (m − i + 1) p_(i)),
-
-    returned in the input's order and shape. Rejecting where p̃ ≤ α controls the family-wise
-    error rate at α under any dependence. NaN entries stay NaN and do not count toward m.
+    The result has the input's order and shape; NaN entries stay NaN and are not members of
+    the family (they do not count toward m).
     """
     p = np.asarray(pvalues, dtype=float)
     flat = p.ravel()
@@ -451,10 +458,48 @@ def holm(pvalues: Any) -> np.ndarray:
     out = np.full(flat.shape, np.nan)
     where = np.flatnonzero(ok)
     order = where[np.argsort(flat[where], kind="stable")]
-    m = order.size
-    scaled = flat[order] * np.arange(m, 0, -1)
-    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    out[order] = adjust_sorted(flat[order])
     return out.reshape(p.shape)
+
+
+def _holm_sorted(p: np.ndarray) -> np.ndarray:
+    scaled = p * np.arange(p.size, 0, -1)
+    return np.minimum(1.0, np.maximum.accumulate(scaled))
+
+
+def _bh_sorted(p: np.ndarray) -> np.ndarray:
+    m = p.size
+    scaled = p * m / np.arange(1, m + 1)
+    return np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+
+
+def holm(pvalues: Any) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values for a family of tests.
+
+    With the m p-values sorted ascending, p_(1) ≤ … ≤ p_(m),
+
+        p̃_(j) = min(1, max_{i ≤ j} (m − i + 1) p_(i)),
+
+    returned in the input's order and shape. Rejecting where p̃ ≤ α controls the family-wise
+    error rate at α under any dependence. NaN entries stay NaN and do not count toward m. It
+    is statsmodels' ``multipletests(method="holm")``.
+    """
+    return _adjust_family(pvalues, _holm_sorted)
+
+
+def benjamini_hochberg(pvalues: Any) -> np.ndarray:
+    """Benjamini–Hochberg (1995) step-up adjusted p-values (q-values) for a family of tests.
+
+    With the m p-values sorted ascending, p_(1) ≤ … ≤ p_(m),
+
+        p̃_(j) = min(1, min_{i ≥ j} m · p_(i) / i),
+
+    returned in the input's order and shape; rejecting where p̃ ≤ q controls the false
+    discovery rate at q for independent or positively dependent (PRDS) tests. It is
+    statsmodels' ``multipletests(method="fdr_bh")``. NaN entries stay NaN and do not count
+    toward m (a test that was not run is no member of the family).
+    """
+    return _adjust_family(pvalues, _bh_sorted)
 
 
 def _anova_parts(ts: TaskSums) -> tuple[float, float, float, float]:
@@ -527,9 +572,9 @@ def compare(
     -------
     ComparisonResult
     """
-    conf = _check_confidence(confidence)
-    ya = _finite_scores(scores_a, "scores_a")
-    yb = _finite_scores(scores_b, "scores_b")
+    conf = check_probability(confidence)
+    ya = finite_scores(scores_a, "scores_a")
+    yb = finite_scores(scores_b, "scores_b")
     ka, kb = np.asarray(tasks_a), np.asarray(tasks_b)
     ra, rb = np.asarray(trials_a), np.asarray(trials_b)
     if not (ka.shape == ra.shape == ya.shape) or not (kb.shape == rb.shape == yb.shape):

@@ -16,12 +16,12 @@ large n.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from evalnoise.stats._checks import check_positive_int, finite_scores
 from evalnoise.stats._tasks import task_sums
 
 __all__ = ["PassKResult", "pass_at_k", "pass_hat_k", "pass_k"]
@@ -149,19 +149,16 @@ def pass_k(
         pass^1 = pass@1 = the mean over tasks of the per-task success rate; pass^k is
         non-increasing and pass@k non-decreasing in k.
     """
-    y = np.asarray(scores, dtype=float)
-    if y.ndim != 1 or y.size == 0:
+    y = finite_scores(scores, "scores")
+    if y.size == 0:
         raise ValueError("scores must be a non-empty 1-D array")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("scores must be finite")
     ts = task_sums((y >= success_threshold).astype(float), np.asarray(tasks))
     n = ts.count.astype(np.int64)
     c = np.rint(ts.total).astype(np.int64)
     smallest = int(n.min())
     if k_max is None:
         k_max = smallest
-    if isinstance(k_max, bool) or not isinstance(k_max, numbers.Integral) or k_max < 1:
-        raise ValueError(f"k_max must be a positive integer, got {k_max!r}")
+    k_max = check_positive_int(k_max, "k_max")
     if k_max > smallest:
         raise ValueError(
             f"k_max = {k_max} exceeds the fewest trials on any task ({smallest}); pass^k "

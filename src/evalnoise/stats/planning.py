@@ -17,11 +17,17 @@ two-stage sampling under a cost function c₁n + c₂nm (used for budgets in mon
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from ._checks import (
+    check_finite_number,
+    check_positive_int,
+    check_probability,
+    optional_positive_int,
+)
 
 __all__ = [
     "Allocation",
@@ -135,26 +141,6 @@ def _scalar_or_array(x: np.ndarray, kind: type = float) -> float | int | np.ndar
     return kind(x) if x.ndim == 0 else x
 
 
-def _check_positive_int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _check_variance(value: float, name: str) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
-
-
-def _check_probability(value: float, name: str) -> float:
-    v = float(value)
-    if not 0.0 < v < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
-    return v
-
-
 def allocation_table(
     budget: int,
     sigma2_between: float,
@@ -193,10 +179,10 @@ def allocation_table(
     The paper's example (σ²_b/σ²_w = 5, B = 400): n = 100, T = 4 gives an SE 67.7 % lower
     than n = 10, T = 40 (the paper rounds to 68 %).
     """
-    b = _check_positive_int(budget, "budget")
-    s2b = _check_variance(sigma2_between, "sigma2_between")
-    s2w = _check_variance(sigma2_within, "sigma2_within")
-    n_max = None if max_tasks is None else _check_positive_int(max_tasks, "max_tasks")
+    b = check_positive_int(budget, "budget")
+    s2b = check_finite_number(sigma2_between, "sigma2_between")
+    s2w = check_finite_number(sigma2_within, "sigma2_within")
+    n_max = optional_positive_int(max_tasks, "max_tasks")
     cap = b if n_max is None else min(n_max, b)
 
     if trials_grid is None:
@@ -274,7 +260,7 @@ def tasks_for_icc_precision(
     """
     if (ci_width is None) == (se is None):
         raise ValueError("give exactly one of ci_width or se")
-    conf = _check_probability(confidence, "confidence")
+    conf = check_probability(confidence, "confidence")
     rho = np.asarray(icc, dtype=float)
     k = np.asarray(trials)
     if not np.issubdtype(k.dtype, np.integer) or np.any(k < 2):
@@ -343,8 +329,8 @@ def minimum_detectable_difference(
     -------
     MDDResult
     """
-    a = _check_probability(alpha, "alpha")
-    pw = _check_probability(power, "power")
+    a = check_probability(alpha, "alpha")
+    pw = check_probability(power, "power")
     n = np.asarray(n_tasks, dtype=float)
     t = np.asarray(trials, dtype=float)
     s2b = np.asarray(sigma2_between, dtype=float)
@@ -497,14 +483,6 @@ class PilotPlan:
     warnings: tuple[str, ...] = ()
 
 
-def _check_cost(value: float, name: str, *, positive: bool) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v < 0 or (positive and v == 0):
-        need = "> 0" if positive else ">= 0"
-        raise ValueError(f"{name} must be a finite number {need}, got {value!r}")
-    return v
-
-
 def optimal_trials_per_task(
     sigma2_between: float | np.ndarray,
     sigma2_within: float | np.ndarray,
@@ -561,7 +539,7 @@ def optimal_trials_per_task(
         raise ValueError("cost_per_task must be finite and >= 0")
     if not np.all(np.isfinite(c2) & (c2 > 0)):
         raise ValueError("cost_per_trial must be finite and > 0")
-    cap = None if max_trials is None else _check_positive_int(max_trials, "max_trials")
+    cap = optional_positive_int(max_trials, "max_trials")
     with np.errstate(divide="ignore", invalid="ignore"):
         exact = np.sqrt((c1 * s2w) / (c2 * s2b))
     hi_cap = np.inf if cap is None else float(cap)
@@ -590,10 +568,14 @@ def optimal_trials_per_task(
     )
 
 
-def _max_count(money: np.ndarray, price: np.ndarray) -> np.ndarray:
-    """floor(money / price) that tolerates rounding: 0.3 / 0.1 buys 3, not 2."""
-    q = np.floor(money / price * (1 + _COST_RTOL))
-    return q.astype(np.int64)
+def _max_count(
+    money: float | np.ndarray, price: float | np.ndarray, *, rtol: float = _COST_RTOL
+) -> np.ndarray:
+    """floor(money / price) that tolerates rounding (0.3 / 0.1 buys 3, not 2); 0 where
+    ``money`` is not positive. Vectorized; int64."""
+    money = np.asarray(money, dtype=float)
+    q = np.floor(money / price * (1 + rtol))
+    return np.where(money > 0, q, 0).astype(np.int64)
 
 
 def cost_allocation(
@@ -652,13 +634,13 @@ def cost_allocation(
     Cochran, W. G. (1977). *Sampling Techniques*, 3rd ed., Wiley, §10.6.
     Snedecor, G. W. & Cochran, W. G. (1989). *Statistical Methods*, 8th ed., Iowa State.
     """
-    b = _check_cost(budget, "budget", positive=True)
-    c1 = _check_cost(cost_per_task, "cost_per_task", positive=False)
-    c2 = _check_cost(cost_per_trial, "cost_per_trial", positive=True)
-    s2b = _check_variance(sigma2_between, "sigma2_between")
-    s2w = _check_variance(sigma2_within, "sigma2_within")
-    n_cap = None if max_tasks is None else _check_positive_int(max_tasks, "max_tasks")
-    t_cap = None if max_trials is None else _check_positive_int(max_trials, "max_trials")
+    b = check_finite_number(budget, "budget", positive=True)
+    c1 = check_finite_number(cost_per_task, "cost_per_task")
+    c2 = check_finite_number(cost_per_trial, "cost_per_trial", positive=True)
+    s2b = check_finite_number(sigma2_between, "sigma2_between")
+    s2w = check_finite_number(sigma2_within, "sigma2_within")
+    n_cap = optional_positive_int(max_tasks, "max_tasks")
+    t_cap = optional_positive_int(max_trials, "max_trials")
 
     n_hi = int(_max_count(np.float64(b), np.float64(c1 + c2)))
     t_hi = int(_max_count(np.float64(b - c1), np.float64(c2))) if b > c1 else 0
@@ -770,7 +752,7 @@ def plan_from_pilot(
     """
     from evalnoise.stats.icc import icc_oneway
 
-    conf = _check_probability(confidence, "confidence")
+    conf = check_probability(confidence, "confidence")
     res = icc_oneway(np.asarray(scores, dtype=float), np.asarray(tasks), confidence=conf)
     if not (math.isfinite(res.sigma2_between) and math.isfinite(res.sigma2_within)):
         raise ValueError(

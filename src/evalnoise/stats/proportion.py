@@ -12,6 +12,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from ._checks import check_probability
+
 __all__ = ["ProportionInterval", "wilson_interval"]
 
 
@@ -84,8 +86,7 @@ def wilson_interval(
     expected number of positive counts estimated from survey data. *Survey Methodology*
     24(2): 193–201.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    confidence = check_probability(confidence)
     p = np.asarray(mean, dtype=float)
     deff = np.asarray(design_effect, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -104,3 +105,19 @@ def wilson_interval(
     # The interval always contains p (its score statistic is 0); clipping to [0, p] and
     # [p, 1] only removes rounding error, so p = 0 gives exactly 0 and p = 1 exactly 1.
     return ProportionInterval(np.clip(center - half, 0.0, p), np.clip(center + half, p, 1.0))
+
+
+def _wilson_or_nan(
+    mean: float, n: int, confidence: float, design_effect: float = 1.0
+) -> tuple[float, float]:
+    """:func:`wilson_interval` of one proportion as two floats; (NaN, NaN) when n = 0.
+
+    The design effect is floored at 1, as Korn & Graubard (1998) advise, so that chance
+    under-dispersion of clusters never narrows the interval below the plain one; NaN (a
+    design effect that could not be estimated) counts as 1.
+    """
+    if n == 0:
+        return float("nan"), float("nan")
+    d = design_effect if np.isfinite(design_effect) else 1.0
+    low, high = wilson_interval(mean, n, confidence, design_effect=max(d, 1.0))
+    return float(low), float(high)

@@ -100,8 +100,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from evalnoise.stats._checks import (
+    check_finite_number,
+    check_probability,
+    finite_scores,
+    optional_positive_int,
+)
 from evalnoise.stats.icc import icc_oneway
-from evalnoise.stats.planning import optimal_trials_per_task
+from evalnoise.stats.planning import _max_count, optimal_trials_per_task
 
 __all__ = [
     "ConfidenceSequenceResult",
@@ -274,13 +280,6 @@ class StoppingDecision:
 # --- the confidence sequence on unit values ---------------------------------------------------
 
 
-def _check_confidence(confidence: float) -> float:
-    c = float(confidence)
-    if not 0.0 < c < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    return c
-
-
 def _plugins(
     x: np.ndarray, alpha: float, half_width: float | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -396,7 +395,7 @@ def mean_confidence_sequence(
     betting method is O(n · len(times) · log2(1/tol)) per series; stopping series early
     (``target_half_width``) saves the rest.
     """
-    conf = _check_confidence(confidence)
+    conf = check_probability(confidence)
     alpha = 1.0 - conf
     if method not in ("betting", "empirical_bernstein"):
         raise ValueError(f"method must be 'betting' or 'empirical_bernstein', got {method!r}")
@@ -505,15 +504,6 @@ class _Units:
     block_labels: np.ndarray
     n_excluded: int
     n_task_rows: np.ndarray  # trials per task (all blocks) for every task, not only units
-
-
-def _finite_scores(scores: Any, name: str) -> np.ndarray:
-    y = np.asarray(scores, dtype=float)
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-D")
-    if not np.all(np.isfinite(y)) or (y.size and (y.min() < 0.0 or y.max() > 1.0)):
-        raise ValueError(f"{name} must be finite and lie in [0, 1]")
-    return y
 
 
 def _entry_units(frames: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> _Units:
@@ -631,8 +621,8 @@ def confidence_sequence(
     estimate (mean of the X_i) weighs every task once, as :func:`evalnoise.stats.accuracy`
     does; with every task run only in its entry block it equals that function's ``mean``.
     """
-    conf = _check_confidence(confidence)
-    y = _finite_scores(scores, "scores")
+    conf = check_probability(confidence)
+    y = finite_scores(scores, "scores", unit=True)
     u = _entry_units([(y, np.asarray(tasks), np.asarray(blocks))])
     values = u.total[:, 0] / u.count[:, 0]
     nb = u.block_labels.size
@@ -714,9 +704,9 @@ def paired_confidence_sequence(
         ``estimand == "difference"``; ``unit_trials`` are A's entry trials, ``unit_trials_b``
         B's.
     """
-    conf = _check_confidence(confidence)
-    ya = _finite_scores(scores_a, "scores_a")
-    yb = _finite_scores(scores_b, "scores_b")
+    conf = check_probability(confidence)
+    ya = finite_scores(scores_a, "scores_a", unit=True)
+    yb = finite_scores(scores_b, "scores_b", unit=True)
     u = _entry_units(
         [
             (ya, np.asarray(tasks_a), np.asarray(blocks_a)),
@@ -773,32 +763,12 @@ def paired_confidence_sequence(
 # --- when to stop -----------------------------------------------------------------------------
 
 
-def _check_money(value: float, name: str, *, positive: bool = False) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v < 0 or (positive and v == 0):
-        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}")
-    return v
-
-
-def _check_cap(value: int | None, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def _n(k: int, word: str) -> str:
     return f"{k} {word}" if k == 1 else f"{k} {word}s"
 
 
 def _money(x: float) -> str:
     return f"{x:,.4g}" if abs(x) < 1e4 else f"{x:,.0f}"
-
-
-def _count_affordable(money: float, price: float) -> int:
-    # Rounding slack: 0.3 left buys three 0.1 tasks.
-    return math.floor(money / price * (1 + 1e-9)) if money > 0 else 0
 
 
 def _last_block_design(entry: np.ndarray, count: np.ndarray) -> tuple[int, int]:
@@ -923,7 +893,7 @@ def stopping_decision(
     -------
     StoppingDecision
     """
-    conf = _check_confidence(confidence)
+    conf = check_probability(confidence)
     if target not in ("accuracy", "icc", "difference"):
         raise ValueError(f"target must be 'accuracy', 'icc' or 'difference', got {target!r}")
     if target == "icc":
@@ -942,22 +912,22 @@ def stopping_decision(
         raise ValueError("the difference target needs scores_b, tasks_b and blocks_b")
     if not paired and any(given_b):
         raise ValueError("scores_b, tasks_b and blocks_b are for the difference target only")
-    b_total = _check_money(budget, "budget", positive=True)
-    c1 = _check_money(cost_per_task, "cost_per_task")
-    c2 = _check_money(cost_per_trial, "cost_per_trial", positive=True)
-    t_cap = _check_cap(max_trials_per_task, "max_trials_per_task")
-    n_cap = _check_cap(max_tasks, "max_tasks")
+    b_total = check_finite_number(budget, "budget", positive=True)
+    c1 = check_finite_number(cost_per_task, "cost_per_task")
+    c2 = check_finite_number(cost_per_trial, "cost_per_trial", positive=True)
+    t_cap = optional_positive_int(max_trials_per_task, "max_trials_per_task")
+    n_cap = optional_positive_int(max_tasks, "max_tasks")
 
-    y = _finite_scores(scores, "scores")
+    y = finite_scores(scores, "scores", unit=True)
     agents = [(y, np.asarray(tasks), np.asarray(blocks))]
     if paired:
-        yb = _finite_scores(scores_b, "scores_b")
+        yb = finite_scores(scores_b, "scores_b", unit=True)
         agents.append((yb, np.asarray(tasks_b), np.asarray(blocks_b)))
     n_trials = sum(a[0].size for a in agents)
     if spent is None:
         spent_v = c1 * sum(pd.unique(a[1]).size for a in agents) + c2 * n_trials
     else:
-        spent_v = _check_money(spent, "spent")
+        spent_v = check_finite_number(spent, "spent")
     remaining = b_total - spent_v
 
     u = _entry_units(agents)
@@ -1038,7 +1008,7 @@ def _sequence_decision(agents, icc_res, u, t_cur, conf, method, ctx, base) -> St
         return _stop(base, "limit_reached", reason, warnings)
     unit_cost = n_agents * (c1 + t_next * c2)
     remaining = ctx["remaining"]
-    k = min(ctx["last_new"], _count_affordable(remaining, unit_cost))
+    k = min(ctx["last_new"], int(_max_count(remaining, unit_cost)))
     if n_cap is not None:
         k = min(k, n_cap - ctx["n_tasks"])
     if k < 1:
@@ -1166,15 +1136,15 @@ def _icc_decision(res, u: _Units, ctx: dict, base: dict) -> StoppingDecision:
         cmp_tasks = "the ICC is undefined so far (no variation yet): more tasks are needed"
     order = ("more_trials", "more_tasks") if prefer_trials else ("more_tasks", "more_trials")
     for action in order:
-        if action == "more_trials" and can_trials and _count_affordable(remaining, cost_trials):
+        if action == "more_trials" and can_trials and int(_max_count(remaining, cost_trials)):
             reason = (
                 f"continue with more trials per task: {short}; {cmp_trials}. Next "
                 f"block: top every task up to {t_top} trials (cost {_money(cost_trials)}, "
                 f"{_money(remaining)} left)"
             )
             return _go(base, action, reason, 0, t_top, cost_trials, warnings)
-        if action == "more_tasks" and can_tasks and _count_affordable(remaining, task_cost):
-            kk = min(ctx["last_new"], _count_affordable(remaining, task_cost))
+        if action == "more_tasks" and can_tasks and int(_max_count(remaining, task_cost)):
+            kk = min(ctx["last_new"], int(_max_count(remaining, task_cost)))
             if n_cap is not None:
                 kk = min(kk, n_cap - n)
             reason = (
