@@ -13,9 +13,10 @@ OPTIONS = {"confidence": 0.95, "cluster_se": "cr1", "quantile": "normal"}
 
 
 def _scores(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One agent under 1x and 3x on 8 tasks × 6 trials: tasks t0–t3 need 200 MiB, more
-    than 1x's 128 MiB hard limit and less than 3x's 384 MiB, so they are OOM-killed under
-    1x and answered under 3x; the others behave alike under both."""
+    """One agent under 1x and 3x on 8 tasks × 6 trials, every task declaring 128 MiB: on
+    tasks t0–t3 the agent needs 200 MiB, more than 1x's 128 MiB hard limit and less than
+    3x's 384 MiB, so they are OOM-killed under 1x and answered under 3x; the others behave
+    alike under both."""
     rng = np.random.default_rng(seed)
     rows = []
     start = pd.Timestamp("2026-11-23T10:00:00Z")
@@ -38,13 +39,14 @@ def _scores(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
                         "score": None if correct is None else float(correct),
                         "correct": correct,
                         "memory_limit_bytes": limit,
+                        # what the agent used where it could: 200 MiB on t0–t3, else 64
+                        "peak_memory_bytes": None if oom else (200 if needy else 64) * 2**20,
                         "started_at": start + pd.Timedelta(seconds=p_i * 1000 + t * 60 + trial),
                         "host": "vm",
                     }
                 )
-    tasks = pd.DataFrame(
-        {"task_id": [f"t{t}" for t in range(8)], "memory_mb": [200] * 4 + [64] * 4}
-    )
+    # the declared spec is the same for every task: the need comes from the measured peaks
+    tasks = pd.DataFrame({"task_id": [f"t{t}" for t in range(8)], "memory_mb": [128] * 8})
     return pd.DataFrame(rows), tasks
 
 
@@ -59,6 +61,7 @@ def test_attribution_singles_out_the_tasks_between_the_limits():
     )
     (resource,) = out["summary"]["_resource"]
     assert resource["between_limits"] == ["t0", "t1", "t2", "t3"]
+    assert resource["memory_need"] == "measured: largest peak under 3x"
     assert set(resource["significant"]) <= {"t0", "t1", "t2", "t3"}
     assert "need memory between the two hard limits: t0, t1, t2, t3" in resource_line(resource)
     assert set(out["resource"]["task_id"]) == {f"t{t}" for t in range(8)}

@@ -64,7 +64,8 @@ def attribution_tables(
         profiles = sorted(r for a, r in groups if a == agent)
         for a, b in combinations(profiles, 2):
             rows = scores[scores["agent"] == agent]
-            result = resource_sensitivity(rows, a, b, memory_mb=memory, policy=policy)
+            need, source = _memory_need(rows, a, b, memory)
+            result = resource_sensitivity(rows, a, b, memory_mb=need, policy=policy)
             frame = result.to_frame()
             frame.insert(0, "agent", agent)
             frame.insert(1, "profile_a", a)
@@ -82,11 +83,29 @@ def attribution_tables(
                     "significant": sorted(significant["task_id"].astype(str)),
                     "between_limits": sorted(between["task_id"].astype(str)),
                     "adjust": "Benjamini-Hochberg",
+                    "memory_need": source,
                 }
             )
     resource = pd.concat(resource_frames, ignore_index=True) if resource_frames else pd.DataFrame()
     flaky_all = pd.concat(flaky_frames, ignore_index=True) if flaky_frames else pd.DataFrame()
     return {"summary": jsonable(summary), "resource": resource, "flaky": flaky_all}
+
+
+def _memory_need(
+    rows: pd.DataFrame, a: str, b: str, declared: pd.Series | None
+) -> tuple[pd.Series | None, str]:
+    """Each task's memory need in MiB: the largest peak its trials reached under the profile
+    with the higher hard limit (what the agent really used when it could), else the task's
+    declared ``memory_mb``. A declared spec says what a task is given, not what an agent
+    needs: an agent that loads a model in its container needs more than the spec."""
+    if "peak_memory_bytes" in rows and "memory_limit_bytes" in rows:
+        limits = rows.groupby("resource_profile")["memory_limit_bytes"].max()
+        roomy = max((a, b), key=lambda r: float(limits.get(r, float("nan")) or float("inf")))
+        ok = rows[(rows["resource_profile"] == roomy) & rows["peak_memory_bytes"].notna()]
+        if not ok.empty:
+            peaks = ok.groupby(ok["task_id"].astype(str))["peak_memory_bytes"].max()
+            return peaks / 2**20, f"measured: largest peak under {roomy}"
+    return declared, "declared: the task's memory_mb"
 
 
 def _group_summary(

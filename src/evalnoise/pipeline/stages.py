@@ -561,6 +561,7 @@ def resource_line(r: Mapping[str, Any]) -> str:
         + (f": {', '.join(sig)}" if sig else "")
         + f"; {len(between)} need memory between the two hard limits"
         + (f": {', '.join(between)}" if between else "")
+        + (f" (need: {r['memory_need']})" if r.get("memory_need") else "")
     )
 
 
