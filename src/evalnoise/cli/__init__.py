@@ -11,7 +11,7 @@ from evalnoise.errors import InputError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evalnoise.cli import analyze, archive, compare, plan, run
+    from evalnoise.cli import analyze, archive, compare, correct, plan, run
     from evalnoise.importers import cli as import_cli
     from evalnoise.runner import cli as runner_cli
 
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"evalnoise {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (analyze, compare, plan, import_cli, archive, run):
+    for module in (analyze, compare, plan, correct, import_cli, archive, run):
         module.add_parser(sub)
     runner_cli.add_parsers(sub)
     return parser
