@@ -254,6 +254,13 @@ def test_the_life_of_an_evaluation(tmp_path, engine, workspace):
     subprocess.run(["git", "clone", "-q", str(ws), str(clone)], check=True)
     run_tool(clone, "dvc", "pull")
     run_tool(clone, "snakemake", "--touch")
+    # `dvc pull` checks files out within milliseconds in no particular order; one
+    # `--touch` has been seen to leave statistics stale (never a trial, score or judge job:
+    # those are what must not rerun). A second `--touch` settles them.
+    first = dry_run(clone)
+    assert not {"run_trials", "score", "judge", "sample_tasks"} & set(first), first
+    if first:
+        run_tool(clone, "snakemake", "--touch")
     assert dry_run(clone) == {}
     restored = run_tool(clone, "snakemake").stderr
     assert "run_trials" not in restored
