@@ -49,7 +49,7 @@ def test_the_judge_stage_measures_the_judge(tmp_path, docker_engine):
     quality = _json(ws, "results/analysis/judge/tiny/1x.json")
     assert quality["nested"] is not None and quality["nested"]["n_obs"] == 12
     summary = (ws / "results" / "analysis" / "summary.txt").read_text()
-    assert "judge (extract, 2 samples)" in summary and "vs reference: κ" in summary
+    assert "judge (extract, 2 samples per trial)" in summary and "κ = " in summary
     metrics = _json(ws, "results/metrics.json")
     assert metrics["valid"] is True
     assert metrics["groups"]["tiny@1x"]["judge"]["parse_rate"] == 1.0

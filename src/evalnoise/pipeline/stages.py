@@ -488,7 +488,7 @@ def summarize(
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
         if s["group"] in judged:
-            lines.append(f"  {judge_line(judged[s['group']])}")
+            lines.append(f"  {judge_line(judged[s['group']], confidence)}")
         if attribution and s["group"] in attribution:
             a = attribution[s["group"]]
             if "not_computed" in a:
@@ -606,24 +606,12 @@ def _f(value: Any, spec: str = ".2f") -> str:
     return "—" if value is None else format(float(value), spec)
 
 
-def judge_line(j: Mapping[str, Any]) -> str:
-    """``judge (extract, 2 samples): 51.0% [..] | parsed 100.0% | vs reference: κ …``"""
-    text = (
-        f"judge ({j['mode']}, {j['samples']} sample{'s' if j['samples'] != 1 else ''}): "
-        f"{_p(j['accuracy'])} [{_p(j['ci_low'])}, {_p(j['ci_high'])}] | parsed "
-        f"{_p(j['parse_rate'])} of {j['sent']} | vs reference: κ = {_f(j['kappa'])} "
-        f"[{_f(j['kappa_ci_low'])}, {_f(j['kappa_ci_high'])}], agreement "
-        f"{_p(j['agreement'])}, false accept {_p(j['false_accept_rate'])}, false reject "
-        f"{_p(j['false_reject_rate'])}"
-    )
-    if j.get("share_judge") is not None:
-        text += (
-            f" | variance shares task {_f(j['share_task'])} / trial {_f(j['share_trial'])}"
-            f" / judge {_f(j['share_judge'])}"
-        )
-    if j.get("degenerate"):
-        text += f" | DEGENERATE JUDGE: {j.get('degenerate_reason')}"
-    return text
+def judge_line(j: Mapping[str, Any], confidence: float = 0.95) -> str:
+    """The judge's line of a group in the summary: the same text as its card's
+    (:func:`evalnoise.report.cards.judge_text`)."""
+    from evalnoise.report.cards import judge_text
+
+    return judge_text(j, f"{confidence:.0%}")
 
 
 def judge_problems(judged: Iterable[Mapping[str, Any]]) -> list[str]:
