@@ -455,3 +455,48 @@ def all_outputs(wildcards=None):
         _path(rules.record_config.output.config),
         _path(rules.check.output.health),
     ]
+
+
+# -- cluster resources of run_trials (profiles/slurm) ------------------------------------------
+# A shard's Slurm request follows from its trials and resource profile
+# (evalnoise.pipeline.slurm_resources), so Slurm's limits and the containers' agree. Local
+# runs ignore them (resources are scheduler tokens there).
+
+
+_PLANNED_TASKS = {}
+
+
+def _planned_tasks():
+    """The sampled tasks (what sample_tasks writes), computed once per workflow parse."""
+    if "tasks" not in _PLANNED_TASKS:
+        _PLANNED_TASKS["tasks"] = sample_tasks(config["benchmark"])
+    return _PLANNED_TASKS["tasks"]
+
+
+def _run_trials_request(wildcards, threads):
+    from evalnoise.pipeline.slurm_resources import shard_job_resources
+
+    first, last = parse_range(wildcards.chunk)
+    return shard_job_resources(
+        _planned_tasks().iloc[first : last + 1],
+        resource_profile_param(wildcards),
+        trials=len(trials_param(wildcards)),
+        concurrency=threads,
+        infra_policy=infra_policy_param(),
+        served=bool(agent_server_tokens(wildcards)),
+    )
+
+
+def run_trials_cpus(wildcards, threads):
+    """Slurm --cpus-per-task of a shard: its trials' CPU guarantees at once."""
+    return _run_trials_request(wildcards, threads).cpus_per_task
+
+
+def run_trials_mem_mb(wildcards, threads):
+    """Slurm --mem of a shard: its trials' memory limits at once + the runner's own."""
+    return _run_trials_request(wildcards, threads).mem_mb
+
+
+def run_trials_runtime(wildcards, threads):
+    """Slurm -t (minutes) of a shard: every trial at its time limit, every attempt."""
+    return _run_trials_request(wildcards, threads).runtime

@@ -73,6 +73,9 @@ rule run_trials:
     threads: 2
     resources:
         model_server=agent_server_tokens,
+        cpus_per_task=run_trials_cpus,
+        mem_mb=run_trials_mem_mb,
+        runtime=run_trials_runtime,
     params:
         agent=agent_param,
         resource_profile=resource_profile_param,

@@ -2,8 +2,10 @@
 
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.shards import run_trials_shard
+from evalnoise.pipeline.slurm_resources import record_job
 
 log_to(snakemake.log[0])
+record_job(snakemake.output.shard, log=snakemake.log[0])  # executor, Slurm job id
 p = snakemake.params
 run_trials_shard(
     tasks_path=snakemake.input.tasks,

@@ -128,12 +128,18 @@ def _group_summary(
         cluster_se=options["cluster_se"],
         quantile=options["quantile"],
     )
-    times = time_effects(rows, policy=policy, confidence=options["confidence"])
+    try:
+        times = time_effects(rows, policy=policy, confidence=options["confidence"])
+    except ValueError as exc:
+        # e.g. one task, or trials all in one time block: the rest of the record stands
+        times, time_note = None, str(exc)
+    else:
+        time_note = None
     flaky = flaky_tasks(rows, policy=policy)
     frame = flaky.to_frame()
     frame.insert(0, "group", label)
     flaky_frames.append(frame)
-    comps = times.components
+    comps = None if times is None else times.components
     return {
         "policy": [
             {
@@ -152,15 +158,18 @@ def _group_summary(
         "policy_max_shift": sensitivity.max_shift,
         "policy_half_width": sensitivity.half_width,
         "declared_policy": mode,
-        "infra_share": comps.infra_share,
-        "infra_share_ci_low": comps.infra_share_ci_low,
-        "infra_share_ci_high": comps.infra_share_ci_high,
-        "infra_components": list(comps.infra_components),
-        "components": {c: comps.sigma2[i] for i, c in enumerate(comps.components)},
-        "drift_slope": times.drift.slope,
-        "drift_p": times.drift.p,
-        "time_blocks": times.n_time_blocks,
-        "hosts": times.n_hosts,
+        "infra_share": None if comps is None else comps.infra_share,
+        "infra_share_ci_low": None if comps is None else comps.infra_share_ci_low,
+        "infra_share_ci_high": None if comps is None else comps.infra_share_ci_high,
+        "infra_components": [] if comps is None else list(comps.infra_components),
+        "components": (
+            {} if comps is None else {c: comps.sigma2[i] for i, c in enumerate(comps.components)}
+        ),
+        "drift_slope": None if times is None else times.drift.slope,
+        "drift_p": None if times is None else times.drift.p,
+        "time_blocks": 0 if times is None else times.n_time_blocks,
+        "hosts": 0 if times is None else times.n_hosts,
+        "time_effects_not_computed": time_note,
         "flaky_flagged": len(frame),
         "flaky_checks_run": list(flaky.checks_run),
     }

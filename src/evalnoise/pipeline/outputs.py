@@ -9,6 +9,11 @@ gives the same times.
 
 :func:`run_report` builds ``results/report/`` with :func:`evalnoise.report.build_report`:
 charts, an Evaluation Card per agent × resource profile, and ``index.html``.
+
+:func:`execution_record` is the manifest's ``execution``: every ``run_trials`` job of every
+shard as the job recorded itself (:func:`evalnoise.pipeline.slurm_resources.record_job`:
+executor ``slurm`` or ``local``, Slurm job id, node); a shard that took several jobs
+(cancelled, then resumed) lists each.
 """
 
 from __future__ import annotations
@@ -30,8 +35,16 @@ from evalnoise.pipeline.settings import (
     uses_judge,
     uses_model_server,
 )
+from evalnoise.pipeline.slurm_resources import read_job_records
 
-__all__ = ["SEED_RULE", "card_context", "run_manifest", "run_report", "trial_time_span"]
+__all__ = [
+    "SEED_RULE",
+    "card_context",
+    "execution_record",
+    "run_manifest",
+    "run_report",
+    "trial_time_span",
+]
 
 SEED_RULE = (
     "trial seed = first 8 bytes (big-endian) of sha256 of the canonical JSON "
@@ -51,6 +64,27 @@ def trial_time_span(paths: Iterable[str | os.PathLike[str]]) -> tuple[Any, Any]:
     start = min(starts).to_pydatetime().astimezone(UTC) if starts else None
     end = max(ends).to_pydatetime().astimezone(UTC) if ends else None
     return start, end
+
+
+def execution_record(trial_shards: Iterable[str | os.PathLike[str]]) -> dict[str, Any]:
+    """The manifest's ``execution``: every ``run_trials`` job of every shard, as the job
+    recorded itself (:func:`evalnoise.pipeline.slurm_resources.record_job`), and the
+    executors of each shard's last job (``unknown`` for a shard with no record, e.g. one
+    restored with ``dvc pull``)."""
+    jobs, executors = [], set()
+    for shard in sorted(str(s) for s in trial_shards):
+        records = read_job_records(shard)
+        executors.add(records[-1].get("executor", "unknown") if records else "unknown")
+        for record in records:
+            jobs.append(
+                {
+                    "shard": shard,
+                    "executor": record.get("executor"),
+                    "slurm_job_id": record.get("slurm_job_id"),
+                    "node": record.get("node"),
+                }
+            )
+    return {"executors": sorted(executors), "trial_jobs": jobs}
 
 
 def _served(config: Mapping[str, Any]) -> bool:
@@ -99,7 +133,7 @@ def run_manifest(
     if judge_key:
         secret_names.append(judge_key)
     started, ended = trial_time_span(trial_shards)
-    return build_manifest(
+    manifest = build_manifest(
         config=config,
         run_seed=None if imported else int(config["run_seed"]),
         seed_rule="imported trials: seeds as recorded by their source" if imported else SEED_RULE,
@@ -113,6 +147,9 @@ def run_manifest(
         backend="imported" if imported else config["backend"],
         secret_env=secret_names,
     )
+    if not imported:
+        manifest["execution"] = execution_record(trial_shards)
+    return manifest
 
 
 def _agent_description(

@@ -541,6 +541,16 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
         else:
             parts.append(f"{name} {_p(row['mean'])} [{_p(row['ci_low'])}, {_p(row['ci_high'])}]")
     moves = "YES — the policy moves the result" if a["policy_moves_result"] else "no"
+    if a.get("time_effects_not_computed"):
+        share = f"infrastructure share of variance: not computed ({a['time_effects_not_computed']})"
+        flaky = (
+            f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
+        )
+        return [
+            f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}",
+            share,
+            flaky,
+        ]
     share = (
         f"infrastructure share of variance {_f(a['infra_share'])} "
         f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
