@@ -305,6 +305,17 @@ def _manifest_rows(manifest: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         ("judge template sha256", str(manifest.get("judge_template_sha256") or "none")),
         ("artifacts hashed", str(len(manifest.get("artifacts") or []))),
     ]
+    execution = manifest.get("execution")
+    if execution:
+        jobs = execution.get("trial_jobs") or []
+        slurm = sorted({str(j["slurm_job_id"]) for j in jobs if j.get("slurm_job_id")}, key=int)
+        rows.append(("executor", ", ".join(execution.get("executors") or []) or "not recorded"))
+        rows.append(
+            (
+                "trial jobs",
+                f"{len(jobs)}" + (f"; Slurm job ids {', '.join(slurm)}" if slurm else ""),
+            )
+        )
     return rows
 
 
