@@ -17,7 +17,8 @@ snakemake --lint >/dev/null
 
 echo "== tests" >&2
 set +e
-python -m pytest "$@"
+# the slowest tests are printed so that the suite's time stays visible in CI logs
+python -m pytest --durations=25 "$@"
 status=$?
 set -e
 if [[ $status -eq 5 ]]; then

@@ -14,6 +14,7 @@ import subprocess
 import zipfile
 
 import pytest
+from container_output import run_output
 from model_stack import needs_model
 
 from evalnoise.models.runtime import (
@@ -157,8 +158,6 @@ def test_runtime_image_runs_the_baseline_build(docker_engine):
         "import llama_cpp, sys; i = llama_cpp.llama_print_system_info(); "
         "sys.stdout.write(i.decode() if isinstance(i, bytes) else str(i))"
     )
-    out = docker_engine.containers.run(
-        tag, ["python3", "-c", script], remove=True, network_mode="none"
-    ).decode()
+    out = run_output(docker_engine, tag, ["python3", "-c", script])
     assert "AVX2 = 1" in out, out
     assert "AVX512" not in out and "AMX" not in out, out

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from container_output import run_output
 from model_stack import require
 
 from evalnoise.runner import images
@@ -101,10 +102,7 @@ def test_a_cached_root_filesystem_is_imported_without_debootstrap(
     try:
         tag = images.build_base_image(client=docker_engine, inputs_dir=inputs, cache_dir=cache)
         assert tag == new.tag
-        out = docker_engine.containers.run(
-            tag, ["python3", "-c", "print(6 * 7)"], network_mode="none", remove=True
-        )
-        assert out.strip() == b"42"
+        assert run_output(docker_engine, tag, ["python3", "-c", "print(6 * 7)"]).strip() == "42"
     finally:
         try:
             docker_engine.images.remove(new.tag, force=True)
