@@ -165,7 +165,12 @@ def test_plan_both_modes(capsys):
 @pytest.mark.parametrize(
     ("argv", "content", "message"),
     [
-        (["analyze"], "task_id,trial,score\na,0,1\n", r"column 'correct': no such column"),
+        (
+            ["analyze"],
+            "task_id,trial,points\na,0,1\n",
+            r"no score column: the file has neither 'score' nor 'correct' "
+            r"\(the file has: task_id, trial, points\); name it with --score",
+        ),
         (["analyze"], "task_id,trial,correct\na,0,1\na,1,x\n", r"row 2: column 'correct'"),
         (["analyze"], "", r"the file is empty"),
         (
@@ -189,3 +194,26 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, content, message):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
     assert pytest.importorskip("re").search(message, lines[0]), lines[0]
+
+
+def test_analyze_says_which_columns_it_used(tmp_path, capsys):
+    """Defaults are announced on stderr: score is `score`, else `correct` (the example)."""
+    assert main(["analyze", str(EXAMPLE), "--group", "model"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "evalnoise analyze: columns: task=task_id, trial=trial, score=correct, group=model "
+        "(group: given by flags; task, trial, score: defaults)"
+    ) in err
+    p = tmp_path / "t.csv"
+    p.write_text("task_id,trial,score,correct\na,0,1,0\na,1,1,0\nb,0,0,0\nb,1,0,1\n")
+    assert main(["analyze", str(p), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["groups"][0]["mean"] == 0.5  # score, not correct (0.25)
+    assert "score=score" in captured.err
+
+
+def test_compare_without_a_group_column_says_so(tmp_path, capsys):
+    p = tmp_path / "t.csv"
+    p.write_text("agent,task_id,trial,score\np,a,0,1\nq,a,0,0\n")
+    assert main(["compare", str(p), "p", "q"]) == 2
+    assert "give --group COL" in capsys.readouterr().err

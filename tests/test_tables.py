@@ -6,10 +6,23 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from evalnoise.errors import InputError
-from evalnoise.tables import Columns, read_trials
+from evalnoise.tables import (
+    METADATA_KEY,
+    Columns,
+    describe_columns,
+    read_any,
+    read_trials,
+    resolve_columns,
+    shown_group,
+    stored_roles,
+    trial_labels,
+    validate_trials,
+)
 
 COLS = Columns(task="task_id", trial="trial", score="correct", group="agent")
 
@@ -109,3 +122,98 @@ def test_parquet_non_numeric_score_names_row(tmp_path):
     )
     with pytest.raises(InputError, match=r"row 2: column 'correct': score 'n/a'"):
         read_trials(tmp_path / "t.parquet")
+
+
+def test_trial_labels_one_and_one_point_zero_are_one_trial(tmp_path):
+    # CSV text "1" and "1.0" for one task: the same trial, so a duplicate
+    p = write_csv(tmp_path, "task_id,trial,score\nx,1,1\nx,1.0,0\n")
+    with pytest.raises(InputError, match=r"row 2: column 'trial': duplicate trial: task 'x', "):
+        read_trials(p)
+    # JSON floats, Parquet integers and CSV text give the same labels
+    frame = pd.DataFrame({"task_id": ["x", "x"], "trial": [1, 2], "score": [1, 0]})
+    frame.to_parquet(tmp_path / "t.parquet")
+    (tmp_path / "t.jsonl").write_text(
+        '{"task_id": "x", "trial": 1.0, "score": 1}\n{"task_id": "x", "trial": 2.0, "score": 0}\n'
+    )
+    write_csv(tmp_path, "task_id,trial,score\nx,01,1\nx, 2 ,0\n")
+    labels = [list(read_trials(tmp_path / f"t.{e}")["trial"]) for e in ("parquet", "jsonl", "csv")]
+    assert labels == [["1", "2"]] * 3
+
+
+def test_trial_labels_keep_text_and_huge_numbers():
+    labels = trial_labels(pd.Series(["run2", "1.50", "-0", "12345678901234567890", "nan"]))
+    assert list(labels) == ["run2", "1.5", "0", "12345678901234567890", "nan"]
+
+
+def test_missing_column_lists_every_column(tmp_path):
+    names = [f"c{i}" for i in range(15)]
+    p = write_csv(tmp_path, ",".join(names) + "\n" + ",".join("1" * 15) + "\n")
+    with pytest.raises(InputError) as err:
+        read_trials(p, Columns(task="c0", trial="c1", score="c2", group="agent"))
+    assert f"no such column (the file has: {', '.join(names)})" in str(err.value)
+
+
+def test_no_score_column_lists_every_column(tmp_path):
+    p = write_csv(tmp_path, "task_id,trial,points\nx,0,1\n")
+    with pytest.raises(InputError, match=r"neither 'score' nor 'correct' \(the file has: "):
+        read_trials(p)
+
+
+def test_score_is_the_default_and_correct_the_fallback(tmp_path):
+    p = write_csv(tmp_path, "task_id,trial,score,correct\nx,0,1,0\nx,1,1,0\n")
+    assert list(read_trials(p)["score"]) == [1.0, 1.0]
+    # an empty score column (the pipeline's scores table) falls back to correct
+    p = write_csv(tmp_path, "task_id,trial,score,correct\nx,0,,0\nx,1,,1\n")
+    assert list(read_trials(p)["score"]) == [0.0, 1.0]
+
+
+def _with_roles(tmp_path, roles, name="t.parquet"):
+    frame = pd.DataFrame(
+        {"who": ["a", "a", "b"], "item": ["x", "x", "x"], "rep": [0, 1, 0], "pts": [1, 0, 1]}
+    )
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    blob = json.dumps({"format": "test", "columns": roles}).encode()
+    path = tmp_path / name
+    pq.write_table(
+        table.replace_schema_metadata({**table.schema.metadata, METADATA_KEY: blob}), path
+    )
+    return path
+
+
+def test_stored_roles_are_the_defaults_and_flags_win(tmp_path):
+    roles = {"task": "item", "trial": "rep", "score": "pts", "group": "who"}
+    path = _with_roles(tmp_path, roles)
+    raw = read_any(path)
+    assert stored_roles(raw) == roles
+    out = read_trials(path)
+    assert list(out["group"]) == ["a", "a", "b"] and list(out["task"]) == ["x"] * 3
+    columns, sources = resolve_columns(raw, Columns(group="item"), path=str(path))
+    assert columns == Columns(task="item", trial="rep", score="pts", group="item")
+    assert sources == {"task": "stored", "trial": "stored", "score": "stored", "group": "given"}
+    assert describe_columns(columns, sources) == (
+        "columns: task=item, trial=rep, score=pts, group=item "
+        "(group: given by flags; task, trial, score: stored in the file by evalnoise)"
+    )
+
+
+def test_stored_role_naming_a_missing_column_is_an_error(tmp_path):
+    path = _with_roles(tmp_path, {"task": "item", "trial": "rep", "score": "gone"})
+    with pytest.raises(InputError, match=r"stored metadata names score column 'gone'.*who, item"):
+        read_trials(path)
+
+
+def test_group_keys_joined_by_nul_are_shown_readably(tmp_path):
+    """The pipeline's import keys groups by agent NUL resource profile: never shown raw."""
+    frame = pd.DataFrame(
+        {"g": ["all\x00imported"] * 2, "task_id": ["x", "x"], "trial": [0, 0], "score": [1, 0]}
+    )
+    with pytest.raises(InputError) as err:
+        validate_trials(frame, Columns(group="g"), path="t.csv")
+    assert "group 'all / imported'" in str(err.value)
+    assert "\x00" not in str(err.value) and "\\x00" not in str(err.value)
+    assert shown_group("a\x00b") == "a / b"
+
+
+def test_a_flag_replaces_a_stale_stored_role(tmp_path):
+    path = _with_roles(tmp_path, {"task": "item", "trial": "rep", "score": "gone"})
+    assert list(read_trials(path, Columns(score="pts", group="who"))["score"]) == [1.0, 0.0, 1.0]

@@ -152,6 +152,28 @@ def _holm_into(records: list[dict[str, Any]], get, key: str, nested: str | None 
         (r[nested] if nested else r)[key] = float(v)
 
 
+#: The starts of the ICC warnings that say trials of a task did not vary (stats.icc_oneway).
+ZERO_WITHIN_WARNINGS = ("within-task variance is zero", "every score is equal")
+
+
+def explain_fixed_seed(record: dict[str, Any], seed: str) -> None:
+    """Say why a group's trials did not vary when its table says they shared a seed.
+
+    ``seed`` describes the seed (e.g. ``"seed 42"``). A model that honours a fixed seed
+    (and temperature 0) answers a task the same way on every trial, so zero within-task
+    variance is the seed's doing, not a sign of a noise-free agent.
+    """
+    note = (
+        f"; every trial of a task ran with the same {seed} (the table's seed column): a "
+        "model that honours its seed answers the same way each time, so these trials "
+        "repeat one measurement and cannot show trial-to-trial noise; rerun with a "
+        "different seed per trial (or none) to measure it"
+    )
+    record["warnings"] = [
+        w + note if w.startswith(ZERO_WITHIN_WARNINGS) else w for w in record["warnings"]
+    ]
+
+
 def reporting_line(rec: dict[str, Any], confidence: float = 0.95) -> str:
     """The paper's reporting line (eq. 11): Accuracy ± 95% CI | ICC | between-query SE.
 

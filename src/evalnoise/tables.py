@@ -8,8 +8,9 @@ row (1-based, counting data rows, as a spreadsheet user would) and the column.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,19 +20,138 @@ from evalnoise.errors import InputError
 _TRUE = {"true", "t", "yes", "y", "correct", "c"}
 _FALSE = {"false", "f", "no", "n", "incorrect", "i"}
 
+#: The Parquet schema-metadata key under which evalnoise stores JSON about a table it wrote
+#: (``evalnoise import``: the import's rules and, under ``"columns"``, the column roles).
+METADATA_KEY = b"evalnoise"
+
+#: The column names every command reads when neither a flag nor the file says otherwise:
+#: the trial schema's own names (what ``evalnoise import`` writes and ``import table`` reads).
+DEFAULT_TASK = "task_id"
+DEFAULT_TRIAL = "trial"
+#: The score column: ``score``; tables that call it ``correct`` (the packaged example, and
+#: the pipeline's scores table, whose ``score`` is empty for the trials it ran) are read too.
+SCORE_COLUMNS = ("score", "correct")
+#: The roles a table's stored metadata may name, and what each is called in messages.
+ROLES = ("task", "trial", "score", "group")
+
 
 @dataclass(frozen=True)
 class Columns:
-    """Which columns of the user's file hold the task, trial, score and (optional) group."""
+    """Which columns of the user's file hold the task, trial, score and (optional) group.
 
-    task: str = "task_id"
-    trial: str = "trial"
-    score: str = "correct"
+    ``None`` means "not given": :func:`resolve_columns` takes the role the file stores in
+    its metadata, else the default (:data:`DEFAULT_TASK`, :data:`DEFAULT_TRIAL`, the first
+    of :data:`SCORE_COLUMNS` with values, and no group: one group ``"all"``).
+    """
+
+    task: str | None = None
+    trial: str | None = None
+    score: str | None = None
     group: str | None = None
 
 
+def stored_roles(frame: pd.DataFrame) -> dict[str, str]:
+    """The column roles the file stored (``{"task": ..., "group": ...}``), or ``{}``."""
+    meta = frame.attrs.get("evalnoise")
+    roles = meta.get("columns") if isinstance(meta, dict) else None
+    if not isinstance(roles, dict):
+        return {}
+    return {k: v for k, v in roles.items() if k in ROLES and isinstance(v, str) and v}
+
+
+def resolve_columns(
+    frame: pd.DataFrame, columns: Columns, *, path: str
+) -> tuple[Columns, dict[str, str]]:
+    """``columns`` with every role filled, and where each came from.
+
+    A role given (not None) wins; else the role the file stores (written by ``evalnoise
+    import``); else the default. The second value maps each role to ``"given"``,
+    ``"stored"`` or ``"default"``. A stored role naming a column the file lacks, or no score
+    column at all, is an :class:`InputError` listing the file's columns.
+    """
+    stored = stored_roles(frame)
+    sources: dict[str, str] = {}
+    values: dict[str, str | None] = {}
+    defaults = {"task": DEFAULT_TASK, "trial": DEFAULT_TRIAL, "score": None, "group": None}
+    for role in ROLES:
+        given = getattr(columns, role)
+        if given is not None:
+            values[role], sources[role] = given, "given"
+        elif role in stored:
+            values[role], sources[role] = _stored_column(frame, role, stored[role], path), "stored"
+        else:
+            values[role], sources[role] = defaults[role], "default"
+    if values["score"] is None:
+        values["score"] = _default_score(frame, path)
+    return replace(columns, **values), sources
+
+
+def _stored_column(frame: pd.DataFrame, role: str, name: str, path: str) -> str:
+    """A stored role's column, which the file must still have."""
+    if name not in frame.columns:
+        raise InputError(
+            f"the file's stored metadata names {role} column {name!r}, which the file does "
+            f"not have (the file has: {column_list(frame)}); name the {role} column with "
+            f"--{role}",
+            path=path,
+            column=name,
+        )
+    return name
+
+
+def default_score_column(frame: pd.DataFrame) -> str | None:
+    """The score column a table has by default: the first of :data:`SCORE_COLUMNS` with a
+    value, else the first present at all, else None. Every command uses this one rule."""
+    present = [c for c in SCORE_COLUMNS if c in frame.columns]
+    with_values = [c for c in present if frame[c].notna().any()]
+    return (with_values or present or [None])[0]
+
+
+def _default_score(frame: pd.DataFrame, path: str) -> str:
+    """:func:`default_score_column`, or an error listing the file's columns."""
+    found = default_score_column(frame)
+    if found is not None:
+        return found
+    raise InputError(
+        f"no score column: the file has neither {' nor '.join(map(repr, SCORE_COLUMNS))} "
+        f"(the file has: {column_list(frame)}); name it with --score",
+        path=path,
+    )
+
+
+def describe_columns(columns: Columns, sources: dict[str, str]) -> str:
+    """One line saying which columns were used and why, for the CLI's stderr."""
+    used = ", ".join(f"{role}={getattr(columns, role) or '(none: one group)'}" for role in ROLES)
+    why = {
+        "given": "given by flags",
+        "stored": "stored in the file by evalnoise",
+        "default": "defaults",
+    }
+    parts = []
+    for source, text in why.items():
+        roles = [r for r in ROLES if sources.get(r) == source]
+        if roles:
+            parts.append(f"{', '.join(roles)}: {text}")
+    return f"columns: {used} ({'; '.join(parts)})"
+
+
+def column_list(frame: pd.DataFrame) -> str:
+    """All of a table's column names, for an error message."""
+    return ", ".join(map(str, frame.columns))
+
+
+def shown_group(name: Any) -> str:
+    """A group name as the user reads it: a key made of several columns joined by NUL
+    (the pipeline's import keys groups by agent and resource profile) shown joined by ' / '."""
+    return " / ".join(str(name).split("\x00"))
+
+
 def read_any(path: str | Path) -> pd.DataFrame:
-    """Read CSV, JSONL (or JSON lines in .json) or Parquet into a DataFrame, by extension."""
+    """Read CSV, JSONL (or JSON lines in .json) or Parquet into a DataFrame, by extension.
+
+    A Parquet file's evalnoise metadata (:data:`METADATA_KEY`), when it has one, is in
+    ``frame.attrs["evalnoise"]``; :func:`resolve_columns` takes column roles from it.
+    """
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", path=str(p))
@@ -40,7 +160,7 @@ def read_any(path: str | Path) -> pd.DataFrame:
     suffix = "".join(s for s in p.suffixes[-2:] if s != ".gz").lower() or p.suffix.lower()
     try:
         if suffix.endswith(".parquet") or suffix.endswith(".pq"):
-            return pd.read_parquet(p)
+            return _read_parquet(p)
         if suffix.endswith(".csv") or suffix.endswith(".tsv"):
             if p.stat().st_size == 0:
                 raise InputError("the file is empty", path=str(p))
@@ -57,6 +177,25 @@ def read_any(path: str | Path) -> pd.DataFrame:
         f"unknown file type {p.suffix!r}: expected .csv, .tsv, .jsonl, .json or .parquet",
         path=str(p),
     )
+
+
+def _read_parquet(p: Path) -> pd.DataFrame:
+    """A Parquet file, with its evalnoise schema metadata (if any) in ``attrs``."""
+    import pyarrow.parquet as pq
+
+    frame = pd.read_parquet(p)
+    blob = (pq.read_schema(p).metadata or {}).get(METADATA_KEY)
+    if blob is not None:
+        try:
+            meta = json.loads(blob)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(
+                f"the schema metadata {METADATA_KEY.decode()!r} is not valid JSON: {exc}",
+                path=str(p),
+            ) from exc
+        if isinstance(meta, dict):
+            frame.attrs["evalnoise"] = meta
+    return frame
 
 
 def _read_jsonl(p: Path) -> pd.DataFrame:
@@ -111,22 +250,41 @@ def _to_scores(raw: pd.Series, path: str, column: str) -> np.ndarray:
     return values
 
 
+def trial_labels(values: pd.Series) -> np.ndarray:
+    """Trial labels as text, numbers written one way: ``1``, ``1.0`` and ``"01"`` are all
+    ``"1"`` and ``"1.50"`` is ``"1.5"``, so one trial read from CSV text, JSON floats or
+    Parquet integers is one label. Other text is kept (stripped), and so are numbers too
+    large for a float to hold exactly (two such labels must not collapse into one)."""
+    text = values.astype("string").str.strip()
+    num = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    out = text.astype(object).to_numpy(copy=True)
+    exact = np.isfinite(num) & (np.abs(num) < 2**53)
+    integral = exact & (np.mod(num, 1.0) == 0)
+    out[integral] = num[integral].astype(np.int64).astype(str)
+    fraction = exact & ~integral
+    out[fraction] = [repr(float(x)) for x in num[fraction]]
+    return out.astype(str)
+
+
 def validate_trials(frame: pd.DataFrame, columns: Columns, *, path: str) -> pd.DataFrame:
     """Check a raw table and return it as columns ``group, task, trial, score``.
 
-    ``group`` is ``"all"`` when no group column is named. Raises :class:`InputError` on an
-    empty table, a missing column, a missing task or trial, a score that is not a number in
-    [0, 1], or a duplicated (group, task, trial).
+    Roles left None in ``columns`` are filled by :func:`resolve_columns`. ``group`` is
+    ``"all"`` when there is no group column. Raises :class:`InputError` on an empty table,
+    a missing column, a missing task or trial, a score that is not a number in [0, 1], or a
+    duplicated (group, task, trial). Trial labels are normalised by :func:`trial_labels`.
     """
     if frame.shape[0] == 0:
         raise InputError("the file has no rows", path=path)
+    columns, _ = resolve_columns(frame, columns, path=path)
     wanted = [columns.task, columns.trial, columns.score]
     if columns.group is not None:
         wanted.append(columns.group)
     for name in wanted:
         if name not in frame.columns:
-            have = ", ".join(map(str, frame.columns[:12]))
-            raise InputError(f"no such column (the file has: {have})", path=path, column=name)
+            raise InputError(
+                f"no such column (the file has: {column_list(frame)})", path=path, column=name
+            )
     for name in [columns.task, columns.trial] + ([columns.group] if columns.group else []):
         null = frame[name].isna().to_numpy()
         if null.any():
@@ -141,28 +299,34 @@ def validate_trials(frame: pd.DataFrame, columns: Columns, *, path: str) -> pd.D
         {
             "group": group.to_numpy(),
             "task": frame[columns.task].astype(str).to_numpy(),
-            "trial": frame[columns.trial].astype(str).to_numpy(),
+            "trial": trial_labels(frame[columns.trial]),
             "score": scores,
         }
     )
-    dup = out.duplicated(["group", "task", "trial"], keep=False).to_numpy()
-    if dup.any():
-        rows = np.flatnonzero(dup)
-        first = out.iloc[rows[0]]
-        same = rows[
-            (out["group"].to_numpy()[rows] == first["group"])
-            & (out["task"].to_numpy()[rows] == first["task"])
-            & (out["trial"].to_numpy()[rows] == first["trial"])
-        ]
-        where = f"group {first['group']!r}, " if columns.group else ""
-        raise InputError(
-            f"duplicate trial: {where}task {first['task']!r}, trial {first['trial']!r} "
-            f"also appears in row {int(same[0]) + 1}",
-            path=path,
-            row=int(same[1]) + 1,
-            column=columns.trial,
-        )
+    _refuse_duplicates(out, columns, path)
     return out
+
+
+def _refuse_duplicates(out: pd.DataFrame, columns: Columns, path: str) -> None:
+    """Name the first (group, task, trial) that appears twice, and both of its rows."""
+    dup = out.duplicated(["group", "task", "trial"], keep=False).to_numpy()
+    if not dup.any():
+        return
+    rows = np.flatnonzero(dup)
+    first = out.iloc[rows[0]]
+    same = rows[
+        (out["group"].to_numpy()[rows] == first["group"])
+        & (out["task"].to_numpy()[rows] == first["task"])
+        & (out["trial"].to_numpy()[rows] == first["trial"])
+    ]
+    where = f"group {shown_group(first['group'])!r}, " if columns.group else ""
+    raise InputError(
+        f"duplicate trial: {where}task {first['task']!r}, trial {first['trial']!r} "
+        f"also appears in row {int(same[0]) + 1}",
+        path=path,
+        row=int(same[1]) + 1,
+        column=columns.trial,
+    )
 
 
 def read_trials(path: str | Path, columns: Columns = Columns()) -> pd.DataFrame:

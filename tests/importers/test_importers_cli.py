@@ -133,3 +133,98 @@ def test_registers_run_for_the_main_cli() -> None:
     args = parser.parse_args(["import", "tau-bench", "x.json", "-o", "y.parquet"])
     assert callable(args.run)
     assert (args.format, args.paths, args.output) == ("tau-bench", ["x.json"], "y.parquet")
+
+
+def _main_cli(argv: list[str]) -> int:
+    from evalnoise.cli import main as evalnoise_main
+
+    return evalnoise_main(argv)
+
+
+def test_imported_inspect_logs_analyze_with_no_flags(
+    data_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """What evalnoise import writes, evalnoise analyze reads with no column flags."""
+    out = tmp_path / "t.parquet"
+    assert (
+        _main_cli(["import", "inspect", str(data_dir / "inspect" / "eval-set"), "-o", str(out)])
+        == 0
+    )
+    meta = read_metadata(out)
+    assert meta["columns"]["score"] == "score" and meta["columns"]["group"] == "agent"
+    capsys.readouterr()
+    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    groups = json.loads(captured.out)["groups"]
+    assert [(g["group"], g["n_tasks"], g["n_obs"]) for g in groups] == [("mockllm/model", 4, 8)]
+    assert groups[0]["mean"] == pytest.approx(0.625)
+    assert (
+        "evalnoise analyze: columns: task=task_id, trial=trial, score=score, group=agent "
+        "(task, trial, score, group: stored in the file by evalnoise)"
+    ) in captured.err
+    # an explicit flag still wins over the stored role
+    assert _main_cli(["analyze", str(out), "--json", "--group", "resource_profile"]) == 0
+    captured = capsys.readouterr()
+    assert [g["group"] for g in json.loads(captured.out)["groups"]] == ["imported"]
+    assert "group=resource_profile" in captured.err and "group: given by flags" in captured.err
+
+
+def test_fixed_seed_explains_zero_within_task_variance(
+    data_dir: Path, tmp_path: Path, capsys
+) -> None:
+    run_b = next((data_dir / "inspect").glob("*_arith_*.json"))
+    out = tmp_path / "b.parquet"
+    assert _main_cli(["import", "inspect", str(run_b), "--scorer", "match", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    (zero,) = [w for w in group["warnings"] if w.startswith("within-task variance is zero")]
+    assert "same seed 42 (the table's seed column)" in zero
+    # the same table without its seed column: no such explanation
+    table = pq.read_table(out)
+    pq.write_table(table.drop_columns(["seed"]), tmp_path / "noseed.parquet")
+    assert _main_cli(["analyze", str(tmp_path / "noseed.parquet"), "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    assert not any("seed" in w for w in group["warnings"])
+
+
+def test_compare_reads_the_stored_group(data_dir: Path, tmp_path: Path, capsys) -> None:
+    logs = data_dir / "inspect"
+    runs = [next(logs.glob("*_arith_*.eval")), next(logs.glob("*_arith_*.json"))]
+    out = tmp_path / "ab.parquet"
+    assert (
+        _main_cli(["import", "inspect", *map(str, runs), "--scorer", "match", "-o", str(out)]) == 0
+    )
+    agents = sorted(set(pq.read_table(out).column("agent").to_pylist()))
+    assert len(agents) == 2 and all("temperature=" in a for a in agents)
+    capsys.readouterr()
+    assert _main_cli(["compare", str(out), *agents, "--json", "--resamples", "200"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["n_tasks"] == 3
+    assert "evalnoise compare: columns:" in captured.err and "group=agent" in captured.err
+
+
+def test_two_formats_of_one_run_write_nothing(data_dir: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "x.parquet"
+    code = main(
+        ["import", "inspect", str(data_dir / "inspect"), "--scorer", "match", "-o", str(out)]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "two formats" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_import_table_and_analyze_share_the_score_default(tmp_path: Path, capsys) -> None:
+    """A table whose score column is `correct` (no `score`) reads the same in both."""
+    src = tmp_path / "s.csv"
+    src.write_text("agent,task_id,trial,correct\nm,a,1,1\nm,a,2,0\nm,b,1,1\nm,b,2,1\n")
+    out = tmp_path / "t.parquet"
+    assert main(["import", "table", str(src), "-o", str(out)]) == 0
+    assert read_metadata(out)["column_mapping"]["score"] == "correct"
+    capsys.readouterr()
+    assert _main_cli(["analyze", str(src), "--json", "--group", "agent"]) == 0
+    direct = json.loads(capsys.readouterr().out)["groups"][0]
+    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    imported = json.loads(capsys.readouterr().out)["groups"][0]
+    assert imported["mean"] == direct["mean"] == pytest.approx(0.75)

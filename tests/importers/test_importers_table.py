@@ -164,3 +164,13 @@ def test_full_gpqa_scores(shared_data) -> None:
     ours = pd.DataFrame(rows).groupby("agent")["score"].mean()
     theirs = raw.groupby("model_id")["score"].mean()
     assert ours.to_dict() == pytest.approx(theirs.to_dict())
+
+
+def test_missing_mapped_column_lists_every_column(tmp_path: Path) -> None:
+    names = [f"col{i}" for i in range(25)]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + ",".join("1" * 25) + "\n")
+    with pytest.raises(InputError) as err:
+        import_trials("table", [path], agent="m", column_mapping="task=col0,score=nope")
+    assert f"(the file has: {', '.join(names)})" in str(err.value)
+    assert err.value.column == "nope"

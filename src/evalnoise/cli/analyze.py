@@ -9,10 +9,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.analysis import analyze_frame, convergence_records, reporting_line
-from evalnoise.cli._columns import add_column_options, columns_from
+from evalnoise.analysis import (
+    analyze_frame,
+    convergence_records,
+    explain_fixed_seed,
+    reporting_line,
+)
+from evalnoise.cli._columns import add_column_options, announce, resolved_columns
 from evalnoise.formatting import dumps, fmt, pct, table
-from evalnoise.tables import Columns, read_any, validate_trials
+from evalnoise.tables import Columns, read_any, shown_group, trial_labels, validate_trials
 
 HELP = "accuracy ± clustered CI, ICC(1,1) and variance components per group"
 
@@ -68,7 +73,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _with_outcomes(
+def with_outcomes(
     raw: pd.DataFrame, columns: Columns, status: str, path: str
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The rows that count (a failed trial without a score counts as incorrect, as the
@@ -96,6 +101,29 @@ def _with_outcomes(
     return counted.reset_index(drop=True), per_group
 
 
+def fixed_seeds(raw: pd.DataFrame, columns: Columns) -> dict[str, str]:
+    """Groups whose every task ran all its trials with one seed (the table's ``seed``
+    column: an Inspect log's generation seed), each with a description of the seed.
+
+    The pipeline gives each trial its own seed, so this flags only tables that say the
+    trials of a task were one seeded request repeated.
+    """
+    if "seed" not in raw.columns or columns.task not in raw.columns:
+        return {}
+    groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
+    out = {}
+    for group in groups.unique():
+        rows = raw[(groups == group).to_numpy()]
+        if rows["seed"].isna().any():
+            continue
+        seeds = pd.Series(trial_labels(rows["seed"]), index=rows.index)  # 42.0 → "42"
+        per_task = seeds.groupby(rows[columns.task].astype(str)).nunique()
+        if len(per_task) and (per_task == 1).all():
+            values = seeds.unique()
+            out[str(group)] = f"seed {values[0]}" if len(values) == 1 else "seed per task"
+    return out
+
+
 def _outcome_text(outcomes: dict[str, int]) -> str:
     from evalnoise.outcomes import OUTCOMES
 
@@ -106,13 +134,18 @@ def _outcome_text(outcomes: dict[str, int]) -> str:
 def run(args: argparse.Namespace) -> int:
     from evalnoise.outcomes import assess_health, outcome_counts
 
-    columns = columns_from(args)
-    raw, per_group = _with_outcomes(read_any(args.path), columns, args.status, str(args.path))
+    source = read_any(args.path)
+    columns, used = resolved_columns(source, args, path=str(args.path))
+    raw, per_group = with_outcomes(source, columns, args.status, str(args.path))
     frame = validate_trials(raw, columns, path=str(args.path))
+    announce("analyze", used)
     records = analyze_frame(
         frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
     )
+    seeded = fixed_seeds(source, columns)
     for record in records:
+        if record["group"] in seeded:
+            explain_fixed_seed(record, seeded[record["group"]])
         if record["group"] in per_group:
             outcomes = outcome_counts(per_group[record["group"]])
             health = assess_health(outcomes, max_failure_rate=args.max_failure_rate)
@@ -131,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [
-            r["group"],
+            shown_group(r["group"]),
             r["n_tasks"],
             r["n_obs"],
             pct(r["mean"]),
@@ -167,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print()
     for r in records:
-        print(f"{r['group']}: {reporting_line(r, args.confidence)}")
+        print(f"{shown_group(r['group'])}: {reporting_line(r, args.confidence)}")
         if "outcomes" in r:
             print(f"  outcomes: {_outcome_text(r['outcomes'])}")
             if not r["health"]["valid"]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from evalnoise.cli._columns import add_column_options, columns_from
+from evalnoise.cli._columns import add_column_options, announce, resolved_columns
+from evalnoise.cli.analyze import with_outcomes
 from evalnoise.errors import InputError
 from evalnoise.formatting import dumps, fmt, pct
 from evalnoise.stats import compare
-from evalnoise.tables import read_trials
+from evalnoise.tables import read_any, shown_group, validate_trials
 
 HELP = "compare two groups (agents, resource profiles) on the same tasks"
 
@@ -23,10 +24,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("path", help="trial table: one row per (group, task, trial)")
-    p.add_argument("--group", required=True, metavar="COL", help="column naming the group")
+    p.add_argument(
+        "--group",
+        default=None,
+        metavar="COL",
+        help="column naming the group (default: the group column the file stores, as "
+        "`evalnoise import` writes it)",
+    )
     p.add_argument("a", help="first group (diff = a − b)")
     p.add_argument("b", help="second group")
     add_column_options(p, group_default="required")
+    p.add_argument(
+        "--status",
+        default="status",
+        metavar="COL",
+        help="column with each trial's outcome; when the file has it, a failed trial "
+        "without a score counts as incorrect and an ok trial without one is left out, as "
+        "in analyze",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--confidence", type=float, default=0.95, help="CI level")
     p.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples")
@@ -35,14 +50,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    frame = read_trials(args.path, columns_from(args, group=args.group))
+    raw = read_any(args.path)
+    columns, used = resolved_columns(raw, args, path=str(args.path))
+    if columns.group is None:
+        raise InputError(
+            "compare needs a group column and the file stores none: give --group COL",
+            path=args.path,
+        )
+    counted, _ = with_outcomes(raw, columns, args.status, str(args.path))
+    frame = validate_trials(counted, columns, path=str(args.path))
     present = set(frame["group"].unique())
     for name in (args.a, args.b):
         if name not in present:
-            have = ", ".join(sorted(present)[:10])
+            have = ", ".join(repr(shown_group(g)) for g in sorted(present))
             raise InputError(
-                f"group {name!r} not found (groups: {have})", path=args.path, column=args.group
+                f"group {name!r} not found (groups: {have})", path=args.path, column=columns.group
             )
+    announce("compare", used)
     a = frame[frame["group"] == args.a]
     b = frame[frame["group"] == args.b]
     res = compare(

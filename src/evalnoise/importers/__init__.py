@@ -15,7 +15,10 @@ rule stated per format. The rule, the format, the source files and what was coun
 :attr:`ImportResult.metadata` and, as JSON under the key ``b"evalnoise"``, into the written
 Parquet file's schema metadata (:data:`METADATA_KEY`).
 
-Keys of the metadata: ``format``, ``sources`` (files read, in the order used),
+Keys of the metadata: ``columns`` (the column roles: ``task``, ``trial``, ``score``,
+``agent``, ``resource_profile``, ``status``, and ``group``, the grouping the importer
+suggests; ``evalnoise analyze``/``compare``/``plan`` read them as their defaults, so an
+imported table needs no column flags), ``format``, ``sources`` (files read, in the order used),
 ``resource_profile``, ``options`` (as given), ``rule`` (trial numbering), ``agent_rule``,
 ``score_rule``, ``status_rule`` (plus ``task_rule`` or ``column_mapping`` where they apply),
 and ``counts`` (``rows``, ``agents``, ``tasks``, ``status``, ``score_null``, ``by_agent``
@@ -47,8 +50,23 @@ from evalnoise.importers._common import (
     check_options,
     counts,
 )
+from evalnoise.tables import METADATA_KEY as TABLES_METADATA_KEY
 
-METADATA_KEY = b"evalnoise"
+#: the schema-metadata key (the same one :mod:`evalnoise.tables` reads the roles from)
+METADATA_KEY = TABLES_METADATA_KEY
+
+#: The TRIALS columns' roles, stored in every imported table: each imported row is one
+#: trial of one agent (the resource profile is the same for all rows of one import), so
+#: the suggested grouping is the agent.
+COLUMN_ROLES = {
+    "task": "task_id",
+    "trial": "trial",
+    "score": "score",
+    "agent": "agent",
+    "resource_profile": "resource_profile",
+    "status": "status",
+    "group": "agent",
+}
 
 #: format name → importer module (each has FORMAT, OPTIONS, read()).
 FORMATS = {m.FORMAT: m for m in (inspect_log, terminal_bench, tau_bench, metr, table)}
@@ -99,9 +117,10 @@ def import_trials(
     trials, info = module.read(list(paths), **given)
     if not trials:
         raise InputError(f"no trials found in {', '.join(map(str, paths))}")
-    tbl = build_table(trials, resource_profile)
+    tbl = build_table(trials, resource_profile, info.get("extra_types"))
     rules = dict(info["rules"])
     metadata: dict[str, Any] = {
+        "columns": dict(COLUMN_ROLES),
         "format": fmt,
         "sources": info["sources"],
         "resource_profile": resource_profile,

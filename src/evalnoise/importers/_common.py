@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,7 +42,8 @@ class Where:
 
 @dataclass
 class Trial:
-    """One imported trial before numbering. ``order`` sorts trials within a task."""
+    """One imported trial before numbering. ``order`` sorts trials within a task; ``extra``
+    holds further columns (see :func:`build_table`)."""
 
     agent: str
     task_id: str
@@ -71,9 +72,15 @@ def path_key(path: str | Path) -> tuple:
     return tuple(natural_key(part) for part in Path(path).parts)
 
 
-def expand_paths(paths: Sequence[str | Path], patterns: Sequence[str], what: str) -> list[Path]:
+def expand_paths(
+    paths: Sequence[str | Path],
+    patterns: Sequence[str],
+    what: str,
+    accept: Callable[[Path], bool] | None = None,
+) -> list[Path]:
     """Files named by ``paths``: a file as given; a directory searched recursively for
-    ``patterns`` (hidden entries skipped), in natural order of their paths."""
+    ``patterns`` (hidden entries skipped, and files ``accept`` refuses, when given), in
+    natural order of their paths."""
     if isinstance(paths, str | Path):
         paths = [paths]
     if not paths:
@@ -92,6 +99,7 @@ def expand_paths(paths: Sequence[str | Path], patterns: Sequence[str], what: str
                     for f in p.rglob(pattern)
                     if f.is_file()
                     and not any(part.startswith(".") for part in f.relative_to(p).parts)
+                    and (accept is None or accept(f))
                 },
                 key=path_key,
             )
@@ -207,8 +215,18 @@ def _describe(where: Where) -> str:
     return ", ".join(parts)
 
 
-def build_table(trials: list[Trial], resource_profile: str) -> pa.Table:
-    """The TRIALS table of ``trials``, numbered, sorted by (agent, task_id, trial)."""
+def build_table(
+    trials: list[Trial],
+    resource_profile: str,
+    extra_types: dict[str, pa.DataType] | None = None,
+) -> pa.Table:
+    """The TRIALS table of ``trials``, numbered, sorted by (agent, task_id, trial).
+
+    ``Trial.extra`` fills TRIALS columns the common fields do not (e.g. ``seed``) and adds
+    any other key as a column after the schema's (e.g. Inspect's ``temperature``), of the
+    type ``extra_types`` gives it (else inferred; all null: string), so a column's type
+    does not depend on whether this import happened to have a value.
+    """
     for t in trials:
         if t.status not in STATUSES:
             raise t.where.error(f"status {t.status!r} is not one of {', '.join(STATUSES)}")
@@ -242,10 +260,31 @@ def build_table(trials: list[Trial], resource_profile: str) -> pa.Table:
         columns["started_at"].append(t.started_at)
         columns["ended_at"].append(t.ended_at)
         columns["score"].append(t.score)
+    extras = _extra_columns([t for _, t in numbered])
+    for name in [n for n in extras if TRIALS.get_field_index(n) >= 0]:
+        columns[name] = extras.pop(name)  # e.g. an Inspect log's generation seed
     arrays = {
         name: pa.array(values, type=TRIALS.field(name).type) for name, values in columns.items()
     }
-    return conform(pa.table(arrays), TRIALS)
+    table = conform(pa.table(arrays), TRIALS)
+    for name, values in extras.items():
+        if extra_types and name in extra_types:
+            array = pa.array(values, type=extra_types[name])
+        else:
+            array = pa.array(values)
+            array = array.cast(pa.string()) if _all_null(array) else array
+        table = table.append_column(name, array)
+    return table
+
+
+def _extra_columns(trials: list[Trial]) -> dict[str, list[Any]]:
+    """``Trial.extra`` as columns (null where a trial lacks the key), in first-seen order."""
+    names = list(dict.fromkeys(k for t in trials for k in t.extra))
+    return {name: [t.extra.get(name) for t in trials] for name in names}
+
+
+def _all_null(array: pa.Array) -> bool:
+    return pa.types.is_null(array.type)
 
 
 def counts(table: pa.Table, extra: dict[str, Any] | None = None) -> dict[str, Any]:

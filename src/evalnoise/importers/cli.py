@@ -18,13 +18,19 @@ HELP = "convert other projects' evaluation results into a trial table (Parquet)"
 DESCRIPTION = """\
 Convert evaluation results into evalnoise's trial table (one row per agent, task and trial;
 schema evalnoise.schema.TRIALS) and write it as Parquet. Trials are numbered from 0 within
-(agent, task) by a deterministic rule per format, stored with the format, the source files
-and the counts in the file's schema metadata (key "evalnoise"). A malformed input stops the
-import with an error naming the file, the record and the field; nothing is written.
+(agent, task) by a deterministic rule per format, stored with the format, the source files,
+the counts and the column roles in the file's schema metadata (key "evalnoise"), so that
+`evalnoise analyze OUT` and `evalnoise compare OUT A B` need no column flags. A malformed
+input stops the import with an error naming the file, the record and the field; nothing is
+written.
 
 formats:
-  inspect         Inspect AI logs (.eval or .json): epochs are trials, the agent is
-                  eval.model; --scorer picks the scorer when a log has several
+  inspect         Inspect AI logs (.eval, zstandard or deflate, or .json; a folder is
+                  listed as Inspect lists it, so an eval-set's index files are skipped):
+                  epochs are trials, the agent is eval.model plus the run settings that
+                  differ between logs of one model (e.g. 'model [seed=42, temperature=0.0]');
+                  the seed and generation settings become columns; --scorer picks the
+                  scorer when a log has several
   terminal-bench  results.json files or leaderboard submission folders: the agent is the
                   submission folder; failure_mode gives the status; is_resolved null
                   counts as unresolved

@@ -4,7 +4,9 @@ The mapping names, for each TRIALS field, the column of the user's file that hol
 ``task`` and ``score`` are required; ``trial``, ``agent``, ``status``, ``prediction``,
 ``error``, ``started_at``, ``ended_at`` and ``duration_s`` are optional. A field left out of
 the mapping is taken from the column of the schema's own name when the file has one
-(``task`` → ``task_id``, the others by their name).
+(``task`` → ``task_id``, the others by their name; the score from the first of ``score``,
+``correct`` with values — the same defaults ``evalnoise analyze`` uses,
+:func:`evalnoise.tables.default_score_column`).
 
 - ``score``: a number in [0, 1], a boolean, or true/false, yes/no, correct/incorrect. It may
   be empty only on a row whose status is not ``ok``.
@@ -26,7 +28,7 @@ import pandas as pd
 from evalnoise.errors import InputError
 from evalnoise.importers._common import Trial, Where, expand_paths, natural_key
 from evalnoise.schema import STATUSES
-from evalnoise.tables import read_any
+from evalnoise.tables import column_list, default_score_column, read_any
 
 FORMAT = "table"
 OPTIONS = ("agent", "column_mapping")
@@ -166,18 +168,22 @@ def read(
             if key in mapping:
                 if mapping[key] not in have:
                     raise InputError(
-                        f"no such column (the file has: {', '.join(have[:20])})",
+                        f"no such column (the file has: {column_list(frame)})",
                         path=str(path),
                         column=mapping[key],
                     )
                 cols[key] = mapping[key]
+            elif key == "score":
+                found = default_score_column(frame)
+                if found is not None:
+                    cols[key] = found
             elif default in have:
                 cols[key] = default
         for key in REQUIRED:
             if key not in cols:
                 raise InputError(
                     f"no {key} column: name it with --column-mapping {key}=COLUMN (the file "
-                    f"has: {', '.join(have[:20])})",
+                    f"has: {column_list(frame)})",
                     path=str(path),
                 )
         if "agent" not in cols and agent is None:

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from evalnoise.errors import InputError
 from evalnoise.schema import INFRA_STATUSES, STATUSES, TASKS, TRIALS, conform
-from evalnoise.tables import Columns, read_any, validate_trials
+from evalnoise.tables import Columns, column_list, read_any, validate_trials
 
 __all__ = ["DEFAULT_RESOURCE_PROFILE", "import_groups", "import_table"]
 
@@ -37,8 +37,9 @@ _KEY = "__evalnoise_group"
 
 def _column(raw: pd.DataFrame, name: str, path: str) -> pd.Series:
     if name not in raw.columns:
-        have = ", ".join(map(str, raw.columns[:12]))
-        raise InputError(f"no such column (the file has: {have})", path=path, column=name)
+        raise InputError(
+            f"no such column (the file has: {column_list(raw)})", path=path, column=name
+        )
     values = raw[name]
     missing = values.isna().to_numpy()
     if missing.any():
@@ -94,7 +95,11 @@ def _frame(path: str, columns: Mapping[str, Any]) -> pd.DataFrame:
     if columns["level"]:
         level = raw[columns["level"]] if columns["level"] in raw.columns else None
         if level is None:
-            raise InputError("no such column", path=path, column=columns["level"])
+            raise InputError(
+                f"no such column (the file has: {column_list(raw)})",
+                path=path,
+                column=columns["level"],
+            )
         valid["level"] = level.astype("string").to_numpy()
     else:
         valid["level"] = pd.array([pd.NA] * len(valid), dtype="string")

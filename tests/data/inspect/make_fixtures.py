@@ -1,346 +1,177 @@
-"""Write the hand-made Inspect AI log fixtures beside this file (see SOURCE.md).
+"""Write the Inspect AI log fixtures beside this file with a real inspect_ai (see README.md).
 
-Run from anywhere: ``python tests/data/inspect/make_fixtures.py``. The output is
-deterministic (fixed timestamps, sorted keys, fixed zip member dates).
+Run with a throwaway venv that has inspect_ai 0.3.285, never from the test suite::
+
+    python3.11 -m venv /tmp/inspect-venv
+    /tmp/inspect-venv/bin/pip install inspect_ai==0.3.285
+    /tmp/inspect-venv/bin/python tests/data/inspect/make_fixtures.py
+
+The model is Inspect's built-in ``mockllm/model`` (no network), given a ``custom_outputs``
+callable that plays a model: with a fixed ``seed`` in the generation config it answers each
+question the same way every time (a seeded, deterministic model), without one it answers
+from a pseudo-random stream (a sampling model). The scorers are Inspect's own ``match()``
+and ``includes()``. One solver step raises for one (sample, epoch) and another stops one
+(sample, epoch) with a limit, so the logs hold a real ``error`` and a real ``limit``.
+Timestamps, uuids and ids differ on every run; the shapes and scores do not.
 """
 
 from __future__ import annotations
 
-import json
-import zipfile
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).parent
-QUESTIONS = {
-    1: ("Which gas do plants take in for photosynthesis? A) oxygen B) carbon dioxide", "B"),
-    2: ("What is 7 x 8? A) 54 B) 56 C) 64", "B"),
-    3: ("Which planet is closest to the Sun? A) Venus B) Mercury C) Mars", "B"),
-}
+from inspect_ai import Task, eval, eval_set, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai.model import GenerateConfig, ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import includes, match
+from inspect_ai.solver import Generate, TaskState, generate, solver
+from inspect_ai.util import LimitExceededError
+
+HERE = Path(__file__).resolve().parent
+#: the answers the seeded "model" gets right (by question); the others it gets wrong
+SEEDED_RIGHT = {"What is 1 + 1?": True, "What is 2 + 2?": False, "What is 3 + 3?": True}
 
 
-def eval_spec(task: str, model: str, created: str, epochs: int, run_id: str) -> dict:
-    return {
-        "run_id": run_id,
-        "created": created,
-        "task": task,
-        "task_id": f"{task}-{run_id[:6]}",
-        "task_version": 0,
-        "task_file": "arc.py",
-        "task_attribs": {},
-        "task_args": {},
-        "dataset": {
-            "name": "arc_easy_mini",
-            "samples": 3,
-            "sample_ids": [1, 2, 3],
-            "shuffled": False,
-        },
-        "model": model,
-        "model_args": {},
-        "config": {"epochs": epochs, "epochs_reducer": ["mean"]},
-        "packages": {"inspect_ai": "0.3.63"},
-    }
+def arith_samples(n: int) -> list[Sample]:
+    return [Sample(id=i, input=f"What is {i} + {i}?", target=str(2 * i)) for i in range(1, n + 1)]
 
 
-def plan() -> dict:
-    return {"name": "plan", "steps": [{"solver": "multiple_choice", "params": {}}], "config": {}}
+@solver
+def trouble(fail: tuple[int, int] | None, limit: tuple[int, int] | None):
+    """Raise for the (sample id, epoch) ``fail``; stop ``limit`` with a message limit."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        here = (state.sample_id, state.epoch)
+        if fail is not None and here == tuple(fail):
+            raise RuntimeError("tool sandbox unreachable (fixture)")
+        if limit is not None and here == tuple(limit):
+            raise LimitExceededError("message", value=5, limit=4, message="message limit (4)")
+        return state
+
+    return solve
 
 
-def sample(
-    sid: int,
-    epoch: int,
-    answer: str,
-    scores: dict,
-    *,
-    model: str,
-    started: str,
-    completed: str,
-    total: float,
-    error: dict | None = None,
-    limit: dict | None = None,
-    content_as_parts: bool = False,
-    uuid: str,
-) -> dict:
-    question, target = QUESTIONS[sid]
-    text = f"ANSWER: {answer}"
-    content = [{"type": "text", "text": text}] if content_as_parts else text
-    out: dict = {
-        "id": sid,
-        "epoch": epoch,
-        "input": question,
-        "target": target,
-        "messages": [
-            {"role": "user", "content": question, "source": "input"},
-            {"role": "assistant", "content": content, "source": "generate"},
+@task
+def arith(n: int = 3, fail: list[int] | None = None, limit: list[int] | None = None) -> Task:
+    return Task(
+        dataset=MemoryDataset(arith_samples(n), name="arith"),
+        solver=[
+            trouble(tuple(fail) if fail else None, tuple(limit) if limit else None),
+            generate(),
         ],
-        "output": {
-            "model": model,
-            "choices": [
-                {
-                    "message": {"role": "assistant", "content": content, "source": "generate"},
-                    "stop_reason": "stop",
-                }
-            ],
-            "usage": {"input_tokens": 41, "output_tokens": 4, "total_tokens": 45},
-        },
-        "scores": scores,
-        "metadata": {},
-        "store": {},
-        "events": [],
-        "model_usage": {model: {"input_tokens": 41, "output_tokens": 4, "total_tokens": 45}},
-        "started_at": started,
-        "completed_at": completed,
-        "total_time": total,
-        "working_time": total * 0.9,
-        "uuid": uuid,
-        "attachments": {},
-    }
-    if error is not None:  # halted before the model answered: no output, no reply
-        out["error"] = error
-        out["output"] = {"model": model, "choices": []}
-        out["messages"] = out["messages"][:1]
-    if limit is not None:
-        out["limit"] = limit
-    return out
+        scorer=[match(), includes()],
+    )
 
 
-def choice(value: str, answer: str) -> dict:
-    return {"value": value, "answer": answer, "explanation": f"ANSWER: {answer}"}
+@task
+def double(n: int = 2) -> Task:
+    """One scorer only: a log set that imports and analyses with no flags."""
+    return Task(
+        dataset=MemoryDataset(arith_samples(n), name="double"),
+        solver=[generate()],
+        scorer=match(),
+    )
 
 
-def json_log() -> dict:
-    """gpt-4o-mini, 2 epochs: one token-limit sample, one errored (unscored) sample."""
-    model = "openai/gpt-4o-mini"
-    t = "2025-01-15T10:00:{:02d}+00:00"
+@task
+def triple(n: int = 2) -> Task:
     samples = [
-        sample(
-            1,
-            1,
-            "B",
-            {"choice": choice("C", "B")},
-            model=model,
-            started=t.format(1),
-            completed=t.format(3),
-            total=2.1,
-            uuid="jsonAAAAAAAAAAAAAAAAA1",
-        ),
-        sample(
-            2,
-            1,
-            "C",
-            {"choice": choice("I", "C")},
-            model=model,
-            started=t.format(1),
-            completed=t.format(4),
-            total=3.0,
-            limit={"type": "token", "limit": 2000},
-            uuid="jsonAAAAAAAAAAAAAAAAA2",
-        ),
-        sample(
-            3,
-            1,
-            "B",
-            {"choice": choice("C", "B")},
-            model=model,
-            started=t.format(2),
-            completed=t.format(5),
-            total=2.7,
-            uuid="jsonAAAAAAAAAAAAAAAAA3",
-        ),
-        sample(
-            1,
-            2,
-            "B",
-            {"choice": choice("C", "B")},
-            model=model,
-            started=t.format(6),
-            completed=t.format(8),
-            total=1.9,
-            uuid="jsonAAAAAAAAAAAAAAAAA4",
-        ),
-        sample(
-            2,
-            2,
-            "B",
-            {"choice": choice("C", "B")},
-            model=model,
-            started=t.format(6),
-            completed=t.format(9),
-            total=2.4,
-            uuid="jsonAAAAAAAAAAAAAAAAA5",
-        ),
-        sample(
-            3,
-            2,
-            "",
-            {},
-            model=model,
-            started=t.format(7),
-            completed=t.format(9),
-            total=1.2,
-            uuid="jsonAAAAAAAAAAAAAAAAA6",
-            error={
-                "message": "RuntimeError: sandbox container exited (137)",
-                "traceback": "Traceback (most recent call last): ...",
-                "traceback_ansi": "Traceback (most recent call last): ...",
-            },
-        ),
+        Sample(id=f"t{i}", input=f"What is 3 x {i}?", target=str(3 * i)) for i in range(1, n + 1)
     ]
-    for s in samples:
-        if not s["scores"]:
-            del s["scores"]
-    return {
-        "version": 2,
-        "status": "success",
-        "eval": eval_spec(
-            "arc_easy", model, "2025-01-15T10:00:00+00:00", 2, "jsonRunAAAAAAAAAAAAAAA"
-        ),
-        "plan": plan(),
-        "results": {
-            "total_samples": 6,
-            "completed_samples": 5,
-            "scores": [
-                {
-                    "name": "choice",
-                    "scorer": "choice",
-                    "params": {},
-                    "metrics": {"accuracy": {"name": "accuracy", "value": 0.8, "params": {}}},
-                }
-            ],
-        },
-        "stats": {
-            "started_at": t.format(0),
-            "completed_at": t.format(10),
-            "model_usage": {model: {"input_tokens": 246, "output_tokens": 24, "total_tokens": 270}},
-        },
-        "samples": samples,
-    }
+    return Task(dataset=MemoryDataset(samples, name="triple"), solver=[generate()], scorer=match())
 
 
-def eval_log_parts() -> tuple[dict, list[dict]]:
-    """claude-3-5-haiku, 2 epochs, two scorers (choice: C/I/P, exact: 0/1), a time limit."""
-    model = "anthropic/claude-3-5-haiku-latest"
-    t = "2025-01-16T09:30:{:02d}Z"
+def mock_model():
+    """``mockllm/model`` answering like a model: seeded → the same answer every time."""
+    stream = random.Random(20260101)
 
-    def both(value: str, exact: float, answer: str) -> dict:
-        return {"choice": choice(value, answer), "exact": {"value": exact, "answer": answer}}
+    def answer(messages, tools, tool_choice, config: GenerateConfig) -> ModelOutput:
+        question = messages[-1].text
+        a, op, b = question.removeprefix("What is ").removesuffix("?").split(" ")
+        right = int(a) + int(b) if op == "+" else int(a) * int(b)
+        if config.seed is not None:
+            ok = SEEDED_RIGHT.get(question, True)
+        else:
+            ok = stream.random() < 0.6
+        output = ModelOutput.from_content("mockllm/model", str(right if ok else right + 1))
+        # usage given, so mockllm does not count tokens with tiktoken (which downloads)
+        output.usage = ModelUsage(input_tokens=8, output_tokens=1, total_tokens=9)
+        return output
 
-    samples = [
-        sample(
-            1,
-            1,
-            "B",
-            both("C", 1.0, "B"),
-            model=model,
-            started=t.format(1),
-            completed=t.format(2),
-            total=1.4,
-            uuid="evalBBBBBBBBBBBBBBBBB1",
-            content_as_parts=True,
-        ),
-        sample(
-            2,
-            1,
-            "B",
-            both("P", 0.0, "B C"),
-            model=model,
-            started=t.format(1),
-            completed=t.format(3),
-            total=2.2,
-            uuid="evalBBBBBBBBBBBBBBBBB2",
-        ),
-        sample(
-            3,
-            1,
-            "A",
-            both("I", 0.0, "A"),
-            model=model,
-            started=t.format(2),
-            completed=t.format(4),
-            total=2.0,
-            uuid="evalBBBBBBBBBBBBBBBBB3",
-        ),
-        sample(
-            1,
-            2,
-            "B",
-            both("I", 0.0, ""),
-            model=model,
-            started=t.format(5),
-            completed=t.format(35),
-            total=30.0,
-            limit={"type": "time", "limit": 30},
-            uuid="evalBBBBBBBBBBBBBBBBB4",
-        ),
-        sample(
-            2,
-            2,
-            "B",
-            both("C", 1.0, "B"),
-            model=model,
-            started=t.format(5),
-            completed=t.format(7),
-            total=1.8,
-            uuid="evalBBBBBBBBBBBBBBBBB5",
-        ),
-        sample(
-            3,
-            2,
-            "B",
-            both("C", 1.0, "B"),
-            model=model,
-            started=t.format(6),
-            completed=t.format(8),
-            total=2.3,
-            uuid="evalBBBBBBBBBBBBBBBBB6",
-        ),
-    ]
-    for s in samples:  # the answer the scorer extracted, not the raw output, is the prediction
-        s["scores"]["exact"].pop("answer")
-    header = {
-        "version": 2,
-        "status": "success",
-        "eval": eval_spec("arc_easy", model, "2025-01-16T09:30:00Z", 2, "evalRunBBBBBBBBBBBBBBB"),
-        "plan": plan(),
-        "results": {"total_samples": 6, "completed_samples": 6, "scores": []},
-        "stats": {"started_at": t.format(0), "completed_at": t.format(40), "model_usage": {}},
-    }
-    return header, samples
+    return get_model("mockllm/model", custom_outputs=answer, memoize=False)
 
 
-def write_eval(path: Path, header: dict, samples: list[dict]) -> None:
-    def put(zf: zipfile.ZipFile, name: str, data: object) -> None:
-        info = zipfile.ZipInfo(name, date_time=(2025, 1, 16, 9, 31, 0))
-        info.compress_type = zipfile.ZIP_DEFLATED
-        zf.writestr(info, json.dumps(data, indent=2, sort_keys=True))
+def trim(path: Path) -> None:
+    """Drop each sample's ``events`` (the transcript: most of the bytes, unused by evalnoise)
+    and rewrite the log in place with inspect_ai's own writer, in its own format."""
+    log = read_eval_log(str(path))
+    log.samples = [s.model_copy(update={"events": []}) for s in log.samples or []]
+    write_eval_log(log, str(path))
 
-    start = {k: header[k] for k in ("version", "eval", "plan")}
-    summaries = [
-        {
-            "id": s["id"],
-            "epoch": s["epoch"],
-            "input": s["input"],
-            "target": s["target"],
-            "scores": s["scores"],
-            "completed": True,
-        }
-        for s in samples
-    ]
-    with zipfile.ZipFile(path, "w") as zf:
-        put(zf, "_journal/start.json", start)
-        for s in samples:
-            put(zf, f"samples/{s['id']}_epoch_{s['epoch']}.json", s)
-        put(zf, "_journal/summaries/1.json", summaries)
-        put(zf, "summaries.json", summaries)
-        put(zf, "reductions.json", [])
-        put(zf, "header.json", header)
+
+def run(out: Path, **kwargs) -> Path:
+    """One ``eval()`` into an empty folder; the log file it wrote."""
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = eval(log_dir=tmp, model=mock_model(), max_samples=1, display="none", **kwargs)
+        assert len(logs) == 1, logs
+        written = Path(logs[0].location)
+        target = out / written.name
+        shutil.move(written, target)
+    trim(target)
+    return target
 
 
 def main() -> None:
-    (HERE / "2025-01-15T10-00-00+00-00_arc-easy_gpt-4o-mini.json").write_text(
-        json.dumps(json_log(), indent=2, sort_keys=True) + "\n"
+    for old in HERE.iterdir():
+        if old.name not in {"make_fixtures.py", "README.md"}:
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+    # run A: a sampling model (temperature 0.7, no seed), 3 samples x 3 epochs, .eval
+    # (zstandard members); sample 2 epoch 2 raises, sample 3 epoch 1 hits a message limit
+    run_a = run(
+        HERE,
+        tasks=arith(fail=[2, 2], limit=[3, 1]),
+        epochs=3,
+        temperature=0.7,
+        fail_on_error=False,
+        log_format="eval",
     )
-    header, samples = eval_log_parts()
-    write_eval(HERE / "2025-01-16T09-30-00+00-00_arc-easy_claude-3-5-haiku.eval", header, samples)
+    # the same run converted to .json by `inspect log convert` (two formats of one run)
+    converted = HERE / "converted"
+    converted.mkdir()
+    subprocess.run(
+        [
+            str(Path(sys.executable).with_name("inspect")),
+            "log",
+            "convert",
+            str(run_a),
+            "--to",
+            "json",
+            "--output-dir",
+            str(converted),
+        ],
+        check=True,
+    )
+    # run B: the same model with a fixed seed (42) at temperature 0, written as .json:
+    # it answers each question the same way every epoch
+    run(HERE, tasks=arith(), epochs=3, temperature=0.0, seed=42, log_format="json")
+    # an eval set: two one-scorer tasks, 2 epochs, in its own folder with Inspect's index
+    # files (eval-set.json, logs.json)
+    eval_set(
+        [double(), triple()],
+        log_dir=str(HERE / "eval-set"),
+        model=mock_model(),
+        epochs=2,
+        max_samples=1,
+        display="none",
+        log_format="eval",
+    )
+    for log in (HERE / "eval-set").glob("*.eval"):
+        trim(log)
 
 
 if __name__ == "__main__":
