@@ -13,7 +13,9 @@ RUN_MAIN=1
 step() { printf '\n== %s\n' "$*" >&2; }
 
 # --- Python environment -----------------------------------------------------------------
-# Reinstall only when the dependency declaration changed (a stamp holds its hash).
+# Reinstall only when the dependency declaration changed (a stamp holds pyproject.toml's hash,
+# so editing the dependencies or the extras reinstalls). Every extra: the checkout runs the
+# pipeline, the Docker backend and the report; the model stack comes from install-model.sh.
 PY=${PYTHON:-python3}
 stamp=.venv/.evalnoise-deps
 want=$(sha256sum pyproject.toml | cut -c1-16)
@@ -23,7 +25,7 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   step "installing evalnoise and its dependencies into .venv"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[all,dev]"
   echo "$want" > "$stamp"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"

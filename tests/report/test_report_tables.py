@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from evalnoise.report.tables import PER_TASK_COLUMNS, per_task_table, wilson_interval
+from evalnoise.report.tables import PER_TASK_COLUMNS, per_task_table
+from evalnoise.stats.proportion import wilson_interval
 
 
 @pytest.mark.parametrize("k,n", [(0, 5), (1, 5), (3, 5), (5, 5), (17, 64), (64, 64), (1, 1)])

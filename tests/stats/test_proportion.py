@@ -10,8 +10,6 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-import evalnoise.report
-import evalnoise.report.tables
 from evalnoise.attribution._json import jsonable
 from evalnoise.stats import ProportionInterval, wilson_interval
 from evalnoise.stats._results import plain
@@ -69,11 +67,6 @@ def test_vectorized_and_named():
 def test_rejects_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
         wilson_interval(**kwargs)
-
-
-def test_report_reexports_the_stats_function():
-    assert evalnoise.report.wilson_interval is wilson_interval
-    assert evalnoise.report.tables.wilson_interval is wilson_interval
 
 
 @settings(max_examples=200, deadline=None)

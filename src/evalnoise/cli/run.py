@@ -31,6 +31,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from evalnoise._extras import require
 from evalnoise.atomic import remove_temporaries
 
 HELP = "run the pipeline (snakemake ARGS...), recovering from a killed run"
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         args.print_help()
         print("\nSnakemake's own arguments: snakemake --help")
         return 0
+    require("pipeline", "evalnoise run")
     return run_snakemake(argv)
 
 

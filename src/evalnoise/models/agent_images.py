@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from evalnoise._checkout import checkout_path
+from evalnoise._extras import require
 from evalnoise.models.server import default_model_path
 
 __all__ = [
@@ -62,10 +64,15 @@ _HASH_CHARS = 12
 
 
 def agents_dir() -> Path:
-    """``agents/`` of the source tree (``EVALNOISE_AGENTS_DIR`` overrides)."""
-    if os.environ.get("EVALNOISE_AGENTS_DIR"):
-        return Path(os.environ["EVALNOISE_AGENTS_DIR"])
-    return Path(__file__).resolve().parents[3] / "agents"
+    """``agents/`` of the evalnoise checkout (``EVALNOISE_AGENTS_DIR`` overrides).
+
+    The agents stay in the repository (DVC tracks ``agents`` as a dependency of the trials),
+    so an installed package finds them through :func:`evalnoise._checkout.checkout_path`,
+    which says how to point at them when there is no checkout.
+    """
+    return checkout_path(
+        "agents", "building the agents' images", override_env="EVALNOISE_AGENTS_DIR"
+    )
 
 
 def _hash_files(paths: Iterable[Path], root: Path, extra: str = "") -> str:
@@ -150,6 +157,7 @@ def stage_llama_runtime_context(
 def _client(client: Any) -> Any:
     if client is not None:
         return client
+    require("docker", "building agent images")
     import docker
 
     return docker.from_env(timeout=900)

@@ -32,6 +32,11 @@ settings, …).
 stage from this declaration (nothing else in the file changes); ``--check dvc.yaml`` exits 1
 naming every missing or extra dependency and every rule the declaration cannot place (no
 ``code_version``, no stage). Without an option it prints every area's and stage's files.
+
+Everything here reads the repository's own workflow and sources, so it needs a checkout
+(:data:`ROOT`, found by :func:`evalnoise._checkout.checkout_root`: ``$EVALNOISE_CHECKOUT``,
+the source tree evalnoise runs from, or the working directory); an installed wheel alone
+raises an error saying so.
 """
 
 from __future__ import annotations
@@ -46,10 +51,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalnoise._checkout import checkout_root
+
 __all__ = [
     "AREA_FILES",
     "PACKAGE",
-    "ROOT",
+    "ROOT",  # noqa: F822 (provided by the module's __getattr__, found on first use)
     "STAGES",
     "WORKFLOW",
     "Rule",
@@ -67,9 +74,17 @@ __all__ = [
 
 PACKAGE = "evalnoise"
 
-#: The checkout: ``src/evalnoise`` sits two levels below it. Functions take ``root=`` (tests
-#: use a copy); ``None`` means this.
-ROOT = Path(__file__).resolve().parents[3]
+# ROOT, the checkout whose workflow and sources are read: found on first use (module
+# ``__getattr__`` below), never at import, so importing this module works outside a checkout.
+# Functions take ``root=`` (tests use a copy); ``None`` means ROOT.
+
+
+def __getattr__(name: str) -> Path:
+    # ROOT is looked up anew on each access: it depends on the environment (EVALNOISE_CHECKOUT,
+    # the working directory). Assigning it (as tests do with monkeypatch) pins it.
+    if name == "ROOT":
+        return checkout_root("deriving the pipeline's dependencies")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -151,7 +166,12 @@ _CODE_VERSION = re.compile(r"\bcode_version\(\s*[\"'](\w+)[\"']\s*\)")
 
 
 def _root(root: Path | None) -> Path:
-    return Path(root) if root is not None else ROOT
+    if root is not None:
+        return Path(root)
+    pinned = globals().get("ROOT")  # assigned over the lookup (a test's copy of the checkout)
+    if pinned is not None:
+        return Path(pinned)
+    return checkout_root("deriving the pipeline's dependencies")
 
 
 def _workflow_files(root: Path) -> list[Path]:

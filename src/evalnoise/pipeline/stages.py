@@ -106,7 +106,7 @@ def _record(frame: pd.DataFrame, group: str, options: Mapping[str, Any]) -> dict
 
 
 def _infra(data: GroupData, confidence: float) -> dict[str, Any]:
-    from evalnoise.report import wilson_interval
+    from evalnoise.stats.proportion import wilson_interval
 
     counts = dict(data.counts)
     attempts = int(counts["attempts"])
@@ -185,7 +185,7 @@ def analyze_group(
     estimates are None, never an error: it is reported, flagged, and left out of comparisons.
     """
     from evalnoise.outcomes import outcome_counts
-    from evalnoise.report import per_task_table
+    from evalnoise.report.tables import per_task_table
 
     outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}

@@ -2,19 +2,17 @@
 
 ``build_report`` writes everything; the chart functions, the per-task table and the cards are
 public on their own for notebooks and other front ends.
+
+The names below are loaded on first access (PEP 562 ``__getattr__``), so importing a light
+submodule (``evalnoise.report.tables``, ``evalnoise.report.cards``) does not import altair and
+vl-convert, which only the charts and ``build_report`` need (the ``report`` extra). The
+statistics the report shows live in :mod:`evalnoise.stats` (the Wilson interval:
+:func:`evalnoise.stats.proportion.wilson_interval`); the report only draws.
 """
 
-from evalnoise.report.build import CHART_STEMS, build_report
-from evalnoise.report.cards import CardContext, card_markdown, evaluation_card, limitations
-from evalnoise.report.charts import (
-    budget_chart,
-    comparisons_chart,
-    convergence_chart,
-    infra_chart,
-    per_task_chart,
-    tidy_convergence,
-)
-from evalnoise.report.tables import per_task_table, wilson_interval
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "CHART_STEMS",
@@ -30,5 +28,42 @@ __all__ = [
     "per_task_chart",
     "per_task_table",
     "tidy_convergence",
-    "wilson_interval",
 ]
+
+_BUILD = ("CHART_STEMS", "build_report")
+_CARDS = ("CardContext", "card_markdown", "evaluation_card", "limitations")
+_CHARTS = (
+    "budget_chart",
+    "comparisons_chart",
+    "convergence_chart",
+    "infra_chart",
+    "per_task_chart",
+    "tidy_convergence",
+)
+_TABLES = ("per_task_table",)
+
+
+def __getattr__(name: str) -> Any:
+    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
+    # statically to derive what the pipeline's stages depend on.
+    if name in _BUILD or name in _CHARTS:
+        from evalnoise._extras import require
+
+        require("report", f"evalnoise.report.{name}")
+        if name in _BUILD:
+            from evalnoise.report import build as module
+        else:
+            from evalnoise.report import charts as module
+    elif name in _CARDS:
+        from evalnoise.report import cards as module
+    elif name in _TABLES:
+        from evalnoise.report import tables as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

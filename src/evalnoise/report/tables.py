@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-# The Wilson interval lives in the statistics package; re-exported here, where it was first
-# defined, so ``evalnoise.report.wilson_interval`` keeps working.
 from evalnoise.stats.proportion import wilson_interval
 
-__all__ = ["PER_TASK_COLUMNS", "per_task_table", "wilson_interval"]
+__all__ = ["PER_TASK_COLUMNS", "per_task_table"]
 
 #: Columns of :func:`per_task_table` and of the input of
 #: :func:`evalnoise.report.charts.per_task_chart`.
@@ -31,8 +29,8 @@ def per_task_table(frame: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataF
     -------
     DataFrame with columns :data:`PER_TASK_COLUMNS`: one row per (group, task); ``n`` is the
     task's number of trials, ``mean`` its mean score, ``ci_low``/``ci_high`` the Wilson
-    interval (see :func:`wilson_interval`). Sorted by group, then mean descending, then task,
-    so the order is deterministic.
+    interval (see :func:`evalnoise.stats.proportion.wilson_interval`). Sorted by group, then
+    mean descending, then task, so the order is deterministic.
     """
     missing = [c for c in ("group", "task", "score") if c not in frame.columns]
     if missing:

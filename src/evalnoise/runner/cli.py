@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evalnoise._extras import require
 from evalnoise.errors import InputError
 
 RUN_SHARD_HELP = "run one shard of trials (agent × resource profile × trials × tasks)"
@@ -141,6 +142,9 @@ def _select_chunk(tasks: Any, chunk: str | None) -> Any:
 def run_shard_command(args: argparse.Namespace) -> int:
     import pandas as pd
 
+    if args.backend == "docker":
+        require("docker", "evalnoise run-shard --backend docker")
+
     from evalnoise.runner.shard import run_shard
     from evalnoise.runner.trial import EngineUnavailable
 
@@ -203,7 +207,8 @@ def configure_image(p: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--inputs",
         default=None,
-        help="directory holding base.toml (default: images/base of the source tree)",
+        help="directory holding base.toml (default: $EVALNOISE_BASE_INPUTS, else images/base "
+        "of the evalnoise checkout)",
     )
     b.add_argument(
         "--cache-dir",
@@ -228,6 +233,7 @@ def configure_image(p: argparse.ArgumentParser) -> None:
 
 
 def _image_build(args: argparse.Namespace) -> int:
+    require("docker", "evalnoise image build")
     from evalnoise.runner.images import build_base_image
 
     print(build_base_image(inputs_dir=args.inputs, cache_dir=args.cache_dir, force=args.force))
@@ -235,6 +241,7 @@ def _image_build(args: argparse.Namespace) -> int:
 
 
 def _image_build_agent(args: argparse.Namespace) -> int:
+    require("docker", "evalnoise image build-agent")
     from evalnoise.runner.images import build_agent_image, build_base_image
 
     base = args.base or build_base_image()

@@ -32,6 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evalnoise._checkout import checkout_path
+from evalnoise._extras import require
+
 BASE_IMAGE_REPOSITORY = "evalnoise-base"
 
 #: Bump when the build procedure below changes in a way that changes the image.
@@ -70,10 +73,14 @@ class BaseImageInputs:
 
 
 def default_inputs_dir() -> Path:
-    """``images/base`` of the source tree (``EVALNOISE_BASE_INPUTS`` overrides)."""
-    if os.environ.get(_INPUTS_ENV):
-        return Path(os.environ[_INPUTS_ENV])
-    return Path(__file__).resolve().parents[3] / "images" / "base"
+    """``images/base`` of the evalnoise checkout (``EVALNOISE_BASE_INPUTS`` overrides).
+
+    The inputs stay in the repository (DVC tracks ``images/base`` as a dependency of the
+    trials), so an installed package finds them through
+    :func:`evalnoise._checkout.checkout_path`, which says how to point at them when there is
+    no checkout.
+    """
+    return checkout_path("images/base", "building the base image", override_env=_INPUTS_ENV)
 
 
 def default_cache_dir() -> Path:
@@ -126,6 +133,7 @@ def _locked(path: Path) -> Iterator[None]:
 def _client(client: Any = None) -> Any:
     if client is not None:
         return client
+    require("docker", "building container images")
     import docker
 
     return docker.from_env(timeout=600)
@@ -239,6 +247,7 @@ def build_agent_image(
     The Dockerfile must begin with ``ARG BASE`` and ``FROM ${BASE}``. The build never pulls
     (the base must exist locally) and its ``RUN`` steps have no network.
     """
+    require("docker", "building container images")
     import docker.errors
 
     client = _client(client)
