@@ -282,3 +282,62 @@ def test_cli_archive_refuses_secret_configs_and_missing_inputs(tmp_path: Path, m
     (root / "config" / "config.yaml").write_text("a: 1\n")
     with pytest.raises(InputError, match="no such directory"):
         _cli(["archive", "--results", "nowhere"])
+
+
+# -- in-flight writes: the writers' temporaries and the archive's exclusion are one rule ------
+
+
+def _result_names(root: Path) -> list[str]:
+    return [m.name for m in _members(root) if m.name.startswith("results/")]
+
+
+KEPT = ["results/analysis/groups.json", "results/report/index.html", "results/shard-0.parquet"]
+
+
+def test_a_shard_parquet_being_written_is_not_archived(tmp_path: Path, monkeypatch) -> None:
+    """The shard's writer (runner.shard.write_parquet_atomic) names its temporary by the rule
+    the archive excludes: an archive taken mid-write holds the finished files only."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evalnoise.atomic import is_temporary
+    from evalnoise.runner import shard
+
+    root = _project(tmp_path / "p")
+    target = root / "results" / "trials" / "a" / "1x" / "shard-0.parquet"
+    seen: dict[str, object] = {}
+    write_table = pq.write_table
+
+    def write_then_archive(table, where, **kw):
+        write_table(table, where, **kw)
+        seen["tmp"] = Path(where)
+        seen["names"] = _result_names(root)
+
+    monkeypatch.setattr(shard.pq, "write_table", write_then_archive)
+    shard.write_parquet_atomic(pa.table({"x": [1, 2]}), target)
+    tmp = seen["tmp"]
+    assert tmp.parent == target.parent and tmp != target
+    assert is_temporary(tmp.relative_to(root / "results"))
+    assert seen["names"] == KEPT  # the temporary (and its not-yet-there target) left out
+    assert _result_names(root) == sorted([*KEPT, "results/trials/a/1x/shard-0.parquet"])
+
+
+def test_a_directory_being_written_and_leftovers_are_not_archived(tmp_path: Path) -> None:
+    """Files inside an atomic_directory in flight, a replaced directory on its way out, and a
+    temporary an older shard writer left (``.<name>.tmp-<pid>``) are all left out."""
+    from evalnoise.atomic import atomic_directory, atomic_open, remove_temporaries
+
+    root = _project(tmp_path / "p")
+    results = root / "results"
+    (results / ".shard-1.parquet.tmp-4242").write_bytes(b"torn")  # before atomic.py
+    with atomic_directory(results / "report") as tmp:
+        (tmp / "index.html").write_text("<html>new</html>\n")
+        (tmp / "charts").mkdir()
+        (tmp / "charts" / "a.svg").write_text("<svg/>")
+        with atomic_open(results / "analysis" / "groups.json") as fh:
+            fh.write('{"groups": [1]}\n')
+            assert _result_names(root) == KEPT  # the old report, the old groups.json
+    assert _result_names(root) == sorted([*KEPT, "results/report/charts/a.svg"])
+    assert (results / "report" / "index.html").read_text() == "<html>new</html>\n"
+    removed = remove_temporaries(results)
+    assert [p.name for p in removed] == [".groups.json.abc.tmp", ".shard-1.parquet.tmp-4242"]

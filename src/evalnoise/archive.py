@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from evalnoise.atomic import atomic_path
+from evalnoise.atomic import atomic_path, is_temporary
 from evalnoise.manifest import MIN_SECRET_LENGTH, secret_env_names
 
 __all__ = [
@@ -199,8 +199,8 @@ def collect_members(
     """The archive's members (MANIFEST excluded), sorted by name.
 
     Under ``results`` every regular file is taken except in-flight atomic-write temporaries
-    (``.<name>.*.tmp``, see :mod:`evalnoise.atomic`) and the paths in ``exclude`` (e.g. the
-    archive being written).
+    and what lies inside one (:func:`evalnoise.atomic.is_temporary`, the rule the writers
+    name their temporaries by) and the paths in ``exclude`` (e.g. the archive being written).
     """
     config_path, results_dir = Path(config), Path(results)
     if not config_path.is_file():
@@ -216,10 +216,10 @@ def collect_members(
     for path in sorted(results_dir.rglob("*")):
         if not path.is_file() or path.resolve() in skip:
             continue
-        if path.name.startswith(".") and path.name.endswith(".tmp"):
+        rel = path.relative_to(results_dir)
+        if is_temporary(rel):
             continue
-        rel = path.relative_to(results_dir).as_posix()
-        members.append(Member(_check_name(f"results/{rel}"), path=path))
+        members.append(Member(_check_name(f"results/{rel.as_posix()}"), path=path))
     names = [m.name for m in members]
     if MANIFEST_NAME in names:
         raise ArchiveError(f"a member may not be named {MANIFEST_NAME}")

@@ -9,6 +9,11 @@ A process killed with SIGKILL cannot remove its temporary: it stays beside the t
 hidden ``.<name>.<random>.tmp`` (never mistaken for the target itself).
 :func:`remove_temporaries` clears them, for when no writer can be running (``evalnoise run``
 does it before Snakemake starts).
+
+This module is the only place that names temporaries: every atomic write of the package goes
+through it, and whatever must skip in-flight writes (:mod:`evalnoise.archive`,
+:func:`remove_temporaries`) asks :func:`is_temporary`, so a writer's temporaries can never
+escape the rule that excludes them.
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+#: Suffix of a temporary file or directory being written (see :data:`TEMPORARY`).
+_TMP_SUFFIX = ".tmp"
+#: Suffix of a replaced directory on its way out (see :func:`atomic_directory`).
+_OLD_SUFFIX = ".old"
 
 
 def _umask() -> int:
@@ -40,7 +50,7 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success move it over ``target``."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp creates 0600; artifacts should get the usual umask-derived mode, like open()
@@ -78,7 +88,7 @@ def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
     half-populated ``target``, also when the writer is killed."""
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=_TMP_SUFFIX, dir=target.parent))
     os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
@@ -86,7 +96,7 @@ def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
         if target.is_dir() and not target.is_symlink():
             # rename(2) replaces only an empty directory: move the old one aside first
             old = Path(
-                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=_OLD_SUFFIX, dir=target.parent)
             )
             os.replace(target, old)
         elif target.exists() or target.is_symlink():
@@ -100,9 +110,21 @@ def atomic_directory(target: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 #: Names of the temporaries a killed writer leaves: ``.<name>.<random>.tmp`` (and
-#: ``.<name>.<random>.old``, a replaced directory) from this module, ``.<name>.tmp-<pid>``
-#: from :func:`evalnoise.runner.shard.write_parquet_atomic`.
-TEMPORARY = re.compile(r"^\..+(\.tmp|\.old|\.tmp-[0-9]+)$")
+#: ``.<name>.<random>.old``, a replaced directory). ``.<name>.tmp-<pid>`` is what the shard's
+#: Parquet writer named its temporary before it used this module; still matched, so one
+#: left in an older results directory is neither archived nor kept.
+TEMPORARY = re.compile(
+    rf"^\..+({re.escape(_TMP_SUFFIX)}|{re.escape(_OLD_SUFFIX)}|{re.escape(_TMP_SUFFIX)}-[0-9]+)$"
+)
+
+
+def is_temporary(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> bool:
+    """Whether ``path`` is an in-flight (or abandoned) temporary of this module, or lies
+    inside one (a directory being written by :func:`atomic_directory`). With ``root``, only
+    the components of ``path`` below ``root`` are looked at."""
+    path = Path(path)
+    parts = path.relative_to(root).parts if root is not None else path.parts
+    return any(TEMPORARY.match(part) for part in parts)
 
 
 def remove_temporaries(root: str | os.PathLike[str]) -> list[Path]:

@@ -25,6 +25,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -32,6 +33,7 @@ import time
 import pandas as pd
 import pytest
 from pipeline_helpers import (
+    ROOT,
     digests,
     git,
     job_counts,
@@ -95,6 +97,11 @@ def dry_run(workspace, *args):
 def workspace(tmp_path, engine):
     """The tiny evaluation's repository; containers a failed test left are removed after."""
     ws = make_workspace(tmp_path / "ws", TINY)
+    # the repository's real .gitignore, not the helper's stand-in: what users get must keep
+    # results/metrics.json (DVC metric, cache: false) in git, or step 7's clone lacks it
+    shutil.copy2(ROOT / ".gitignore", ws / ".gitignore")
+    git(ws, "add", ".gitignore")
+    git(ws, "commit", "-qm", "the repository's .gitignore")
     yield ws
     for container in leftover_containers(engine, ws):
         container.remove(force=True)
@@ -248,6 +255,7 @@ def test_the_life_of_an_evaluation(tmp_path, engine, workspace):
     run_tool(ws, "dvc", "repro")
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "final")
+    assert git(ws, "ls-files", "results/metrics.json").strip() == "results/metrics.json"
     run_tool(ws, "dvc", "push")
     assert any((tmp_path / "evalnoise-dvc-remote").iterdir())  # the default remote
     clone = tmp_path / "clone"

@@ -24,6 +24,7 @@ from runner_helpers import (
     tasks_frame,
 )
 
+from evalnoise.atomic import is_temporary
 from evalnoise.runner import apply_infra_policy, run_shard, trial_seed
 from evalnoise.runner.shard import read_journal
 from evalnoise.schema import TRIALS
@@ -70,7 +71,7 @@ def test_shard_output_schema_order_and_seeds(tmp_path):
         assert r["prediction"] == "v" + str(int(r["task_id"][-2:]))
         assert r["backend"] == "local" and r["resource_profile"] == "1x"
         assert r["agent"] == "probe-local"
-    assert not list(tmp_path.glob(".out.parquet.tmp-*"))
+    assert not [p for p in tmp_path.iterdir() if is_temporary(p.name)]
 
 
 def test_finished_shard_reruns_nothing(tmp_path):

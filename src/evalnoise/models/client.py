@@ -10,7 +10,9 @@ put in an exception or in ``repr``. Local servers need no key (``api_key_env=Non
 
 Transient failures are retried with exponential backoff (``backoff_s * 2**attempt``, capped
 at ``backoff_max_s``; a ``Retry-After`` header is honoured up to the cap): HTTP 408, 409,
-429 and 5xx, timeouts and connection errors. Other 4xx fail at once.
+429 and 5xx, timeouts and connection errors. Other 4xx fail at once, and so does a success
+status whose body is not a chat completion (:class:`MalformedResponse`): the server answered,
+and what it answered is the judge's or the agent's error, not a transient fault.
 
 This module imports nothing from evalnoise, on purpose: the agent images copy this one file
 in (as ``evalnoise_client.py``) so the agents that run inside trial containers use the same
@@ -28,7 +30,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ChatClient", "ChatError", "ChatResponse"]
+__all__ = ["ChatClient", "ChatError", "ChatResponse", "MalformedResponse"]
 
 #: HTTP statuses worth another attempt.
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -49,6 +51,18 @@ class ChatError(RuntimeError):
         self.status = status
         self.retryable = retryable
         self.attempts = attempts
+
+
+class MalformedResponse(ChatError):
+    """The server answered with a success status, but the body is not a chat completion
+    (not JSON, or no ``choices[0].message``). Never retried (``retryable`` is False): asking
+    again would pay for the same answer. Being a :class:`ChatError` that is not retryable,
+    it makes a judgement a ``judge_error`` and an agent's trial an ``agent_error`` (exit 1,
+    not the infrastructure exit 75 of ``agentlib.run``), as the callers classify errors.
+    """
+
+    def __init__(self, message: str, *, status: int | None = 200, attempts: int = 1) -> None:
+        super().__init__(message, status=status, retryable=False, attempts=attempts)
 
 
 @dataclass(frozen=True)
@@ -134,7 +148,7 @@ class ChatClient:
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise ChatError(
+            raise MalformedResponse(
                 f"malformed chat completion (no choices[0].message): {exc!r}", attempts=attempts
             ) from exc
         return ChatResponse(
@@ -186,16 +200,17 @@ class ChatClient:
             self.requests_sent += 1
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
+                    raw, status = response.read(), response.status
                 try:
                     return json.loads(raw), attempt + 1
-                except json.JSONDecodeError:
-                    # a proxy's HTML error page with status 200: transient more often than not
-                    last = ChatError(
-                        f"response from {url} is not JSON: {raw[:200]!r}",
-                        retryable=True,
+                except ValueError:  # JSONDecodeError, or bytes that are not text at all
+                    # Outside the loop's handlers on purpose: a success status whose body is
+                    # not JSON is the server's answer, not a fault that another try cures.
+                    raise MalformedResponse(
+                        f"HTTP {status} from {url} is not JSON: {raw[:200]!r}",
+                        status=status,
                         attempts=attempt + 1,
-                    )
+                    ) from None
             except urllib.error.HTTPError as exc:
                 detail = exc.read()[:300].decode("utf-8", "replace")
                 retryable = exc.code in RETRYABLE_STATUS or exc.code >= 500

@@ -41,7 +41,8 @@ Semantics
   averaged, not hidden), ``correct`` the majority (None on a tie); any failed sample makes
   it a ``judge_error``. Every vote is kept (``votes``) for the judge's variance component;
   :func:`agreement` summarises the judge's agreement with itself (scorer noise).
-- A persistent cache (:class:`JudgeCache`, one sqlite3 file) stores every successful
+- A persistent cache (:class:`JudgeCache`, one sqlite3 file in rollback-journal mode, safe
+  for concurrent writers also on a network file system) stores every successful
   sample under sha256(judge model, template hash, question, target, prediction) and the
   sample's (temperature, seed): rescoring, or raising k, never pays for a judgement twice.
   A ``judge_error`` is never cached, so a rerun retries exactly the failures.
@@ -49,13 +50,14 @@ Semantics
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -306,22 +308,50 @@ def response_format(form: str, mode: str = "verdict") -> dict | None:
 # ------------------------------------------------------------------------------- cache
 
 
-class JudgeCache:
-    """Successful judge samples in one sqlite3 file (WAL mode: several processes may
-    share it). Keys: :func:`cache_key` and a sample id (temperature and seed)."""
+#: SQLite's busy timeout: seconds a cache call waits for another process's lock.
+CACHE_BUSY_TIMEOUT_S = 60.0
 
-    def __init__(self, path: str | Path) -> None:
+
+class JudgeCache:
+    """Successful judge samples in one sqlite3 file, shared by every process that judges
+    (rollback journal, see below). Keys: :func:`cache_key` and a sample id (temperature and
+    seed)."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = CACHE_BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.path), timeout=60)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS judgements ("
-            " key TEXT NOT NULL, sample TEXT NOT NULL, correct INTEGER NOT NULL,"
-            " explanation TEXT, reply TEXT, model TEXT, template_hash TEXT,"
-            " created_at REAL, PRIMARY KEY (key, sample))"
-        )
-        self._db.commit()
+        # ``timeout`` is SQLite's busy timeout. Autocommit (isolation_level=None): every write
+        # below is its own BEGIN IMMEDIATE transaction, so a writer takes the write lock up
+        # front and waits for it, instead of upgrading a read lock — which SQLite refuses at
+        # once, without waiting, when another writer holds it.
+        self._db = sqlite3.connect(str(self.path), timeout=busy_timeout_s, isolation_level=None)
+        # A rollback journal, not WAL: WAL coordinates processes through shared memory (the
+        # mmap'd -shm index), which processes on different hosts do not share, so SQLite
+        # documents that WAL does not work over a network file system — and cluster users
+        # keep results on NFS. DELETE mode needs only the file locks such file systems
+        # provide. It also converts a cache an older version left in WAL mode. Writers now
+        # exclude readers for the moment of a write; the busy timeout waits that out.
+        mode = self._db.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+        if str(mode).lower() != "delete":
+            raise sqlite3.OperationalError(f"{self.path}: journal_mode is {mode!r}, not delete")
+        with self._write():
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS judgements ("
+                " key TEXT NOT NULL, sample TEXT NOT NULL, correct INTEGER NOT NULL,"
+                " explanation TEXT, reply TEXT, model TEXT, template_hash TEXT,"
+                " created_at REAL, PRIMARY KEY (key, sample))"
+            )
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction: committed if the block succeeds, else rolled back."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def get(self, key: str, sample: str) -> tuple[bool, str, str] | None:
         row = self._db.execute(
@@ -340,11 +370,11 @@ class JudgeCache:
         model: str,
         template_sha: str,
     ) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, sample, int(correct), explanation, reply, model, template_sha, time.time()),
-        )
-        self._db.commit()
+        with self._write():
+            self._db.execute(
+                "INSERT OR REPLACE INTO judgements VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, sample, int(correct), explanation, reply, model, template_sha, time.time()),
+            )
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM judgements").fetchone()[0])
