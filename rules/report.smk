@@ -33,6 +33,9 @@ rule report:
         budget=rules.summarize.output.budget,
         profiles=rules.summarize.output.profiles,
         per_task=rules.summarize.output.per_task,
+        attribution=rules.attribution.output.summary,
+        resource_sensitivity=rules.attribution.output.resource,
+        flaky_tasks=rules.attribution.output.flaky,
         manifest=rules.manifest.output.manifest,
         images=all_image_infos,
     output:

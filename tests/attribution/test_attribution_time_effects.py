@@ -250,3 +250,15 @@ def test_time_effects_on_a_trial_table(noisy_run):
     assert excl.n_trials < res.n_trials
     with pytest.raises(ValueError, match="one group"):
         time_effects(pd.concat([noisy_run.trials, noisy_run.trials.assign(agent="b")]))
+
+
+def test_equal_scores_have_no_share_to_split():
+    """An agent right every time: no variance, so no share — not 100% of a rounding error."""
+    task = np.repeat(np.arange(6), 8)
+    block = np.tile(np.arange(4), 12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no all-NaN quantiles either
+        res = variance_components(np.ones(task.size), task, block, n_boot=50)
+    assert res.total_variance == 0 and np.isnan(res.infra_share)
+    assert np.isnan(res.infra_share_ci_low) and np.isnan(res.infra_share_ci_high)
+    assert "every score is equal: there is no variance to split" in res.warnings

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -11,9 +13,10 @@ import pandas as pd
 import pytest
 
 from evalnoise.analysis import analyze_frame, compare_all_pairs, convergence_records
+from evalnoise.attribution import AttributionTables, attribution_for_trials
 from evalnoise.manifest import build_manifest
-from evalnoise.report import CardContext, build_report, per_task_table, wilson_interval
-from evalnoise.stats import allocation_table
+from evalnoise.report import CardContext, build_report, per_task_table
+from evalnoise.stats import allocation_table, wilson_interval
 from evalnoise.tables import Columns, read_trials
 
 NANO = "openai/gpt-5-nano-2025-08-07"
@@ -28,12 +31,70 @@ def example_frame() -> pd.DataFrame:
     return read_trials(str(EXAMPLE), Columns(group="model"))
 
 
+def _attribution_synth():
+    """tests/attribution/attribution_synth.py (pytest puts only this folder on sys.path)."""
+    if "attribution_synth" in sys.modules:
+        return sys.modules["attribution_synth"]
+    path = Path(__file__).parents[1] / "attribution" / "attribution_synth.py"
+    spec = importlib.util.spec_from_file_location("attribution_synth", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["attribution_synth"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+#: the tasks the synthetic 1x profile OOM-kills (their need sits between 1x's and 3x's limit)
+NEEDY = ("task-002", "task-003", "task-004")
+MIB = 2**20
+
+
+def attribution_trials(agents=(NANO, MINI), seed: int = 3) -> pd.DataFrame:
+    """A synthetic run of ``agents`` under 1x and 3x (12 tasks × 16 trials each, 4 time
+    blocks, 2 hosts, 2 flaky tasks): under 1x the :data:`NEEDY` tasks are OOM-killed in 90%
+    of their trials, and again on the one retry (the limit has not changed); their measured
+    peak under 3x (200 MiB) lies between the limits (128 MiB, 384 MiB)."""
+    synth = _attribution_synth()
+    parts = []
+    for i, agent in enumerate(agents):
+        for j, profile in enumerate(("1x", "3x")):
+            run = synth.make_run(
+                n_tasks=12,
+                per_cell=4,
+                n_hosts=2,
+                host_effects=(0.03, -0.03),
+                n_flaky=2,
+                infra_tasks=3 if profile == "1x" else 0,
+                infra_rate=0.9,
+                seed=seed + 10 * i + j,
+            )
+            t = run.trials.assign(agent=agent, resource_profile=profile)
+            if profile == "1x":
+                t["status"] = np.where(t["status"] == "ok", "ok", "oom_killed")
+            needy = t["task_id"].isin(NEEDY)
+            t["memory_limit_bytes"] = (128 if profile == "1x" else 384) * MIB
+            t["peak_memory_bytes"] = np.where(
+                t["status"] == "oom_killed", np.nan, np.where(needy, 200, 64) * MIB
+            )
+            retried = t[t["status"] == "oom_killed"].copy()
+            retried["attempt"] = 2
+            retried["started_at"] = retried["started_at"] + pd.Timedelta(seconds=1)
+            parts += [t, retried]
+    return pd.concat(parts, ignore_index=True)
+
+
 @pytest.fixture(scope="session")
-def example_inputs(example_frame: pd.DataFrame) -> dict:
+def synthetic_attribution() -> AttributionTables:
+    """The attribution tables of :func:`attribution_trials` (the pipeline's entry point)."""
+    return attribution_for_trials(attribution_trials(), policy="as_incorrect")
+
+
+@pytest.fixture(scope="session")
+def example_inputs(example_frame: pd.DataFrame, synthetic_attribution) -> dict:
     """Every input of build_report, from the example's real trials.
 
-    The example has no resource profiles, so the infra table is the one synthetic input:
-    both agents under "1x" (the cards' profile) and "3x" (chart only).
+    The example has no resource profiles, so the infra table and the attribution results
+    are the synthetic inputs: both agents under "1x" (the cards' profile) and "3x" (chart
+    and attribution section only).
     """
     groups = analyze_frame(example_frame)
     nano = next(g for g in groups if g["group"] == NANO)
@@ -90,6 +151,7 @@ def example_inputs(example_frame: pd.DataFrame) -> dict:
         "comparisons": compare_all_pairs(example_frame, n_resamples=1000),
         "budget": budget,
         "infra": infra,
+        "attribution": synthetic_attribution,
     }
 
 

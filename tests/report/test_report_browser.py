@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from evalnoise.report import CHART_STEMS
+
 CHROMIUM = Path("/usr/bin/chromium")
 
 pytestmark = pytest.mark.slow
@@ -221,7 +223,7 @@ def open_page(
 def test_report_renders_offline_in_chromium(built_report, tmp_path: Path) -> None:
     out, files = built_report
     chart_pages = sorted(p.name for p in files if p.suffix == ".html" and p.name != "index.html")
-    assert len(chart_pages) == 5
+    assert len(chart_pages) == len(CHART_STEMS)  # the example report has every chart
     started = time.monotonic()
     with (
         serve(out) as base_url,
@@ -229,11 +231,27 @@ def test_report_renders_offline_in_chromium(built_report, tmp_path: Path) -> Non
         CDP.connect(ws) as cdp,
     ):
         state = open_page(cdp, base_url + "index.html", n_charts=len(chart_pages))
-        assert state == {"charts": 5, "drawn": 5}, state
+        assert state == {"charts": len(CHART_STEMS), "drawn": len(CHART_STEMS)}, state
         # Something of every part of the page is there.
         text = cdp.evaluate("document.body.innerText")
         assert "Evaluation Card" in text and "between-query SE" in text
         assert "as incorrect" in text and "docker" in text
+        # Where the noise comes from: laid out with real content, its chart drawn
+        seen = cdp.evaluate(ATTRIBUTION_JS)
+        assert seen["height"] > 400 and seen["display"] != "none", seen
+        assert seen["chartDrawn"], seen
+        for heading in (
+            "Infra policy sensitivity",
+            "Resource-sensitive tasks",
+            "Flaky tasks",
+            "Infrastructure share of variance",
+        ):
+            assert heading in seen["text"]
+        assert "▲ beyond the CI half-width" in seen["text"]
+        assert "need between the limits" in seen["text"]
+        assert "infra outcomes concentrate on this task" in seen["text"]
+        assert "not run: no rescores given" in seen["text"]
+        assert seen["policyCard"] == 2  # the policy line on both cards
         # no group of the example is marked as a failure
         assert cdp.evaluate("document.querySelectorAll('.banner').length") == 0
         # Full-page screenshot.
@@ -260,6 +278,22 @@ def test_report_renders_offline_in_chromium(built_report, tmp_path: Path) -> Non
     ]
     assert base_url + "index.html" in requested  # the network events were really seen
     assert time.monotonic() - started < 30
+
+
+# What the browser lays out of the attribution section and the cards' policy line.
+ATTRIBUTION_JS = """
+(() => {
+  const sec = document.getElementById('attribution');
+  const r = sec.getBoundingClientRect();
+  const chart = sec.querySelector('div.chart');
+  return {
+    height: r.height, display: getComputedStyle(sec).display, text: sec.innerText,
+    chartDrawn: !!(chart && chart.querySelector('svg.marks g.mark-symbol path')),
+    policyCard: [...document.querySelectorAll('article.card th')]
+      .filter(th => th.innerText === 'Infra policy sensitivity').length,
+  };
+})()
+"""
 
 
 CANARY = """<!DOCTYPE html>

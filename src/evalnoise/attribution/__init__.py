@@ -17,15 +17,34 @@ Pure functions over one group's trial (or score) table — the TRIALS / SCORES c
   within-task drift test; :func:`variance_components` and :func:`drift_test` are its
   array-level parts.
 
+For a whole trial table — any agents, profiles and whichever of timestamps, hosts and
+outcomes it carries — :func:`attribution_for_trials` runs all of them and returns
+:class:`AttributionTables` (the pipeline's ``attribution`` stage and ``evalnoise analyze``
+alike), naming every check that could not run and why; :func:`read_attribution` reads the
+stage's files back.
+
 Building blocks: :func:`time_blocks` (equal-count blocks of start times),
 :func:`fisher_exact_2xr`, and, re-exported from :mod:`evalnoise.stats`,
 :func:`benjamini_hochberg` and :func:`mcnemar_exact_p`.
 """
 
 from evalnoise.attribution._common import fisher_exact_2xr, time_blocks
-from evalnoise.attribution.flaky import CHECKS, CheckRun, FlakyTasksResult, flaky_tasks
+from evalnoise.attribution.flaky import (
+    CHECK_DESCRIPTIONS,
+    CHECKS,
+    CheckRun,
+    FlakyTasksResult,
+    flaky_tasks,
+)
 from evalnoise.attribution.policy import POLICIES, PolicySensitivityResult, policy_sensitivity
 from evalnoise.attribution.resource import ResourceSensitivityResult, resource_sensitivity
+from evalnoise.attribution.tables import (
+    AttributionTables,
+    NotRun,
+    TrialColumns,
+    attribution_for_trials,
+    read_attribution,
+)
 from evalnoise.attribution.time_effects import (
     INFRA_COMPONENTS,
     DriftResult,
@@ -39,21 +58,27 @@ from evalnoise.stats.paired import benjamini_hochberg, mcnemar_exact_p
 
 __all__ = [
     "CHECKS",
+    "CHECK_DESCRIPTIONS",
     "INFRA_COMPONENTS",
     "POLICIES",
+    "AttributionTables",
     "CheckRun",
     "DriftResult",
     "FlakyTasksResult",
+    "NotRun",
     "PolicySensitivityResult",
     "ResourceSensitivityResult",
     "TimeEffectsResult",
+    "TrialColumns",
     "VarianceComponentsResult",
+    "attribution_for_trials",
     "benjamini_hochberg",
     "drift_test",
     "fisher_exact_2xr",
     "flaky_tasks",
     "mcnemar_exact_p",
     "policy_sensitivity",
+    "read_attribution",
     "resource_sensitivity",
     "time_blocks",
     "time_effects",

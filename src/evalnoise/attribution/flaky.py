@@ -37,10 +37,20 @@ from ._common import (
 )
 from ._json import records
 
-__all__ = ["CHECKS", "CheckRun", "FlakyTasksResult", "flaky_tasks"]
+__all__ = ["CHECKS", "CHECK_DESCRIPTIONS", "CheckRun", "FlakyTasksResult", "flaky_tasks"]
 
 #: the checks, in the order they run
 CHECKS = ("infra_concentration", "time_block", "host", "scorer_agreement")
+#: what each check tests, in one line (for reports; :class:`CheckRun` says what it did)
+CHECK_DESCRIPTIONS = {
+    "infra_concentration": "infra outcomes (timeouts, OOM kills, container errors) concentrated "
+    "on a task: its infra rate vs the other tasks' (one-sided Fisher exact, BH)",
+    "time_block": "correctness depending on when the task ran: by equal-count time block of "
+    "the run (Fisher exact per task, BH)",
+    "host": "correctness depending on where the task ran: by host (Fisher exact per task, BH)",
+    "scorer_agreement": "a scorer disagreeing with itself on the same answer (deterministic "
+    "scorers: any disagreement; judges: one-sided Fisher exact vs the other tasks, BH)",
+}
 
 _EVIDENCE_COLUMNS = (
     "task_id",

@@ -489,6 +489,11 @@ def variance_components(
 
     r = hend.reduce(yv[:, None])[:, 0]
     raw = np.linalg.solve(a_mat, r)
+    if np.ptp(yv) == 0:
+        # every score equal (an agent right, or wrong, every time): the solutions are round-off
+        # of 0, and a share of nothing is undefined — never 100% of a rounding error
+        raw = np.zeros_like(raw)
+        warnings.append("every score is equal: there is no variance to split")
     est = np.maximum(raw, 0.0)
     for name, v in zip(names, raw, strict=True):
         if v < 0:
@@ -503,7 +508,7 @@ def variance_components(
     nan = np.full(k, np.nan)
     lo, hi, slo, shi = nan.copy(), nan.copy(), nan.copy(), nan.copy()
     ilo = ihi = float("nan")
-    if n_boot:
+    if n_boot and total > 0:
         boot = _bootstrap(hend, factors, est, a_mat, int(n_boot), int(seed))
         alpha = 1 - conf
         q = [alpha / 2, 1 - alpha / 2]

@@ -15,6 +15,8 @@ card with ``valid: false`` opens with "Not a measurement of the agent: <reasons>
 form, and its statistics are struck through: a group whose trials all crashed scores 0 %,
 and that 0 % is not a score. When the run's manifest records the machine (CPU model, cgroup
 version, the llama.cpp runtime's CPU features and declared baseline), the card shows it.
+When the attribution stage ran, the card says how the group's accuracy moves under each infra
+policy (:func:`policy_sensitivity_of`) and whether the declared policy's choice matters.
 
 Cards are pure functions of their inputs: no timestamps, keys sorted when serialised.
 """
@@ -56,6 +58,8 @@ __all__ = [
     "card_title",
     "evaluation_card",
     "limitations",
+    "policy_sensitivity_of",
+    "policy_text",
 ]
 
 #: The ICC every card reports.
@@ -73,7 +77,13 @@ ICC_POOR = 0.5
 MIN_TASKS = 30
 
 #: Card fields that are statistics of the trials: struck through on an invalid card.
-MEASURED_FIELDS = ("Accuracy", "ICC", "Variance components", "Between-query SE")
+MEASURED_FIELDS = (
+    "Accuracy",
+    "ICC",
+    "Variance components",
+    "Between-query SE",
+    "Infra policy sensitivity",
+)
 #: What follows a struck statistic.
 NOT_A_MEASUREMENT_LABEL = "not a measurement of the agent"
 
@@ -321,6 +331,7 @@ def evaluation_card(
     infra: Mapping[str, Any] | None = None,
     converged: bool | None = None,
     machine: Mapping[str, Any] | None = None,
+    attribution: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The Evaluation Card of one agent × resource profile, as a JSON-ready dict.
 
@@ -338,6 +349,9 @@ def evaluation_card(
         undefined).
     machine : the manifest's ``machine`` section (:func:`~.health.machine_of`): host, CPU
         model, cgroup version, llama.cpp runtime; shown on the card when given.
+    attribution : the group's entry of the attribution summary (``attribution.json``); its
+        policy sensitivity becomes the card's ``policy_sensitivity``
+        (:func:`policy_sensitivity_of`). None: not computed, no line on the card.
 
     The record's ``outcomes``, ``health`` and ``crash_signals`` (when present) become the
     card's ``outcomes``, ``health`` and top-level ``valid`` (None: not assessed).
@@ -424,8 +438,84 @@ def evaluation_card(
         "reporting_line": reporting_line(dict(record), conf),
         "machine": None if machine is None else dict(machine),
         "judge": None if record.get("judge") is None else dict(record["judge"]),
+        "policy_sensitivity": (None if attribution is None else policy_sensitivity_of(attribution)),
     }
     return jsonable(card)
+
+
+def policy_sensitivity_of(attribution: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy-sensitivity part of a group's attribution summary, for cards and the
+    report: per policy (as incorrect, exclude, retry) the accuracy and its CI, whether it
+    applies, and ``moved`` — it differs from the reference (as incorrect) by more than the
+    reference CI's half-width; ``moves_result`` is the same for the largest difference
+    between any two policies. A group the stage could not analyse has ``not_computed``."""
+    if "not_computed" in attribution or "policy" not in attribution:
+        why = attribution.get("not_computed") or "no policy-sensitivity record for this group"
+        return {"not_computed": str(why)}
+    try:
+        return _policy_sensitivity(attribution)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        # a record that parses but does not hold what the stage writes: said, never raised
+        return {"not_computed": f"invalid attribution record ({type(exc).__name__}: {exc})"}
+
+
+def _policy_sensitivity(attribution: Mapping[str, Any]) -> dict[str, Any]:
+    half = _finite(attribution.get("policy_half_width"))
+    rows = list(attribution["policy"])
+    ref = _finite(rows[0].get("mean")) if rows else None
+    policies = []
+    for row in rows:
+        mean = _finite(row.get("mean"))
+        moved = (
+            bool(row.get("applicable")) and None not in (mean, ref, half) and abs(mean - ref) > half  # type: ignore[operator]
+        )
+        policies.append(
+            {
+                "policy": row["policy"],
+                "applicable": bool(row.get("applicable")),
+                "accuracy": mean,
+                "ci_low": _finite(row.get("ci_low")),
+                "ci_high": _finite(row.get("ci_high")),
+                "n_counted": row.get("n_counted"),
+                "n_excluded": row.get("n_excluded"),
+                "note": row.get("note"),
+                "moved": moved,
+            }
+        )
+    return {
+        "not_computed": None,
+        "declared_policy": attribution.get("declared_policy"),
+        "policies": policies,
+        "moves_result": bool(attribution.get("policy_moves_result")),
+        "max_shift": _finite(attribution.get("policy_max_shift")),
+        "half_width": half,
+    }
+
+
+def policy_text(ps: Mapping[str, Any]) -> str:
+    """One line: accuracy [CI] under each infra policy, and whether the choice moves it."""
+    if ps.get("not_computed"):
+        return f"not computed ({ps['not_computed']})"
+    parts = []
+    for row in ps["policies"]:
+        name = str(row["policy"]).replace("_", " ")
+        if not row["applicable"]:
+            parts.append(f"{name} n/a")
+        else:
+            parts.append(
+                f"{name} {pct(row['accuracy'])} [{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
+            )
+    shift, half = ps.get("max_shift"), ps.get("half_width")
+    size = f"largest shift {_points(shift)} vs CI half-width {_points(half)}"
+    verdict = (
+        f"YES — the policy moves the result ({size})" if ps["moves_result"] else f"no ({size})"
+    )
+    return f"{'; '.join(parts)}; the choice moves the result: {verdict}"
+
+
+def _points(value: Any) -> str:
+    f = _finite(value)
+    return "—" if f is None else f"{100 * f:.1f} pts"
 
 
 def _cell(value: Any) -> str:
@@ -588,6 +678,11 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         ("Infra error rate", rate_text),
         ("Health", _health_text(card)),
     ]
+    if card.get("policy_sensitivity"):
+        # beside the policy it qualifies, before Health
+        rows.insert(
+            len(rows) - 1, ("Infra policy sensitivity", policy_text(card["policy_sensitivity"]))
+        )
     if card.get("judge"):
         rows.append(("Judge vs reference", judge_text(card["judge"], conf)))
     if card.get("machine"):

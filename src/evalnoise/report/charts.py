@@ -14,6 +14,9 @@ budget_chart           n_tasks, trials, se [, group] [, recommended]
 infra_chart            resource_profile, agent, accuracy, ci_low, ci_high, infra_error_rate,
                        infra_ci_low, infra_ci_high [, valid]
 comparisons_chart      a, b, diff, ci_low, ci_high [, p_paired_holm] [, kind]
+resource_sensitivity_  agent, profile_a, profile_b, task_id, accuracy_a, accuracy_b,
+chart                  p_adjusted, significant [, between_limits] [, n_pairs] [, p]
+                       (:func:`evalnoise.attribution.resource_sensitivity` per agent and pair)
 =====================  =====================================================================
 """
 
@@ -33,11 +36,13 @@ __all__ = [
     "CONVERGENCE_COLUMNS",
     "ESTIMATORS",
     "INFRA_COLUMNS",
+    "RESOURCE_SENSITIVITY_COLUMNS",
     "budget_chart",
     "comparisons_chart",
     "convergence_chart",
     "infra_chart",
     "per_task_chart",
+    "resource_sensitivity_chart",
     "tidy_convergence",
 ]
 
@@ -70,6 +75,18 @@ INFRA_COLUMNS = (
     "infra_ci_high",
 )
 COMPARISON_COLUMNS = ("a", "b", "diff", "ci_low", "ci_high")
+RESOURCE_SENSITIVITY_COLUMNS = (
+    "agent",
+    "profile_a",
+    "profile_b",
+    "task_id",
+    "accuracy_a",
+    "accuracy_b",
+    "p_adjusted",
+    "significant",
+)
+#: Legend values of :func:`resource_sensitivity_chart`: why a task is singled out.
+SINGLED_OUT = ("q ≤ alpha and need between the limits", "q ≤ alpha", "need between the limits")
 
 #: Legend values of the ``valid`` column in :func:`infra_chart`.
 MEASUREMENT_STATUS = ("measurement", NOT_A_MEASUREMENT.lower())
@@ -468,4 +485,137 @@ def comparisons_chart(
         )
     return alt.layer(rule, zero, point, data=df).properties(
         width=_WIDTH, height=max(60, 28 * len(pairs)), title=title
+    )
+
+
+def _flag(value: object) -> bool:
+    """A boolean cell that says "yes" (True, "true", 1); missing is no."""
+    return not _is_false(value) and not (
+        value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+    )
+
+
+def resource_sensitivity_chart(
+    resource: pd.DataFrame, *, alpha: float = 0.05, adjust: str = "BH"
+) -> alt.TopLevelMixin:
+    """Per task, one agent's accuracy under two resource profiles, joined by a line.
+
+    Input: the per-task table of :func:`evalnoise.attribution.resource_sensitivity` with the
+    comparison's ``agent``, ``profile_a`` and ``profile_b`` (the attribution stage's
+    ``resource_sensitivity.parquet``); columns :data:`RESOURCE_SENSITIVITY_COLUMNS`,
+    optionally ``between_limits``, ``n_pairs`` and ``p``. One panel per agent and profile
+    pair; tasks keep the input order (the stage sorts them by adjusted p). The dot of each
+    profile is coloured by profile; a task singled out — ``significant`` (adjusted p ≤
+    ``alpha``) or whose memory need lies between the two hard limits — is drawn with a
+    thick red line and named in the tooltip.
+    """
+    _require(resource, RESOURCE_SENSITIVITY_COLUMNS, "resource_sensitivity_chart")
+    df = resource.reset_index(drop=True).copy()
+    for col in ("agent", "profile_a", "profile_b", "task_id"):
+        df[col] = df[col].astype(str)
+    df["comparison"] = [
+        f"{a}: {pa} vs {pb}"
+        for a, pa, pb in zip(df["agent"], df["profile_a"], df["profile_b"], strict=True)
+    ]
+    sig = [_flag(v) for v in df["significant"]]
+    between = (
+        [_flag(v) for v in df["between_limits"]]
+        if "between_limits" in df.columns
+        else [False] * len(df)
+    )
+    labels = {(True, True): SINGLED_OUT[0], (True, False): SINGLED_OUT[1]}
+    labels[(False, True)] = SINGLED_OUT[2]
+    df["singled_out"] = [labels.get(k, "—") for k in zip(sig, between, strict=True)]
+    df["singled"] = [s or b for s, b in zip(sig, between, strict=True)]
+    df["n_pairs"] = df["n_pairs"] if "n_pairs" in df.columns else np.nan
+    df["p"] = pd.to_numeric(df["p"], errors="coerce") if "p" in df.columns else np.nan
+    df["p_adjusted"] = pd.to_numeric(df["p_adjusted"], errors="coerce")
+    order = _in_order(df["task_id"])
+    comparisons = _in_order(df["comparison"])
+    wide = df[
+        [
+            "comparison",
+            "task_id",
+            "accuracy_a",
+            "accuracy_b",
+            "profile_a",
+            "profile_b",
+            "n_pairs",
+            "p",
+            "p_adjusted",
+            "singled_out",
+            "singled",
+        ]
+    ]
+    long = pd.concat(
+        [
+            wide.assign(role="a", profile=wide["profile_a"], accuracy=wide["accuracy_a"]),
+            wide.assign(role="b", profile=wide["profile_b"], accuracy=wide["accuracy_b"]),
+        ],
+        ignore_index=True,
+    )
+    profiles = _in_order([*df["profile_a"], *df["profile_b"]])
+    tooltip = [
+        alt.Tooltip("task_id:N", title="task"),
+        alt.Tooltip("profile_a:N", title="profile a"),
+        alt.Tooltip("accuracy_a:Q", title="accuracy under a", format=".0%"),
+        alt.Tooltip("profile_b:N", title="profile b"),
+        alt.Tooltip("accuracy_b:Q", title="accuracy under b", format=".0%"),
+        alt.Tooltip("n_pairs:Q", title="paired trials"),
+        alt.Tooltip("p:Q", title="exact McNemar p", format=".3g"),
+        alt.Tooltip("p_adjusted:Q", title=f"{adjust} q", format=".3g"),
+        alt.Tooltip("singled_out:N", title="singled out"),
+    ]
+    y = alt.Y("task_id:N", title=None, sort=order, axis=alt.Axis(labelLimit=260))
+    x_scale = alt.Scale(domain=[0, 1])
+    # One data set for both layers (a facet hands each panel its rows): the line is drawn
+    # once per task, from its profile-a row.
+    line = (
+        alt.Chart()
+        .transform_filter("datum.role == 'a'")
+        .mark_rule()
+        .encode(
+            y=y,
+            x=alt.X(
+                "accuracy_a:Q",
+                title="accuracy over the paired trials",
+                scale=x_scale,
+                axis=alt.Axis(format="%"),
+            ),
+            x2="accuracy_b:Q",
+            color=alt.condition("datum.singled", alt.value("#d62728"), alt.value("#9e9e9e")),
+            strokeWidth=alt.condition("datum.singled", alt.value(3), alt.value(1.5)),
+            tooltip=tooltip,
+        )
+    )
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=60)
+        .encode(
+            y=y,
+            x=alt.X("accuracy:Q", scale=x_scale),
+            color=alt.Color(
+                "profile:N",
+                title="resource profile",
+                sort=profiles,
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=[alt.Tooltip("profile:N", title="profile"), *tooltip],
+        )
+    )
+    rows = int(df.groupby("comparison").size().max())
+    title = (
+        f"Per-task accuracy under two resource profiles (red: {adjust} q ≤ {alpha:g} or memory "
+        "need between the two hard limits)"
+    )
+    if len(comparisons) == 1:
+        return alt.layer(line, dots, data=long).properties(
+            width=_WIDTH, height=max(60, 18 * rows), title=f"{comparisons[0]} — {title}"
+        )
+    return (
+        alt.layer(line, dots, data=long)
+        .properties(width=_WIDTH, height=max(60, 18 * rows))
+        .facet(row=alt.Row("comparison:N", title=None, sort=comparisons))
+        .resolve_scale(y="independent")
+        .properties(title=title)
     )
