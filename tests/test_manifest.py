@@ -12,6 +12,7 @@ import pytest
 
 from evalnoise.manifest import (
     PACKAGES,
+    TRIAL_ORDER_RULE,
     SecretInConfigError,
     build_manifest,
     canonical_json,
@@ -47,6 +48,18 @@ def _build(root: Path, **overrides):
     )
     kwargs.update(overrides)
     return build_manifest(**kwargs)
+
+
+def test_trial_order_seed_and_rule(tmp_path: Path) -> None:
+    from evalnoise.runner.seeds import order_seed
+
+    _tree(tmp_path)
+    m = _build(tmp_path, config={"run_seed": 42})
+    assert m["trial_order"] == {"seed": order_seed(42), "rule": TRIAL_ORDER_RULE}
+    assert m["trial_order"]["rule"].startswith("blocked by trial block, seeded shuffle")
+    # imported trials ran in whatever order their source chose; no run seed, no order
+    assert _build(tmp_path)["trial_order"] is None
+    assert _build(tmp_path, config={}, run_seed=None)["trial_order"] is None
 
 
 def test_config_hash_is_canonical() -> None:

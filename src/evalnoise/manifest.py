@@ -1,10 +1,11 @@
 """The run manifest: what produced an evaluation's results, and the hash of every artifact.
 
 :func:`build_manifest` records the config and its hash, the run seed and how trial seeds
-derive from it, the git commit and whether the tree was dirty, the versions of the packages
-that shape the numbers, container image digests, model file hashes, the judge template
-hash, the host, the trial backend, UTC start and end times, and the SHA-256 and size of
-every artifact (paths relative to ``root``, sorted).
+derive from it, the trial order (its seed and rule: :data:`TRIAL_ORDER_RULE`), the git
+commit and whether the tree was dirty, the versions of the packages that shape the numbers,
+container image digests, model file hashes, the judge template hash, the host, the trial
+backend, UTC start and end times, and the SHA-256 and size of every artifact (paths
+relative to ``root``, sorted).
 
 No secret ever appears in a manifest:
 
@@ -42,6 +43,7 @@ from evalnoise.formatting import jsonable
 __all__ = [
     "PACKAGES",
     "SCHEMA",
+    "TRIAL_ORDER_RULE",
     "SecretInConfigError",
     "build_manifest",
     "canonical_json",
@@ -52,6 +54,7 @@ __all__ = [
     "package_versions",
     "scrub_secrets",
     "secret_env_names",
+    "trial_order_record",
     "write_manifest",
 ]
 
@@ -70,6 +73,19 @@ PACKAGES = (
     "altair",
     "vl-convert-python",
     "llama_cpp_python",
+)
+
+#: How the pipeline orders trials in time (issue 15: a drift of the machine or the model
+#: server over the run must not masquerade as a difference between agents).
+TRIAL_ORDER_RULE = (
+    "blocked by trial block, seeded shuffle within shard: Snakemake prefers every shard "
+    "(agent x resource profile x task chunk) of trial block b to any shard of a later "
+    "block (job priority), so every group has trials in every time block; within a "
+    "shard, (task, trial) pairs run by ascending key = first 8 bytes (big-endian) of "
+    'sha256 of the canonical JSON {"agent", "order_seed", "resource_profile", "task_id", '
+    '"trial"} (sorted keys, no spaces, UTF-8), masked to 63 bits; retries are queued as '
+    "their failed attempt ends. Recorded per trial as time_block (the block's first trial "
+    "index) and run_order (the trial's place in its shard's order)."
 )
 
 #: Environment variable names that look like credentials.
@@ -224,6 +240,19 @@ def package_versions(packages: Sequence[str] = PACKAGES) -> dict[str, str | None
     return out
 
 
+def trial_order_record(config: Mapping[str, Any], run_seed: int | None) -> dict[str, Any] | None:
+    """The manifest's ``trial_order``: the order's seed (derived from the run seed:
+    :func:`evalnoise.runner.seeds.order_seed`, the hash of ``{"purpose": "trial_order",
+    "run_seed": ...}``) and :data:`TRIAL_ORDER_RULE`. None without a run seed or for
+    imported trials (``trials_from``): their order is whatever their source did."""
+    if run_seed is None or config.get("trials_from"):
+        return None
+    # the runner's own derivation, so the record can never disagree with what ran
+    from evalnoise.runner.seeds import order_seed
+
+    return {"seed": order_seed(run_seed), "rule": TRIAL_ORDER_RULE}
+
+
 def _utc(value: datetime | str | None, name: str) -> str | None:
     if value is None:
         return None
@@ -279,7 +308,8 @@ def build_manifest(
     Parameters
     ----------
     config : the run's config (as loaded from YAML). Refused if it holds a literal secret.
-    run_seed, seed_rule : the run seed and how each trial's seed derives from it.
+    run_seed, seed_rule : the run seed and how each trial's seed derives from it; the
+        trial order's seed derives from the run seed too (:func:`trial_order_record`).
     artifacts : files or directories (expanded recursively) to hash; relative paths are
         taken from ``root``, and every file must lie inside ``root``.
     root : the project root: git is asked about it and artifact paths are relative to it.
@@ -315,6 +345,7 @@ def build_manifest(
         "config_sha256": config_hash(cfg),
         "run_seed": run_seed,
         "seed_rule": seed_rule,
+        "trial_order": trial_order_record(config, run_seed),
         "git": git_state(root_path),
         "packages": package_versions(),
         "python": platform.python_version(),

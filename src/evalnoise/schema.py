@@ -56,6 +56,12 @@ TRIALS = pa.schema(
         pa.field("stderr_tail", pa.string()),
         pa.field("started_at", _UTC),
         pa.field("ended_at", _UTC),
+        # when the trial was meant to run (evalnoise.runner.seeds, "Trial order"): the first
+        # trial index of its shard's trial block (the pipeline runs block by block: t0004-0007
+        # → 4), and the trial's 0-based place in its shard's seeded order (retries share it);
+        # null for imported trials
+        pa.field("time_block", pa.int64()),
+        pa.field("run_order", pa.int64()),
         pa.field("image", pa.string()),
         pa.field("image_digest", pa.string()),
         pa.field("backend", pa.string()),

@@ -1,4 +1,4 @@
-"""Trial seeds: a pure, stable function of (run seed, agent, task_id, trial index).
+"""Trial seeds and the trial order: pure, stable functions of the run seed.
 
 ``trial_seed`` hashes the canonical JSON object
 ``{"agent": ..., "run_seed": ..., "task_id": ..., "trial": ...}`` (sorted keys, no spaces,
@@ -10,6 +10,17 @@ input, so the same trial under two resource profiles gets the same seed (a paire
 Agents whose RNG takes a 32-bit seed use :func:`seed32` (the low 31 bits: non-negative in
 any signed or unsigned 32-bit type, and never llama.cpp's ``0xFFFFFFFF`` "random seed"
 sentinel). The agent contract passes both (``seed``, ``seed32``).
+
+**Trial order.** A shard runs its (task, trial) pairs in a seeded random order
+(:func:`trial_order`), so that a drift of the machine or the model server over a shard's
+run cannot line up with the task or trial index. The order's seed (:func:`order_seed`) is
+the run seed's own hash under a purpose label, ``{"purpose": "trial_order", "run_seed":
+...}``: it is recorded in the manifest, and it shares nothing with the trial seeds, so the
+order never changes what a trial does. Each pair's place comes from its own key
+(:func:`order_key`: the hash of the order seed, agent, resource profile, task and trial);
+the shard sorts its pairs by key. That is a uniformly random permutation, the same in every
+checkout and on every resume, and a shard that grows (more tasks in its chunk, more trials
+in its block) keeps its old pairs in their relative order instead of reshuffling them.
 """
 
 from __future__ import annotations
@@ -17,22 +28,58 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+from collections.abc import Iterable
 
 SEED_BITS = 63
 _MASK = (1 << SEED_BITS) - 1
+#: The purpose label hashed with the run seed into the trial order's seed.
+ORDER_PURPOSE = "trial_order"
+
+
+def _hash63(record: dict[str, object]) -> int:
+    """The first 8 bytes (big-endian) of SHA-256 of ``record``'s canonical JSON, 63 bits."""
+    canonical = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canonical.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") & _MASK
 
 
 def trial_seed(run_seed: int, agent: str, task_id: str, trial: int) -> int:
     """The seed of trial ``trial`` of ``task_id`` for ``agent`` in run ``run_seed``."""
     run_seed, trial = _integer("run_seed", run_seed), _integer("trial", trial)
-    canonical = json.dumps(
-        {"agent": str(agent), "run_seed": run_seed, "task_id": str(task_id), "trial": trial},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
+    return _hash63(
+        {"agent": str(agent), "run_seed": run_seed, "task_id": str(task_id), "trial": trial}
     )
-    digest = hashlib.sha256(canonical.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") & _MASK
+
+
+def order_seed(run_seed: int) -> int:
+    """The seed of run ``run_seed``'s trial order (see the module docstring)."""
+    return _hash63({"purpose": ORDER_PURPOSE, "run_seed": _integer("run_seed", run_seed)})
+
+
+def order_key(seed: int, agent: str, resource_profile: str, task_id: str, trial: int) -> int:
+    """Where trial ``trial`` of ``task_id`` falls in its shard's order: shards run their
+    pairs by ascending key. ``seed`` is the run's :func:`order_seed`."""
+    return _hash63(
+        {
+            "agent": str(agent),
+            "order_seed": _integer("seed", seed),
+            "resource_profile": str(resource_profile),
+            "task_id": str(task_id),
+            "trial": _integer("trial", trial),
+        }
+    )
+
+
+def trial_order(
+    seed: int, agent: str, resource_profile: str, pairs: Iterable[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """The (task_id, trial) ``pairs`` of one shard in the order the shard runs them.
+
+    Sorted by :func:`order_key` (ties, which 63 bits make vanishingly rare, by the pair
+    itself); duplicates are dropped.
+    """
+    keyed = {(str(task_id), _integer("trial", trial)): None for task_id, trial in pairs}
+    return sorted(keyed, key=lambda p: (order_key(seed, agent, resource_profile, p[0], p[1]), p))
 
 
 def _integer(name: str, value: object) -> int:

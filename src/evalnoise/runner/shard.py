@@ -12,12 +12,22 @@ concurrency (threads) and a tqdm progress bar on stderr, and is safe to kill at 
   cut off), finished trials are skipped, and a trial whose last attempt the infra policy
   wants retried continues with the next attempt. A shard killed with SIGKILL and run again
   ends with exactly one row per (task, trial, attempt): none lost, none duplicated.
+- **Order.** The (task, trial) pairs run in the shard's seeded random order
+  (:func:`evalnoise.runner.seeds.trial_order`: keyed by the run seed, agent, resource
+  profile, task and trial — never by paths or the shard id, so every checkout and every
+  resume has the same order), not task by task: a drift over the shard's run spreads over
+  its tasks and trials instead of lining up with them. A resumed run starts what the
+  journal lacks in that same order; a retry is queued when its failed attempt ends. The
+  order never feeds a trial's seed, so results do not depend on it.
 - **Leftovers.** An exclusive lock (``<journal>.lock``) keeps two runs of one shard apart;
   holding it, the run removes containers / processes / scratch dirs that a killed run of the
   same shard left behind (containers are labelled ``evalnoise.shard=<shard id>``).
 - **Output.** When every trial is finished, the Parquet file (schema
-  :data:`evalnoise.schema.TRIALS`) is written atomically: a temp file in the same directory,
-  fsync, ``os.replace``. Rows are sorted by (task_id, trial, attempt).
+  :data:`evalnoise.schema.TRIALS`) is written atomically (:mod:`evalnoise.atomic`: a temp
+  file in the same directory, fsync, ``os.replace``). Rows are sorted by (task_id, trial,
+  attempt); ``time_block`` (the block's first trial index) and ``run_order`` (the trial's
+  place in the shard's order) are filled in from the shard's plan as the file is written,
+  also for rows resumed from the journal.
 
 The infra policy's ``retry`` is carried out here (every attempt kept as its own row); how
 infra outcomes then count toward accuracy is :func:`evalnoise.runner.policy.apply_infra_policy`.
@@ -45,10 +55,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalnoise.atomic import atomic_path
 from evalnoise.runner.contract import AgentSpec, agent_spec
 from evalnoise.runner.policy import InfraPolicy, infra_policy, should_retry
 from evalnoise.runner.resources import ResourceProfile, allocate, resource_profile
-from evalnoise.runner.seeds import trial_seed
+from evalnoise.runner.seeds import order_seed, trial_order, trial_seed
 from evalnoise.runner.trial import Backend, EngineUnavailable, TrialRequest
 from evalnoise.schema import TASKS, TRIALS, conform
 
@@ -69,6 +80,46 @@ class ShardResult:
     resumed: int
     statuses: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ShardRequest:
+    """What one run of a shard needs besides its backend and journal: the tasks, the agent,
+    the resource profile, the block of trial indices, the seeds' root, the infra policy and
+    where the output goes. Built by :func:`run_shard` once every input is validated.
+    """
+
+    #: the tasks' records (``answer`` removed), each with a str ``task_id``
+    tasks: tuple[Mapping[str, Any], ...]
+    agent: AgentSpec
+    resource_profile: ResourceProfile
+    #: the trial indices, sorted and distinct
+    trials: tuple[int, ...]
+    run_seed: int
+    policy: InfraPolicy
+    shard_id: str
+    output_path: Path
+    #: values of the agent's secret_env; never recorded (see :class:`TrialRequest`)
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: values of the agent's runtime_env
+    runtime: Mapping[str, str] = field(default_factory=dict)
+    concurrency: int = 1
+    progress: bool = True
+
+    def trial_request(self, task: Mapping[str, Any], trial: int, attempt: int) -> TrialRequest:
+        """The backend's request for one attempt of ``trial`` of ``task``; its seed depends
+        on (run seed, agent, task, trial) only, so every attempt of a trial shares it."""
+        return TrialRequest(
+            agent=self.agent,
+            task=task,
+            resource_profile=self.resource_profile,
+            trial=trial,
+            attempt=attempt,
+            seed=trial_seed(self.run_seed, self.agent.name, str(task["task_id"]), trial),
+            shard_id=self.shard_id,
+            secrets=self.secrets,
+            runtime=self.runtime,
+        )
 
 
 def make_backend(name: str, **kwargs: Any) -> Backend:
@@ -193,17 +244,12 @@ def rows_to_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
 
 
 def write_parquet_atomic(table: pa.Table, path: str | os.PathLike[str]) -> None:
+    """Write ``table`` to ``path`` with :func:`evalnoise.atomic.atomic_path` (so its
+    temporary is one :func:`evalnoise.atomic.is_temporary` knows), then fsync the directory:
+    the shard's output must survive a crash once the run has reported it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
+    with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
     _fsync_dir(path.parent)
 
 
@@ -319,24 +365,21 @@ def run_shard(
                 if journal_path.stat().st_size:
                     raise ValueError(f"{journal_path}: not an evalnoise journal")
                 journal.append(_canonical(header) + "\n")
-            result = _run(
-                task_records,
-                spec,
-                profile,
-                trial_indices,
-                int(run_seed),
-                policy,
-                backend_obj,
-                journal,
-                old_rows,
-                output_path,
-                shard_id,
-                secrets,
-                runtime,
-                concurrency,
-                progress,
-                t_start,
+            request = ShardRequest(
+                tasks=tuple(task_records),
+                agent=spec,
+                resource_profile=profile,
+                trials=tuple(trial_indices),
+                run_seed=int(run_seed),
+                policy=policy,
+                shard_id=shard_id,
+                secrets=secrets,
+                runtime=runtime,
+                output_path=output_path,
+                concurrency=concurrency,
+                progress=progress,
             )
+            result = _run(request, backend_obj, journal, old_rows, t_start)
             # A create request sent by a SIGKILLed earlier run can still be completed by the
             # engine after the cleanup at the start: sweep once more, now that nothing of
             # this run is in flight.
@@ -349,30 +392,26 @@ def run_shard(
 
 
 def _run(
-    task_records: list[dict[str, Any]],
-    spec: AgentSpec,
-    profile: ResourceProfile,
-    trial_indices: list[int],
-    run_seed: int,
-    policy: InfraPolicy,
+    request: ShardRequest,
     backend: Backend,
     journal: _Journal,
     old_rows: list[dict[str, Any]],
-    output_path: Path,
-    shard_id: str,
-    secrets: Mapping[str, str],
-    runtime: Mapping[str, str],
-    concurrency: int,
-    progress: bool,
     t_start: float,
 ) -> ShardResult:
+    """Run what the journal lacks of ``request``, then write the Parquet file.
+
+    ``old_rows`` are the journal's rows from earlier runs (rows of other tasks, trials or
+    task specs are ignored); ``t_start`` is when :func:`run_shard` started (for
+    ``ShardResult.seconds``).
+    """
     from tqdm import tqdm
 
-    plan: dict[tuple[str, int], dict[str, Any]] = {}
+    spec, profile, policy = request.agent, request.resource_profile, request.policy
+    plan: dict[tuple[str, int], Mapping[str, Any]] = {}
     fingerprints = {}
-    for task in task_records:
+    for task in request.tasks:
         fingerprints[task["task_id"]] = _task_fingerprint(task)
-        for trial in trial_indices:
+        for trial in request.trials:
             plan[(task["task_id"], trial)] = task
 
     # Rows of the journal that belong to this plan, one per (task, trial, attempt).
@@ -390,25 +429,15 @@ def _run(
         last = max(done)
         return last + 1 if should_retry(policy, done[last]["status"], last) else None
 
-    todo = [(key, n) for key in sorted(plan) if (n := next_attempt(key)) is not None]
+    # The shard's seeded order (module docstring, "Order"); the pool starts attempts in the
+    # order they are submitted, so this is the order trials start in.
+    order = trial_order(order_seed(request.run_seed), spec.name, profile.name, plan)
+    position = {key: place for place, key in enumerate(order)}
+    todo = [(key, n) for key in order if (n := next_attempt(key)) is not None]
     finished_before = len(plan) - len(todo)
     resumed_rows = sum(len(v) for v in attempts.values())
     statuses: Counter[str] = Counter()
     ran = 0
-
-    def request(key: tuple[str, int], attempt: int) -> TrialRequest:
-        task_id, trial = key
-        return TrialRequest(
-            agent=spec,
-            task=plan[key],
-            resource_profile=profile,
-            trial=trial,
-            attempt=attempt,
-            seed=trial_seed(run_seed, spec.name, task_id, trial),
-            shard_id=shard_id,
-            secrets=secrets,
-            runtime=runtime,
-        )
 
     bar = tqdm(
         total=len(plan),
@@ -416,14 +445,15 @@ def _run(
         desc=f"{spec.name}/{profile.name}",
         unit="trial",
         file=sys.stderr,
-        disable=not progress,
+        disable=not request.progress,
         dynamic_ncols=True,
     )
-    pool = cf.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
+    pool = cf.ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="trial")
     running: dict[cf.Future[dict[str, Any]], tuple[tuple[str, int], int]] = {}
     try:
         for key, attempt in todo:
-            running[pool.submit(backend.run_trial, request(key, attempt))] = (key, attempt)
+            trial_request = request.trial_request(plan[key], key[1], attempt)
+            running[pool.submit(backend.run_trial, trial_request)] = (key, attempt)
         while running:
             done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
             for future in done:
@@ -437,7 +467,8 @@ def _run(
                 if row["status"] == "infra_error":
                     backend.check()  # raises EngineUnavailable: stop, don't burn trials
                 if should_retry(policy, row["status"], attempt):
-                    nxt = pool.submit(backend.run_trial, request(key, attempt + 1))
+                    retry = request.trial_request(plan[key], key[1], attempt + 1)
+                    nxt = pool.submit(backend.run_trial, retry)
                     running[nxt] = (key, attempt + 1)
                 else:
                     bar.update(1)
@@ -446,7 +477,7 @@ def _run(
         for future in running:
             future.cancel()
         with contextlib.suppress(Exception):
-            backend.abort(shard_id)
+            backend.abort(request.shard_id)
         pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
         raise
@@ -454,16 +485,21 @@ def _run(
     bar.close()
 
     rows = []
+    time_block = request.trials[0]
     for key in sorted(attempts):
         for attempt in sorted(attempts[key]):
             row = dict(attempts[key][attempt])
             row.pop(_FINGERPRINT, None)
+            # from the plan, not the journal: a resumed row of a shard that has since grown
+            # takes its place in the order of the shard as it is now
+            row["time_block"] = time_block
+            row["run_order"] = position[key]
             rows.append(row)
     table = rows_to_table(rows)
-    write_parquet_atomic(table, output_path)
+    write_parquet_atomic(table, request.output_path)
     all_statuses = Counter(r["status"] for r in rows)
     return ShardResult(
-        output_path=output_path,
+        output_path=request.output_path,
         rows=len(rows),
         trials=len(plan),
         ran=ran,
@@ -475,6 +511,7 @@ def _run(
 
 __all__ = [
     "EngineUnavailable",
+    "ShardRequest",
     "ShardResult",
     "default_shard_id",
     "make_backend",

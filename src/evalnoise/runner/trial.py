@@ -98,6 +98,10 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         "stderr_tail": None,
         "started_at": None,
         "ended_at": None,
+        # the shard fills these in when it writes its table: they describe the shard's
+        # plan (evalnoise.runner.shard), not this attempt
+        "time_block": None,
+        "run_order": None,
         "image": request.agent.image,
         "image_digest": None,
         "backend": backend,
