@@ -2,11 +2,9 @@
 directory is built beside its place and renamed into it: a killed job never leaves a
 half-populated results/report.
 
-The report is built with :func:`evalnoise.report.build_report` directly (the arguments
-:func:`evalnoise.pipeline.outputs.run_report` gives it, plus the attribution stage's results,
-which run_report does not pass on). The attribution files are read with
-:func:`evalnoise.attribution.read_attribution`: one that is missing or invalid is named in
-the report's "Where the noise comes from" section, never a failed build."""
+The attribution files are read with :func:`evalnoise.attribution.read_attribution`: one that
+is missing or invalid is named in the report's "Where the noise comes from" section (and
+this job's log), never a failed build."""
 
 import json
 
@@ -15,8 +13,7 @@ import pandas as pd
 from evalnoise.atomic import atomic_directory
 from evalnoise.attribution.tables import read_attribution
 from evalnoise.pipeline.jobs import log_to
-from evalnoise.pipeline.outputs import _KIND_LABELS, card_context
-from evalnoise.report import build_report
+from evalnoise.pipeline.outputs import run_report
 
 
 def load(path):
@@ -24,44 +21,26 @@ def load(path):
         return json.load(handle)
 
 
-def kind(record):
-    return {**record, "kind": _KIND_LABELS.get(record["kind"], record["kind"])}
-
-
-def table(frame):
-    return frame if len(frame) else None
-
-
 log = log_to(snakemake.log[0])
 i = snakemake.input
 images = {info["agent"]: info["image"] for info in map(load, i.images) if info["image"]}
-groups, comparisons = load(i.groups), load(i.comparisons)
-pairs = pd.DataFrame(
-    [
-        {
-            **{k: r[k] for k in ("a", "b", "diff", "ci_low", "ci_high")},
-            "p_paired_holm": r.get("p_paired_holm"),
-            "kind": kind(r)["kind"],
-        }
-        for r in comparisons["comparisons"]
-    ]
-)
 attribution = read_attribution(i.attribution, i.resource_sensitivity, i.flaky_tasks)
 for problem in attribution.problems:
     log.warning("attribution: %s", problem)
+comparisons = load(i.comparisons)
 with atomic_directory(snakemake.output.report) as staging:
-    files = build_report(
+    files = run_report(
         staging,
-        groups=groups["groups"],
-        card_context=card_context(snakemake.params.config, images=images),
-        per_task=table(pd.read_csv(i.per_task)),
-        convergence=table(pd.read_csv(i.convergence)),
-        comparisons=table(pairs),
-        budget=table(pd.read_csv(i.budget)),
-        infra=table(pd.read_csv(i.profiles)),
-        levels=groups["levels"],
+        snakemake.params.config,
+        groups=load(i.groups),
+        comparisons=comparisons["comparisons"],
+        skipped=comparisons.get("skipped", []),
+        convergence=pd.read_csv(i.convergence),
+        budget=pd.read_csv(i.budget),
+        profiles=pd.read_csv(i.profiles),
+        per_task=pd.read_csv(i.per_task),
         manifest=load(i.manifest),
-        skipped_comparisons=[kind(r) for r in comparisons.get("skipped", [])],
+        images=images,
         attribution=attribution,
     )
 log.info("report: %d files", len(files))

@@ -42,6 +42,7 @@ ANALYZE_KEYS = [
     "sigma2_within",
     "interpretation",
     "warnings",
+    "between_query_se",
 ]
 COMPARE_KEYS = [
     "a",

@@ -57,6 +57,65 @@ def group_record(group: str, acc: AccuracyResult, icc: ICCResult) -> dict[str, A
     }
 
 
+#: The numbers of a group record (:func:`group_stats`): None in an undefined record.
+ESTIMATE_KEYS = (
+    "mean",
+    "mean_pooled",
+    "se_naive",
+    "se_clustered",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "design_effect",
+    "icc",
+    "icc_ci_low",
+    "icc_ci_high",
+    "icc_se",
+    "icc_k",
+    "icc_plugin",
+    "f",
+    "df1",
+    "df2",
+    "p",
+    "n0",
+    "sigma2_between",
+    "sigma2_within",
+    "between_query_se",
+)
+
+
+def group_stats(
+    scores: np.ndarray,
+    tasks: np.ndarray,
+    group: str,
+    *,
+    confidence: float = 0.95,
+    cluster_se: str = "cr1",
+    quantile: str = "normal",
+) -> dict[str, Any]:
+    """One group's record: accuracy (eq. 2–4, the task-clustered CI; :func:`accuracy`),
+    ICC(1,1) with its variance components (:func:`icc_oneway`) and the between-query SE
+    (paper eq. 6). The one implementation behind ``evalnoise analyze`` and the pipeline."""
+    acc = accuracy(scores, tasks, confidence=confidence, cluster_se=cluster_se, quantile=quantile)
+    icc = icc_oneway(scores, tasks, confidence=confidence)
+    record = group_record(group, acc, icc)
+    record["between_query_se"] = icc.between_query_se
+    return record
+
+
+def undefined_group_record(group: str, reason: str) -> dict[str, Any]:
+    """A group record with no estimate (nothing counted toward accuracy): every
+    :data:`ESTIMATE_KEYS` value None, interpretation "undefined", ``reason`` the warning."""
+    return {
+        "group": group,
+        "n_tasks": 0,
+        "n_obs": 0,
+        **dict.fromkeys(ESTIMATE_KEYS),
+        "interpretation": "undefined",
+        "warnings": [reason],
+    }
+
+
 def analyze_frame(
     frame: pd.DataFrame,
     *,
@@ -65,16 +124,17 @@ def analyze_frame(
     quantile: str = "normal",
 ) -> list[dict[str, Any]]:
     """Accuracy (eq. 2–4 and the clustered CI) and ICC(1,1) per group, sorted by group."""
-    records = []
-    for group, part in frame.groupby("group", sort=True):
-        scores = part["score"].to_numpy()
-        tasks = part["task"].to_numpy()
-        acc = accuracy(
-            scores, tasks, confidence=confidence, cluster_se=cluster_se, quantile=quantile
+    return [
+        group_stats(
+            part["score"].to_numpy(),
+            part["task"].to_numpy(),
+            str(group),
+            confidence=confidence,
+            cluster_se=cluster_se,
+            quantile=quantile,
         )
-        icc = icc_oneway(scores, tasks, confidence=confidence)
-        records.append(group_record(str(group), acc, icc))
-    return records
+        for group, part in frame.groupby("group", sort=True)
+    ]
 
 
 def convergence_records(
@@ -137,19 +197,28 @@ def compare_all_pairs(
         rec["warnings"] = list(res.warnings)
         records.append(rec)
     if records:
-        _holm_into(records, lambda r: r["p_paired"], "p_paired_holm")
-        _holm_into(records, lambda r: r["mcnemar"]["p"], "p_holm", nested="mcnemar")
+        holm_into(records, lambda r: r["p_paired"], "p_paired_holm")
+        holm_into(records, lambda r: r["mcnemar"]["p"], "p_holm", nested="mcnemar")
     return records
 
 
-def _holm_into(records: list[dict[str, Any]], get, key: str, nested: str | None = None) -> None:
-    p = np.array([get(r) for r in records], dtype=float)
-    ok = np.isfinite(p)
-    adjusted = np.full(p.shape, np.nan)
-    if ok.any():
-        adjusted[ok] = holm(p[ok])
+def holm_into(
+    records: list[dict[str, Any]],
+    get,
+    key: str,
+    nested: str | None = None,
+    *,
+    undefined: float | None = float("nan"),
+) -> None:
+    """Holm-adjust the p-values ``get(r)`` over ``records`` as one family and store each in
+    ``r[key]`` (``r[nested][key]`` with ``nested``): :func:`evalnoise.stats.holm`,
+    p̃_(j) = min(1, max_{i ≤ j} (m − i + 1) p_(i)) over the m defined p-values. A p-value
+    that is None or not finite is not in the family; its adjusted value is ``undefined``."""
+    p = np.array([np.nan if get(r) is None else get(r) for r in records], dtype=float)
+    p[~np.isfinite(p)] = np.nan
+    adjusted = holm(p) if len(p) else p
     for r, v in zip(records, adjusted, strict=True):
-        (r[nested] if nested else r)[key] = float(v)
+        (r[nested] if nested else r)[key] = float(v) if np.isfinite(v) else undefined
 
 
 #: The starts of the ICC warnings that say trials of a task did not vary (stats.icc_oneway).

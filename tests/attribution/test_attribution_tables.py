@@ -19,9 +19,9 @@ from evalnoise.attribution import (
     policy_sensitivity,
     read_attribution,
 )
+from evalnoise.attribution.text import attribution_lines
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.attribution_stage import attribution_tables
-from evalnoise.pipeline.stages import attribution_lines
 
 OPTIONS = {"confidence": 0.95, "cluster_se": "cr1", "quantile": "normal"}
 

@@ -228,3 +228,29 @@ def test_import_table_and_analyze_share_the_score_default(tmp_path: Path, capsys
     assert _main_cli(["analyze", str(out), "--json"]) == 0
     imported = json.loads(capsys.readouterr().out)["groups"][0]
     assert imported["mean"] == direct["mean"] == pytest.approx(0.75)
+
+
+def test_analyze_attributes_the_noise_of_an_imported_log(
+    data_dir: Path, tmp_path: Path, capsys
+) -> None:
+    """An Inspect log carries outcomes (an errored and a limit-hit sample) and timestamps:
+    analyze gives the attribution the pipeline's stage gives, and names what could not run
+    (no host, no second resource profile)."""
+    out = tmp_path / "t.parquet"
+    logs = sorted(str(p) for p in (data_dir / "inspect").glob("*.eval"))
+    assert _main_cli(["import", "inspect", *logs, "--scorer", "match", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert _main_cli(["analyze", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "infra policy: as incorrect 44.4%" in text
+    assert "infrastructure share of variance" in text
+    assert "flaky tasks: 0 (checks run: infra_concentration, time_block)" in text
+    assert "not run: resource_sensitivity (mockllm/model): no resource profile column" in text
+    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    attribution = json.loads(capsys.readouterr().out)["attribution"]
+    policy = {p["policy"]: p for p in attribution["summary"]["mockllm/model"]["policy"]}
+    # the infra_error trial counted as incorrect, or left out: two different estimates
+    assert policy["as_incorrect"]["mean"] == pytest.approx(4 / 9)
+    assert policy["exclude"]["mean"] != pytest.approx(policy["as_incorrect"]["mean"])
+    assert _main_cli(["analyze", str(out), "--json", "--no-attribution"]) == 0
+    assert "attribution" not in json.loads(capsys.readouterr().out)

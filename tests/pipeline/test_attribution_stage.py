@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from evalnoise.attribution.text import attribution_lines, resource_line
 from evalnoise.pipeline.attribution_stage import attribution_tables
-from evalnoise.pipeline.stages import attribution_lines, resource_line
 
 OPTIONS = {"confidence": 0.95, "cluster_se": "cr1", "quantile": "normal"}
 

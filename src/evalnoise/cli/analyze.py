@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
+from evalnoise.cli._columns import add_column_options
 
-from evalnoise.analysis import (
-    analyze_frame,
-    convergence_records,
-    explain_fixed_seed,
-    reporting_line,
-)
-from evalnoise.cli._columns import add_column_options, announce, resolved_columns
-from evalnoise.formatting import dumps, fmt, pct, table
-from evalnoise.tables import Columns, read_any, shown_group, trial_labels, validate_trials
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnoise.tables import Columns
+
+# numpy, pandas and the statistics (scipy) are imported where a command runs, not here:
+# ``evalnoise analyze --help`` and the other commands' parsers need none of them.
 
 HELP = "accuracy ± clustered CI, ICC(1,1) and variance components per group"
 
@@ -65,6 +62,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "that crashed or failed too often is flagged",
     )
     p.add_argument(
+        "--no-attribution",
+        action="store_true",
+        help="skip where-the-noise-comes-from (infra policy sensitivity, time blocks and "
+        "hosts, flaky tasks, resource sensitivity), which runs when the table has a status, "
+        "timestamp or host column",
+    )
+    p.add_argument(
         "--max-failure-rate",
         type=float,
         default=0.5,
@@ -79,6 +83,9 @@ def with_outcomes(
     """The rows that count (a failed trial without a score counts as incorrect, as the
     pipeline's ``as_incorrect`` policy does; an ``ok`` trial without a score is unscored and
     left out), and each group's rows with the columns :func:`outcome_counts` reads."""
+    import numpy as np
+    import pandas as pd
+
     if status not in raw.columns:
         return raw, {}
     score = raw[columns.score] if columns.score in raw.columns else pd.Series(np.nan, raw.index)
@@ -108,6 +115,10 @@ def fixed_seeds(raw: pd.DataFrame, columns: Columns) -> dict[str, str]:
     The pipeline gives each trial its own seed, so this flags only tables that say the
     trials of a task were one seeded request repeated.
     """
+    import pandas as pd
+
+    from evalnoise.tables import trial_labels
+
     if "seed" not in raw.columns or columns.task not in raw.columns:
         return {}
     groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
@@ -131,8 +142,49 @@ def _outcome_text(outcomes: dict[str, int]) -> str:
     return f"{outcomes['trials']} trials: {parts}"
 
 
+#: Columns of a trial table that give the attribution something to attribute to.
+ATTRIBUTION_EVIDENCE = ("status", "started_at", "ended_at", "host")
+
+
+def attribution_of(source: pd.DataFrame, columns: Columns, status: str, args: Any) -> Any:
+    """Where the noise comes from, for a table that records outcomes, times or hosts
+    (:data:`ATTRIBUTION_EVIDENCE`): :func:`evalnoise.attribution.attribution_for_trials`,
+    the implementation the pipeline's attribution stage runs; None for a table of scores
+    alone, where every such analysis would only say it could not run."""
+    present = {status if c == "status" else c for c in ATTRIBUTION_EVIDENCE} & set(source)
+    if not present:
+        return None
+    from evalnoise.attribution import attribution_for_trials
+
+    return attribution_for_trials(
+        source,
+        {
+            "task": columns.task,
+            "trial": columns.trial,
+            "score": columns.score,
+            "correct": None,
+            "agent": columns.group,
+            "resource_profile": None,
+            "status": status if status in source.columns else None,
+        },
+        confidence=args.confidence,
+        cluster_se=args.cluster_se,
+        quantile=args.quantile,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    from evalnoise.analysis import (
+        analyze_frame,
+        convergence_records,
+        explain_fixed_seed,
+        reporting_line,
+    )
+    from evalnoise.attribution.text import attribution_lines, resource_line
+    from evalnoise.cli._columns import announce, resolved_columns
+    from evalnoise.formatting import dumps, fmt, pct, table
     from evalnoise.outcomes import assess_health, outcome_counts
+    from evalnoise.tables import read_any, shown_group, validate_trials
 
     source = read_any(args.path)
     columns, used = resolved_columns(source, args, path=str(args.path))
@@ -156,10 +208,15 @@ def run(args: argparse.Namespace) -> int:
         if args.convergence
         else None
     )
+    attribution = (
+        None if args.no_attribution else attribution_of(source, columns, args.status, args)
+    )
     if args.json:
         out: dict[str, Any] = {"groups": records}
         if conv is not None:
             out["convergence"] = conv
+        if attribution is not None:
+            out["attribution"] = attribution.to_dict()
         print(dumps(out))
         return 0
     rows = [
@@ -205,8 +262,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"  outcomes: {_outcome_text(r['outcomes'])}")
             if not r["health"]["valid"]:
                 print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
+        summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
+        if isinstance(summary, dict) and "not_computed" not in summary:
+            print("".join(f"  {line}\n" for line in attribution_lines(summary)), end="")
         for w in r["warnings"]:
             print(f"  warning: {w}", file=sys.stderr)
+    if attribution is not None:
+        for resource in attribution.summary.get("_resource") or ():
+            print(resource_line(resource))
+        for skipped in attribution.not_run:
+            print(f"not run: {skipped.check} ({skipped.scope}): {skipped.reason}")
     if conv is not None:
         print()
         keys = [k for k in conv[0] if k not in ("group", "converged_at")] if conv else []

@@ -19,7 +19,6 @@ beside the reference scorer's (``results/scores/``) on the same trials:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,15 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.formatting import jsonable
+
 __all__ = ["judge_quality"]
 
 _KEY = ["task_id", "trial", "attempt"]
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def judge_quality(
@@ -56,7 +51,7 @@ def judge_quality(
     """
     from evalnoise.pipeline.collect import load_group, read_scores
     from evalnoise.pipeline.plan import group_label
-    from evalnoise.pipeline.stages import _estimates
+    from evalnoise.pipeline.stages import group_estimates
     from evalnoise.stats import judge_agreement, judge_agreement_by_level, nested_components
 
     def mine(frame: pd.DataFrame) -> pd.DataFrame:
@@ -71,7 +66,7 @@ def judge_quality(
     parsed = statuses.get("ok", 0) + statuses.get("no_prediction", 0)
 
     group = load_group(judged_paths, tasks_path, agent, resource_profile, policy)
-    accuracy = _estimates(group.frame, group.group, options)
+    accuracy = group_estimates(group.frame, group.group, options)
 
     both = reference[[*_KEY, "correct", "score"]].merge(
         judged[[*_KEY, "judge_status", "judge_votes"]], on=_KEY, how="inner"
@@ -118,15 +113,4 @@ def judge_quality(
         record["nested"] = nested_components(
             judge_v, task_v, trial_v, confidence=options["confidence"]
         ).to_dict()
-    return _clean(record)
-
-
-def _clean(value: Any) -> Any:
-    """NaN → None, numpy scalars → Python: a record for JSON with ``allow_nan=False``."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    return _finite(value)
+    return jsonable(record)

@@ -242,9 +242,12 @@ def run_report(
     manifest: Mapping[str, Any],
     images: Mapping[str, str] | None = None,
     skipped: Sequence[Mapping[str, Any]] = (),
+    attribution: Any = None,
 ) -> list[Path]:
     """Build the report directory; returns the files written. ``images``: agent → image;
-    ``skipped``: the pairs not compared because a group is not a measurement of the agent."""
+    ``skipped``: the pairs not compared because a group is not a measurement of the agent;
+    ``attribution``: the attribution stage's tables
+    (:func:`evalnoise.attribution.read_attribution`), drawn as "Where the noise comes from"."""
     from evalnoise.report import build_report
 
     pairs = pd.DataFrame(
@@ -271,4 +274,5 @@ def run_report(
         skipped_comparisons=[
             {**r, "kind": _KIND_LABELS.get(r["kind"], r["kind"])} for r in skipped
         ],
+        attribution=attribution,
     )

@@ -17,10 +17,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from evalnoise.analysis import compare_all_pairs, group_record, reporting_line
+from evalnoise.analysis import (
+    compare_all_pairs,
+    group_stats,
+    holm_into,
+    reporting_line,
+    undefined_group_record,
+)
+from evalnoise.attribution.text import attribution_lines, resource_line
 from evalnoise.outcomes import OUTCOMES
 from evalnoise.pipeline.collect import GroupData
 
@@ -88,23 +94,6 @@ PROFILE_COLUMNS = (
 )
 
 
-def _record(frame: pd.DataFrame, group: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    from evalnoise.stats import accuracy, icc_oneway
-
-    scores, tasks = frame["score"].to_numpy(), frame["task"].to_numpy()
-    acc = accuracy(
-        scores,
-        tasks,
-        confidence=options["confidence"],
-        cluster_se=options["cluster_se"],
-        quantile=options["quantile"],
-    )
-    icc = icc_oneway(scores, tasks, confidence=options["confidence"])
-    record = group_record(group, acc, icc)
-    record["between_query_se"] = icc.between_query_se
-    return record
-
-
 def _infra(data: GroupData, confidence: float) -> dict[str, Any]:
     from evalnoise.stats.proportion import wilson_interval
 
@@ -118,31 +107,23 @@ def _infra(data: GroupData, confidence: float) -> dict[str, Any]:
     return counts
 
 
-def _undefined_record(group: str, reason: str) -> dict[str, Any]:
-    """A group record with no estimate: nothing counted toward accuracy."""
-    keys = (
-        "mean mean_pooled se_naive se_clustered ci_low ci_high ci_method design_effect icc "
-        "icc_ci_low icc_ci_high icc_se icc_k icc_plugin f df1 df2 p n0 sigma2_between "
-        "sigma2_within between_query_se"
-    ).split()
-    return {
-        "group": group,
-        "n_tasks": 0,
-        "n_obs": 0,
-        **dict.fromkeys(keys),
-        "interpretation": "undefined",
-        "warnings": [reason],
-    }
-
-
-def _estimates(frame: pd.DataFrame, group: str, options: Mapping[str, Any]) -> dict[str, Any]:
+def group_estimates(frame: pd.DataFrame, group: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """A group's accuracy and ICC record (:func:`evalnoise.analysis.group_record`), or the
+    undefined record saying why when no trial counts toward accuracy."""
     if frame.empty:
-        return _undefined_record(
+        return undefined_group_record(
             group,
             "no trial counts toward accuracy (every trial was excluded by the infra policy "
             "or unscored)",
         )
-    return _record(frame, group, options)
+    return group_stats(
+        frame["score"].to_numpy(),
+        frame["task"].to_numpy(),
+        group,
+        confidence=options["confidence"],
+        cluster_se=options["cluster_se"],
+        quantile=options["quantile"],
+    )
 
 
 def group_health(
@@ -190,7 +171,7 @@ def analyze_group(
     outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
     overall = {
-        **_estimates(data.frame, data.group, options),
+        **group_estimates(data.frame, data.group, options),
         **ident,
         "outcomes": outcomes,
         "health": verdict.to_dict(),
@@ -203,7 +184,7 @@ def analyze_group(
             rows = known[known["level"].astype(str) == level]
             levels.append(
                 {
-                    **_estimates(part, data.group, options),
+                    **group_estimates(part, data.group, options),
                     **ident,
                     "level": level,
                     "outcomes": outcome_counts(rows),
@@ -358,19 +339,8 @@ def _holm(records: list[dict[str, Any]]) -> None:
     """Holm-adjust ``p_paired`` and McNemar's p over the run's whole family of comparisons
     (every pair that was compared, agents and resource profiles together): the run asks all
     of these questions at once, so the family-wise error is controlled over all of them."""
-    from evalnoise.stats import holm
-
-    for get, put in (
-        (lambda r: r["p_paired"], lambda r, v: r.__setitem__("p_paired_holm", v)),
-        (lambda r: r["mcnemar"]["p"], lambda r, v: r["mcnemar"].__setitem__("p_holm", v)),
-    ):
-        p = np.array([np.nan if get(r) is None else get(r) for r in records], dtype=float)
-        adjusted = np.full(p.shape, np.nan)
-        ok = np.isfinite(p)
-        if ok.any():
-            adjusted[ok] = holm(p[ok])
-        for r, v in zip(records, adjusted, strict=True):
-            put(r, None if not math.isfinite(v) else float(v))
+    holm_into(records, lambda r: r["p_paired"], "p_paired_holm", undefined=None)
+    holm_into(records, lambda r: r["mcnemar"]["p"], "p_holm", nested="mcnemar", undefined=None)
 
 
 def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
@@ -531,50 +501,6 @@ def summarize(
     }
 
 
-def attribution_lines(a: Mapping[str, Any]) -> list[str]:
-    """Policy sensitivity, the infrastructure share of variance, drift and flaky tasks."""
-    parts = []
-    for row in a["policy"]:
-        name = row["policy"].replace("_", " ")
-        if not row["applicable"]:
-            parts.append(f"{name} n/a")
-        else:
-            parts.append(f"{name} {_p(row['mean'])} [{_p(row['ci_low'])}, {_p(row['ci_high'])}]")
-    moves = "YES — the policy moves the result" if a["policy_moves_result"] else "no"
-    if a.get("time_effects_not_computed"):
-        share = f"infrastructure share of variance: not computed ({a['time_effects_not_computed']})"
-        flaky = (
-            f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
-        )
-        return [
-            f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}",
-            share,
-            flaky,
-        ]
-    share = (
-        f"infrastructure share of variance {_f(a['infra_share'])} "
-        f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
-        f"({' + '.join(a['infra_components'])}; {a['time_blocks']} time blocks, "
-        f"{a['hosts']} host{'s' if a['hosts'] != 1 else ''}); drift p = {_f(a['drift_p'], '.2g')}"
-    )
-    flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
-    return [f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}", share, flaky]
-
-
-def resource_line(r: Mapping[str, Any]) -> str:
-    """The tasks whose outcome depends on the resource profile (exact McNemar per task)."""
-    sig = r["significant"]
-    between = r["between_limits"]
-    return (
-        f"resource sensitivity ({r['agent']}: {r['profile_a']} vs {r['profile_b']}): "
-        f"{len(sig)} of {r['n_tasks']} tasks change outcome ({r['adjust']}, q < 0.05)"
-        + (f": {', '.join(sig)}" if sig else "")
-        + f"; {len(between)} need memory between the two hard limits"
-        + (f": {', '.join(between)}" if between else "")
-        + (f" (need: {r['memory_need']})" if r.get("memory_need") else "")
-    )
-
-
 def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
     """The judge's numbers of a group as the summary, cards and metrics show them."""
     agreement = record.get("agreement") or {}
@@ -606,14 +532,6 @@ def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "sigma2_judge_ci_low": nested.get("sigma2_judge_ci_low"),
         "sigma2_judge_ci_high": nested.get("sigma2_judge_ci_high"),
     }
-
-
-def _p(value: Any) -> str:
-    return "—" if value is None else f"{100 * float(value):.1f}%"
-
-
-def _f(value: Any, spec: str = ".2f") -> str:
-    return "—" if value is None else format(float(value), spec)
 
 
 def judge_line(j: Mapping[str, Any], confidence: float = 0.95) -> str:

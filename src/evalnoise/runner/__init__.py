@@ -10,20 +10,15 @@
 - :mod:`~evalnoise.runner.seeds` — trial seeds.
 - :mod:`~evalnoise.runner.images` — the base image and agent images, built offline.
 - :mod:`~evalnoise.runner.cli` — ``evalnoise run-shard`` and ``evalnoise image``.
+
+The names below are loaded on first access (PEP 562 ``__getattr__``): the statistics and the
+attribution read the infra policy (:mod:`~evalnoise.runner.policy`), and importing it must
+not import the shard runner and its backends (``evalnoise analyze`` loads no runner).
 """
 
-from evalnoise.runner.contract import AgentSpec, agent_spec
-from evalnoise.runner.policy import InfraPolicy, PolicyResult, apply_infra_policy, infra_policy
-from evalnoise.runner.resources import (
-    BUILTIN_RESOURCE_PROFILES,
-    Allocation,
-    ResourceProfile,
-    allocate,
-    resource_profile,
-)
-from evalnoise.runner.seeds import seed32, trial_seed
-from evalnoise.runner.shard import ShardResult, run_shard
-from evalnoise.runner.trial import EngineUnavailable, TrialRequest
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "BUILTIN_RESOURCE_PROFILES",
@@ -44,3 +39,50 @@ __all__ = [
     "seed32",
     "trial_seed",
 ]
+
+_MODULES = {
+    "AgentSpec": "contract",
+    "agent_spec": "contract",
+    "InfraPolicy": "policy",
+    "PolicyResult": "policy",
+    "apply_infra_policy": "policy",
+    "infra_policy": "policy",
+    "BUILTIN_RESOURCE_PROFILES": "resources",
+    "Allocation": "resources",
+    "ResourceProfile": "resources",
+    "allocate": "resources",
+    "resource_profile": "resources",
+    "seed32": "seeds",
+    "trial_seed": "seeds",
+    "ShardResult": "shard",
+    "run_shard": "shard",
+    "EngineUnavailable": "trial",
+    "TrialRequest": "trial",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
+    # statically to derive what the pipeline's stages depend on.
+    where = _MODULES.get(name)
+    if where == "contract":
+        from evalnoise.runner import contract as module
+    elif where == "policy":
+        from evalnoise.runner import policy as module
+    elif where == "resources":
+        from evalnoise.runner import resources as module
+    elif where == "seeds":
+        from evalnoise.runner import seeds as module
+    elif where == "shard":
+        from evalnoise.runner import shard as module
+    elif where == "trial":
+        from evalnoise.runner import trial as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

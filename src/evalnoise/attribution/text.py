@@ -1,0 +1,64 @@
+"""The attribution's lines of text: what ``summary.txt`` and ``evalnoise analyze`` print.
+
+One implementation for both, so the pipeline's summary and the CLI's output of the same
+trials read the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["attribution_lines", "resource_line"]
+
+
+def _p(value: Any) -> str:
+    return "—" if value is None else f"{100 * float(value):.1f}%"
+
+
+def _f(value: Any, spec: str = ".2f") -> str:
+    return "—" if value is None else format(float(value), spec)
+
+
+def attribution_lines(a: Mapping[str, Any]) -> list[str]:
+    """Policy sensitivity, the infrastructure share of variance, drift and flaky tasks."""
+    parts = []
+    for row in a["policy"]:
+        name = row["policy"].replace("_", " ")
+        if not row["applicable"]:
+            parts.append(f"{name} n/a")
+        else:
+            parts.append(f"{name} {_p(row['mean'])} [{_p(row['ci_low'])}, {_p(row['ci_high'])}]")
+    moves = "YES — the policy moves the result" if a["policy_moves_result"] else "no"
+    if a.get("time_effects_not_computed"):
+        share = f"infrastructure share of variance: not computed ({a['time_effects_not_computed']})"
+        flaky = (
+            f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
+        )
+        return [
+            f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}",
+            share,
+            flaky,
+        ]
+    share = (
+        f"infrastructure share of variance {_f(a['infra_share'])} "
+        f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
+        f"({' + '.join(a['infra_components'])}; {a['time_blocks']} time blocks, "
+        f"{a['hosts']} host{'s' if a['hosts'] != 1 else ''}); drift p = {_f(a['drift_p'], '.2g')}"
+    )
+    flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
+    return [f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}", share, flaky]
+
+
+def resource_line(r: Mapping[str, Any]) -> str:
+    """The tasks whose outcome depends on the resource profile (exact McNemar per task)."""
+    sig = r["significant"]
+    between = r["between_limits"]
+    return (
+        f"resource sensitivity ({r['agent']}: {r['profile_a']} vs {r['profile_b']}): "
+        f"{len(sig)} of {r['n_tasks']} tasks change outcome ({r['adjust']}, q < 0.05)"
+        + (f": {', '.join(sig)}" if sig else "")
+        + f"; {len(between)} need memory between the two hard limits"
+        + (f": {', '.join(between)}" if between else "")
+        + (f" (need: {r['memory_need']})" if r.get("memory_need") else "")
+    )
