@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.column_names import DEFAULT_TASK, DEFAULT_TRIAL, ROLES, SCORE_COLUMNS
 from evalnoise.errors import InputError
 
 _TRUE = {"true", "t", "yes", "y", "correct", "c"}
@@ -23,16 +24,6 @@ _FALSE = {"false", "f", "no", "n", "incorrect", "i"}
 #: The Parquet schema-metadata key under which evalnoise stores JSON about a table it wrote
 #: (``evalnoise import``: the import's rules and, under ``"columns"``, the column roles).
 METADATA_KEY = b"evalnoise"
-
-#: The column names every command reads when neither a flag nor the file says otherwise:
-#: the trial schema's own names (what ``evalnoise import`` writes and ``import table`` reads).
-DEFAULT_TASK = "task_id"
-DEFAULT_TRIAL = "trial"
-#: The score column: ``score``; tables that call it ``correct`` (the packaged example, and
-#: the pipeline's scores table, whose ``score`` is empty for the trials it ran) are read too.
-SCORE_COLUMNS = ("score", "correct")
-#: The roles a table's stored metadata may name, and what each is called in messages.
-ROLES = ("task", "trial", "score", "group")
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from evalnoise.column_names import DEFAULT_TASK, DEFAULT_TRIAL, SCORE_COLUMNS
 
-from evalnoise.tables import (
-    DEFAULT_TASK,
-    DEFAULT_TRIAL,
-    SCORE_COLUMNS,
-    Columns,
-    describe_columns,
-    resolve_columns,
-)
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalnoise.tables import Columns
 
 _STORED = "the column the file stores, else"
 
@@ -61,6 +58,8 @@ def add_column_options(
 
 def columns_from(args: argparse.Namespace, group: str | None = None) -> Columns:
     """The columns the flags name; roles not given stay None (resolved against the file)."""
+    from evalnoise.tables import Columns
+
     return Columns(
         task=args.task,
         trial=args.trial,
@@ -74,6 +73,8 @@ def resolved_columns(
 ) -> tuple[Columns, str]:
     """The flags' columns completed from the file and the defaults, and the line that says
     which columns are used and why (see :func:`announce`)."""
+    from evalnoise.tables import describe_columns, resolve_columns
+
     columns, sources = resolve_columns(frame, columns_from(args), path=path)
     return columns, describe_columns(columns, sources)
 

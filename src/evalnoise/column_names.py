@@ -1,0 +1,19 @@
+"""The default column names of a trial table, shared by every command.
+
+Kept apart from :mod:`evalnoise.tables` (numpy, pandas) so that a command's argument parser
+can name them in its help without importing the libraries that read tables.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_TASK", "DEFAULT_TRIAL", "ROLES", "SCORE_COLUMNS"]
+
+#: The column names every command reads when neither a flag nor the file says otherwise:
+#: the trial schema's own names (what ``evalnoise import`` writes and ``import table`` reads).
+DEFAULT_TASK = "task_id"
+DEFAULT_TRIAL = "trial"
+#: The score column: ``score``; tables that call it ``correct`` (the packaged example, and
+#: the pipeline's scores table, whose ``score`` is empty for the trials it ran) are read too.
+SCORE_COLUMNS = ("score", "correct")
+#: The roles a table's stored metadata may name, and what each is called in messages.
+ROLES = ("task", "trial", "score", "group")
