@@ -26,6 +26,8 @@ rule build_image:
         info="results/trials/{agent}/image.json",
     log:
         "results/logs/build_image/{agent}.log",
+    # before every block's shards: no group's later block waits behind another's canary
+    priority: pipeline_settings.setup_priority(PLAN.blocks)
     conda:
         ENV
     params:
@@ -43,6 +45,8 @@ rule canary:
         canary="results/trials/{agent}/canary.json",
     log:
         "results/logs/canary/{agent}.log",
+    # before every block's shards: no group's later block waits behind another's canary
+    priority: pipeline_settings.setup_priority(PLAN.blocks)
     conda:
         ENV
     resources:
@@ -68,6 +72,8 @@ rule run_trials:
         shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
     log:
         "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+    # the trial block is the time block: earlier blocks first (docs/pipeline.md)
+    priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
         ENV
     threads: 2
@@ -99,6 +105,8 @@ rule score:
         scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
     log:
         "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+    # as its trials: a finished block is scored before later blocks' trials run
+    priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
         ENV
     resources:
@@ -122,6 +130,8 @@ rule judge:
         judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
     log:
         "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+    # as its trials: a finished block is judged before later blocks' trials run
+    priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
         ENV
     resources:

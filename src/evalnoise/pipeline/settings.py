@@ -9,7 +9,9 @@ their arguments, so the Snakefile and the tests use the same code.
 
 The rest of this module turns the validated config into the specs the runner, the scorers
 and the report take: :func:`agent_spec` (an :class:`evalnoise.runner.AgentSpec` mapping),
-:func:`resource_profile_spec`, :func:`infra_policy_spec`, :func:`model_server_spec`.
+:func:`resource_profile_spec`, :func:`infra_policy_spec`, :func:`model_server_spec`; and
+the Snakemake job priorities that order trials in time (:func:`block_priority`,
+:func:`setup_priority`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "ConfigError",
     "agent_image_tag",
     "agent_spec",
+    "block_priority",
     "check_config",
     "context_files",
     "infra_policy_spec",
@@ -35,6 +38,7 @@ __all__ = [
     "load_schema",
     "model_server_spec",
     "resource_profile_spec",
+    "setup_priority",
     "uses_judge",
     "uses_model_server",
     "with_defaults",
@@ -335,3 +339,30 @@ def model_server_spec(config: Mapping[str, Any]) -> dict[str, Any]:
         "seed": server["seed"],
         "startup_timeout_s": float(server["startup_timeout_s"]),
     }
+
+
+# -- trial order ----------------------------------------------------------------------------
+# The trial block is the time block (docs/pipeline.md, "Trial order"): Snakemake starts a
+# ready job of higher priority first, so every shard of block 0 — of every agent, resource
+# profile and task chunk — is preferred to any shard of block 1, and so on. Priorities are
+# whole numbers >= 1 one apart: Snakemake's ILP scheduler weighs a priority step of 1 above
+# any core-load gain, and would never pick a job of negative priority; the default 0 of
+# the other rules stays below every block.
+
+
+def block_priority(block: str, blocks: Iterable[str]) -> int:
+    """The Snakemake priority of the ``run_trials`` (and ``score``, ``judge``) jobs of trial
+    block ``block`` (a label such as ``0004-0007``) in a run of ``blocks``: 1 + the number of
+    ``blocks`` that start later. The earliest block gets the highest; a block the plan does
+    not list (a shard asked for by name) ranks by its first trial all the same."""
+    from evalnoise.pipeline.plan import parse_range
+
+    first = parse_range(block)[0]
+    return 1 + sum(1 for other in set(blocks) if parse_range(other)[0] > first)
+
+
+def setup_priority(blocks: Iterable[str]) -> int:
+    """The priority of the jobs every shard waits for (an agent's image and canary): above
+    every block's, so no group's shards of a later block run while another group's first
+    block still waits for its canary."""
+    return 2 + len(set(blocks))
