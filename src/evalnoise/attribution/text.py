@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["attribution_lines", "resource_line"]
+__all__ = ["attribution_lines", "resource_finding", "resource_line"]
 
 
 def _p(value: Any) -> str:
@@ -50,15 +50,25 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
     return [f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}", share, flaky]
 
 
-def resource_line(r: Mapping[str, Any]) -> str:
-    """The tasks whose outcome depends on the resource profile (exact McNemar per task)."""
-    sig = r["significant"]
-    between = r["between_limits"]
+def resource_finding(r: Mapping[str, Any]) -> str:
+    """What one agent's resource comparison found: how many tasks change outcome between
+    the two profiles (exact McNemar per task, adjusted across tasks: ``significant`` means
+    q ≤ alpha) and how many need memory between the two hard limits."""
+    sig = list(r.get("significant") or ())
+    between = list(r.get("between_limits") or ())
     return (
-        f"resource sensitivity ({r['agent']}: {r['profile_a']} vs {r['profile_b']}): "
-        f"{len(sig)} of {r['n_tasks']} tasks change outcome ({r['adjust']}, q < 0.05)"
+        f"{len(sig)} of {r.get('n_tasks')} tasks change outcome "
+        f"({r.get('adjust', 'BH')}, q ≤ {float(r.get('alpha', 0.05)):g})"
         + (f": {', '.join(sig)}" if sig else "")
         + f"; {len(between)} need memory between the two hard limits"
         + (f": {', '.join(between)}" if between else "")
         + (f" (need: {r['memory_need']})" if r.get("memory_need") else "")
+    )
+
+
+def resource_line(r: Mapping[str, Any]) -> str:
+    """The summary's line of one agent's resource comparison (:func:`resource_finding`)."""
+    return (
+        f"resource sensitivity ({r['agent']}: {r['profile_a']} vs {r['profile_b']}): "
+        + resource_finding(r)
     )

@@ -60,6 +60,7 @@ from evalnoise.attribution.tables import (
     NotRun,
     group_label,
 )
+from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import fmt, jsonable, pct
 from evalnoise.report import charts
 from evalnoise.report._render import CSP, chart_spec, embed_script, vega_bundle, write_chart
@@ -701,14 +702,8 @@ def _resource_html(
         return "\n".join(parts)
     items = []
     for r in entries:
-        sig, between = list(r.get("significant") or ()), list(r.get("between_limits") or ())
-        text = (
-            f"{r.get('agent')}: {r.get('profile_a')} vs {r.get('profile_b')} — {len(sig)} of "
-            f"{r.get('n_tasks')} tasks change outcome (q ≤ {_ALPHA:g})"
-            + (f": {', '.join(sig)}" if sig else "")
-            + f"; {len(between)} need memory between the two hard limits"
-            + (f": {', '.join(between)}" if between else "")
-            + (f" (need: {r['memory_need']})" if r.get("memory_need") else "")
+        text = f"{r.get('agent')}: {r.get('profile_a')} vs {r.get('profile_b')} — " + (
+            resource_finding(r)
         )
         items.append(f"<li>{html.escape(text)}</li>")
     items += [
