@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise._checkout import checkout_path
-from evalnoise._extras import require
 from evalnoise.models.server import default_model_path
+from evalnoise.runner.images import engine_client, image_exists
 
 __all__ = [
     "AGENTS",
@@ -154,36 +154,17 @@ def stage_llama_runtime_context(
 # --------------------------------------------------------------------------- building
 
 
-def _client(client: Any) -> Any:
-    if client is not None:
-        return client
-    require("docker", "building agent images")
-    import docker
-
-    return docker.from_env(timeout=900)
-
-
-def _exists(client: Any, tag: str) -> bool:
-    import docker.errors
-
-    try:
-        client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return False
-    return True
-
-
 def build_llama_runtime_image(
     base: str, *, client: Any = None, model_path: str | os.PathLike[str] | None = None
 ) -> str:
     """``evalnoise-llama-runtime:<hash>`` on ``base``; built only if missing. Returns the tag."""
     from evalnoise.runner.images import build_agent_image
 
-    client = _client(client)
+    client = engine_client(client, purpose="building agent images")
     with tempfile.TemporaryDirectory(prefix="evalnoise-llama-ctx-") as tmp:
         context = stage_llama_runtime_context(tmp, model_path=model_path)
         tag = f"evalnoise-llama-runtime:{_hash_files(_files(context), context, base)}"
-        if not _exists(client, tag):
+        if not image_exists(client, tag):
             build_agent_image(context, tag, base, client=client)
     return tag
 
@@ -206,7 +187,7 @@ def build_agent_images(
 
     if deployment not in DEPLOYMENTS:
         raise ValueError(f"deployment must be one of {DEPLOYMENTS}, not {deployment!r}")
-    client = _client(client)
+    client = engine_client(client, purpose="building agent images")
     base = base or build_base_image(client=client)
     if deployment == "local":
         base = build_llama_runtime_image(base, client=client, model_path=model_path)
@@ -217,7 +198,7 @@ def build_agent_images(
             suffix = "" if deployment == "http" else "-local"
             repo = f"evalnoise-agent-{agent.replace('_', '-')}{suffix}"
             tag = f"{repo}:{_hash_files(_files(context), context, base)}"
-            if not _exists(client, tag):
+            if not image_exists(client, tag):
                 build_agent_image(context, tag, base, client=client)
             tags[agent] = tag
     return tags

@@ -85,13 +85,15 @@ def ensure_image(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     ``{"agent", "image", "id", "base"}`` (image and id None for the local backend)."""
     if config["backend"] == "local":
         return {"agent": name, "image": None, "id": None, "base": None}
-    import docker
-    import docker.errors
-
-    from evalnoise.runner.images import build_agent_image, build_base_image
+    from evalnoise.runner.images import (
+        build_agent_image,
+        build_base_image,
+        engine_client,
+        image_exists,
+    )
 
     agent = config["agents"][name]
-    client = docker.from_env(timeout=900)
+    client = engine_client(purpose=f"agent {name!r}'s image")
     try:
         base = build_base_image(client=client)
         if agent["program"]:
@@ -107,18 +109,15 @@ def ensure_image(config: Mapping[str, Any], name: str) -> dict[str, Any]:
             )[agent["program"]]
         elif agent["build"]:
             tag = agent_image_tag(name, agent["build"], base)
-            try:
-                client.images.get(tag)
-            except docker.errors.ImageNotFound:
+            if not image_exists(client, tag):
                 build_agent_image(os.fspath(agent["build"]), tag, base, client=client)
         elif agent["image"] == "base":
             tag = base
         else:
             tag = str(agent["image"])
-        try:
-            image_id = client.images.get(tag).id
-        except docker.errors.ImageNotFound:
-            raise LookupError(f"agent {name!r}: image {tag!r} is not in the engine") from None
+        if not image_exists(client, tag):
+            raise LookupError(f"agent {name!r}: image {tag!r} is not in the engine")
+        image_id = client.images.get(tag).id
     finally:
         client.close()
     return {"agent": name, "image": tag, "id": image_id, "base": base}

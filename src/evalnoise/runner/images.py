@@ -130,16 +130,24 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _client(client: Any = None) -> Any:
+#: Seconds the Docker SDK waits for one engine call: an image build is one call.
+ENGINE_TIMEOUT_S = 900
+
+
+def engine_client(client: Any = None, *, purpose: str = "building container images") -> Any:
+    """``client``, or a Docker SDK client from the environment (``DOCKER_HOST`` or the local
+    socket) with :data:`ENGINE_TIMEOUT_S`; says which extra to install when the SDK is
+    missing (``purpose`` names what needed it)."""
     if client is not None:
         return client
-    require("docker", "building container images")
+    require("docker", purpose)
     import docker
 
-    return docker.from_env(timeout=600)
+    return docker.from_env(timeout=ENGINE_TIMEOUT_S)
 
 
-def _image_exists(client: Any, ref: str) -> bool:
+def image_exists(client: Any, ref: str) -> bool:
+    """Whether the engine has the image ``ref`` (a tag or an id)."""
     import docker.errors
 
     try:
@@ -200,15 +208,15 @@ def build_base_image(
     log = log or (lambda message: print(f"evalnoise image: {message}", file=sys.stderr))
     inputs = load_base_inputs(inputs_dir)
     tag = inputs.tag
-    client = _client(client)
-    if not force and _image_exists(client, tag):
+    client = engine_client(client)
+    if not force and image_exists(client, tag):
         return tag
     cache = Path(cache_dir or default_cache_dir()) / "base"
     cache.mkdir(parents=True, exist_ok=True)
     digest = inputs.input_hash()
     tarball = cache / f"{digest}.tar"
     with _locked(cache / f"{digest}.lock"):
-        if not force and _image_exists(client, tag):
+        if not force and image_exists(client, tag):
             return tag
         if force and tarball.exists():
             tarball.unlink()
@@ -229,7 +237,7 @@ def build_base_image(
         client.api.import_image_from_file(
             str(tarball), repository=repository, tag=version, changes=changes
         )
-        if not _image_exists(client, tag):
+        if not image_exists(client, tag):
             raise RuntimeError(f"docker import did not produce {tag}")
     return tag
 
@@ -250,11 +258,11 @@ def build_agent_image(
     require("docker", "building container images")
     import docker.errors
 
-    client = _client(client)
+    client = engine_client(client)
     context = Path(context_dir)
     if not (context / "Dockerfile").is_file():
         raise FileNotFoundError(f"{context}: no Dockerfile")
-    if not _image_exists(client, base):
+    if not image_exists(client, base):
         raise LookupError(f"base image {base!r} is not in the engine (evalnoise image build)")
     try:
         image, _ = client.images.build(
