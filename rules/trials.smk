@@ -5,6 +5,11 @@
 # resumes instead of repeating paid-for trials.
 
 
+# A shard depends on its own task rows, not on the whole table's date: adding a task reruns
+# the grown chunk's shards only (evalnoise.pipeline.plan.task_rows_digest).
+from evalnoise.pipeline.plan import task_rows_digest
+
+
 rule sample_tasks:
     output:
         tasks="results/tasks.parquet",
@@ -65,7 +70,7 @@ rule canary:
 
 rule run_trials:
     input:
-        tasks=tasks_table,
+        tasks=lambda wildcards: ancient(tasks_table()),
         image=unconstrained(rules.build_image.output.info),
         canary=canary_input,
     output:
@@ -91,6 +96,7 @@ rule run_trials:
         infra_policy=infra_policy_param,
         backend=config["backend"],
         journal=journal_param,
+        task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
         server=agent_server,
         code_version=code_version("runner"),
     script:
@@ -100,7 +106,7 @@ rule run_trials:
 rule score:
     input:
         trials=unconstrained(rules.run_trials.output.shard),
-        tasks=tasks_table,
+        tasks=lambda wildcards: ancient(tasks_table()),
     output:
         scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
     log:
@@ -116,6 +122,7 @@ rule score:
         server=scorer_server,
         judge_cache=JUDGE_CACHE,
         template_hash=judge_template_hash,
+        task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
         unjudged_rounds=score_rounds,
         code_version=code_version("scorers"),
     script:
@@ -125,7 +132,7 @@ rule score:
 rule judge:
     input:
         trials=unconstrained(rules.run_trials.output.shard),
-        tasks=tasks_table,
+        tasks=lambda wildcards: ancient(tasks_table()),
     output:
         judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
     log:
@@ -141,6 +148,7 @@ rule judge:
         server=judge_server,
         judge_cache=JUDGE_CACHE,
         template_hash=judge_template_hash,
+        task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
         unjudged_rounds=judge_rounds_param,
         code_version=code_version("scorers"),
     script:

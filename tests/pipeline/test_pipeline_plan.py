@@ -5,7 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evalnoise.pipeline.plan import Plan, format_range, journal_path, parse_range, ranges
+from evalnoise.pipeline.plan import (
+    Plan,
+    chunk_size,
+    format_range,
+    journal_path,
+    parse_range,
+    ranges,
+    task_rows_digest,
+)
 from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
 from evalnoise.schema import TASKS
 
@@ -138,3 +146,70 @@ def test_file_tasks_are_stratified_by_level(tmp_path, default_config):
     assert len(sample_tasks(bench)) == 8
     bench["n"] = None
     assert len(sample_tasks(bench)) == 16
+
+
+# -- shard size: shards.target_seconds --------------------------------------------------------
+
+
+def test_without_a_shard_target_the_plan_is_the_default_one(default_config):
+    assert default_config["shards"] == {"target_seconds": None, "trial_seconds": 1.0}
+    assert chunk_size(default_config) == default_config["task_chunk_size"] == 6
+    unset = {k: v for k, v in default_config.items() if k != "shards"}
+    assert Plan.from_config(unset, n_tasks=12) == Plan.from_config(default_config, n_tasks=12)
+    assert Plan.from_config(default_config, n_tasks=12).chunks == ("0000-0005", "0006-0011")
+
+
+@pytest.mark.parametrize(
+    ("target", "trial_seconds", "block", "expected"),
+    [
+        (60, 0.5, 4, 30),  # 120 trials a shard, 4 trial indices → 30 tasks
+        (60, 0.02, 5, 600),  # exact: no float noise rounds 600.0000001 up
+        (10, 1.0, 4, 6),  # wants 3 tasks: never below task_chunk_size
+        (61, 1.0, 4, 16),  # rounded up
+    ],
+)
+def test_a_shard_target_widens_the_task_chunks(
+    default_config, target, trial_seconds, block, expected
+):
+    default_config["shards"] = {"target_seconds": target, "trial_seconds": trial_seconds}
+    default_config["trials"] = {"count": 8, "block_size": block}
+    assert chunk_size(default_config) == expected
+
+
+def test_a_shard_target_keeps_growth_exact(default_config):
+    """The chunk size depends on no count: more trials or tasks add shards, and every old
+    shard is kept or (a partial last chunk) grows under the same journal."""
+    _two_agents(default_config)
+    default_config["shards"] = {"target_seconds": 40, "trial_seconds": 1.0}
+    default_config["trials"] = {"count": 4, "block_size": 4}
+    before = Plan.from_config(default_config, n_tasks=25)
+    assert before.chunks == ("0000-0009", "0010-0019", "0020-0024")
+    default_config["trials"]["count"] = 8
+    more_trials = Plan.from_config(default_config, n_tasks=25)
+    assert set(before.shards()) < set(more_trials.shards())
+    more_tasks = Plan.from_config(default_config, n_tasks=31)
+    assert more_tasks.chunks == ("0000-0009", "0010-0019", "0020-0029", "0030-0030")
+    journals = {journal_path("r", *s.wildcards.values()) for s in more_trials.shards()}
+    grown = {journal_path("r", *s.wildcards.values()) for s in more_tasks.shards()}
+    assert journals < grown  # the grown chunk 0020-0029 resumes the journal of 0020-0024
+
+
+def test_the_shard_target_is_validated(default_config, schema):
+    from evalnoise.pipeline.settings import ConfigError, check_config
+
+    for bad in ({"target_seconds": 0}, {"trial_seconds": -1.0}, {"target_secs": 5}):
+        default_config["shards"] = {"target_seconds": None, "trial_seconds": 1.0, **bad}
+        with pytest.raises(ConfigError, match=r"config key shards"):
+            check_config(default_config, schema)
+
+
+def test_task_rows_digest_changes_only_for_the_rows_that_changed(default_config):
+    tasks = sample_tasks({**default_config["benchmark"], "n": 7})
+    grown = sample_tasks({**default_config["benchmark"], "n": 8})
+    assert task_rows_digest(tasks, "0000-0005") == task_rows_digest(grown, "0000-0005")
+    # the partial last chunk grows: its digest changes, so only its shards rerun
+    assert task_rows_digest(tasks, "0006-0006") == task_rows_digest(grown, "0006-0006")
+    assert task_rows_digest(grown, "0006-0007") != task_rows_digest(tasks, "0006-0006")
+    changed = tasks.copy()
+    changed.loc[2, "memory_mb"] = 4096
+    assert task_rows_digest(changed, "0000-0005") != task_rows_digest(tasks, "0000-0005")

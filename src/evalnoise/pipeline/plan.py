@@ -12,6 +12,15 @@ not a multiple of the block size; a last chunk when tasks are added) gets a new 
 but the same journal, so the trials it already ran are resumed from the journal, not run
 again.
 
+**Shard size.** By default a shard holds ``trials.block_size`` trial indices ×
+``task_chunk_size`` tasks. A shard's job costs a fixed start (a Python interpreter, imports,
+the journal, the Parquet write: about a second) and a score job beside it, so shards of
+trials that take milliseconds are mostly start. With ``shards.target_seconds`` set,
+:func:`chunk_size` widens the task chunks so a shard holds about that many seconds of trials
+(at ``shards.trial_seconds`` each). The chunk size is a function of those constants only,
+never of the trial or task *count*, so growth stays exact under it as well; changing the
+option itself re-cuts the chunks, and trials of a shard whose first row moved run again.
+
 A *group* is agent × resource profile (one analysis each). Pairs compare every two agents
 within a resource profile, and every two resource profiles within an agent (the
 infrastructure experiment).
@@ -19,6 +28,7 @@ infrastructure experiment).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,12 +41,14 @@ __all__ = [
     "RANGE_PATTERN",
     "Plan",
     "Shard",
+    "chunk_size",
     "format_range",
     "group_label",
     "journal_path",
     "parse_range",
     "ranges",
     "slug",
+    "task_rows_digest",
 ]
 
 #: Agent and resource profile names as wildcards (the config schema also caps the length).
@@ -88,6 +100,51 @@ def _slugs(names: Iterable[str]) -> dict[str, str]:
             text = f"{text}-{hashlib.sha256(name.encode()).hexdigest()[:6]}"
         out[text] = name
     return out
+
+
+def chunk_size(config: Mapping[str, Any]) -> int:
+    """Tasks per shard: ``task_chunk_size``, or more when ``shards.target_seconds`` asks for
+    shards that last longer.
+
+    With ``shards.target_seconds`` = S and ``shards.trial_seconds`` = d (the expected
+    duration of one trial), a shard should hold about S / d trials; its block holds
+    ``trials.block_size`` trial indices, so it gets ``ceil(S / (d × block_size))`` tasks, and
+    never fewer than ``task_chunk_size``. ``trials.count`` and the number of tasks play no
+    part: raising either adds shards and leaves the existing ones (and their journals) as
+    they were. Unset (the default), the plan is exactly the one without the option.
+    """
+    base = int(config["task_chunk_size"])
+    shards = config.get("shards") or {}
+    target = shards.get("target_seconds")
+    if target is None:
+        return base
+    per_trial = float(shards.get("trial_seconds") or 1.0)
+    if target <= 0 or per_trial <= 0:
+        raise ValueError("shards.target_seconds and shards.trial_seconds must be > 0")
+    block = int(config["trials"]["block_size"])
+    # a small tolerance: 60 s / 0.02 s per trial is 3000 trials, not 3000.0000000000005
+    wanted = math.ceil(float(target) / (per_trial * block) - 1e-9)
+    return max(base, wanted)
+
+
+def task_rows_digest(tasks: Any, chunk: str) -> str:
+    """SHA-256 (16 hex) of the task rows a chunk covers, every column: what a shard's trials
+    and scores depend on in the tasks table.
+
+    The ``run_trials`` and ``score`` rules take the tasks table as ``ancient`` and this as a
+    param: adding a task rewrites ``results/tasks.parquet``, and as a plain input that made
+    *every* shard's job rerun — the trials were resumed from the journals, but every trial
+    shard was rewritten, rescored and every statistic recomputed. With the digest, exactly
+    the shards whose rows changed (a grown last chunk, a changed task spec) rerun.
+    """
+    import hashlib
+    import json
+
+    first, last = parse_range(chunk)
+    rows = tasks.iloc[first : last + 1]
+    records = json.loads(rows.to_json(orient="records", date_format="iso"))
+    text = json.dumps(records, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def group_label(agent: str, resource_profile: str) -> str:
@@ -172,9 +229,7 @@ class Plan:
                 format_range(a, b)
                 for a, b in ranges(int(trials["count"]), int(trials["block_size"]))
             ),
-            chunks=tuple(
-                format_range(a, b) for a, b in ranges(int(n_tasks), int(config["task_chunk_size"]))
-            ),
+            chunks=tuple(format_range(a, b) for a, b in ranges(int(n_tasks), chunk_size(config))),
         )
 
     @classmethod
