@@ -1,7 +1,9 @@
 """``trials_from``: an existing trial table takes the place of running trials.
 
 The table (CSV, TSV, JSONL or Parquet — e.g. written by ``evalnoise import``) is read with
-the config's ``columns`` mapping and validated by :func:`evalnoise.tables.validate_trials`
+the config's ``columns`` mapping — a null task, trial, score or group column is the one the
+file stores (``evalnoise import`` writes the roles into the Parquet metadata), else the
+default every command shares — and validated by :func:`evalnoise.tables.validate_trials`
 (errors name the file, row and column). It becomes the same three artifacts a pipeline run
 makes, so every later stage is the same code:
 
@@ -25,9 +27,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from evalnoise.column_names import ROLES
 from evalnoise.errors import InputError
 from evalnoise.schema import INFRA_STATUSES, STATUSES, TASKS, TRIALS, conform
-from evalnoise.tables import Columns, column_list, read_any, validate_trials
+from evalnoise.tables import Columns, column_list, read_any, resolve_columns, validate_trials
 
 __all__ = ["DEFAULT_RESOURCE_PROFILE", "import_groups", "import_table"]
 
@@ -49,10 +52,25 @@ def _column(raw: pd.DataFrame, name: str, path: str) -> pd.Series:
     return values.astype(str)
 
 
+def _resolved(raw: pd.DataFrame, columns: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The config's ``columns`` with task, trial, score and group filled where null: from
+    the roles the file stores (``evalnoise import`` writes them), else the defaults every
+    command shares (:func:`evalnoise.tables.resolve_columns`)."""
+    given = Columns(
+        task=columns.get("task"),
+        trial=columns.get("trial"),
+        score=columns.get("score"),
+        group=columns.get("group"),
+    )
+    resolved, _ = resolve_columns(raw, given, path=path)
+    return {**columns, **{role: getattr(resolved, role) for role in ROLES}}
+
+
 def _frame(path: str, columns: Mapping[str, Any]) -> pd.DataFrame:
     raw = read_any(path)
     if raw.shape[0] == 0:
         raise InputError("the file has no rows", path=path)
+    columns = _resolved(raw, columns, path)
     agent = (
         _column(raw, columns["group"], path)
         if columns["group"]
