@@ -135,11 +135,39 @@ def make_workspace(path: Path, overrides: dict) -> Path:
     return path
 
 
+#: Workspaces whose Snakemake talks to a real Slurm cluster (test_slurm registers its own);
+#: every other workspace's tools get :func:`no_slurm_probe` first on PATH.
+SLURM_WORKSPACES: set[Path] = set()
+_SHIM: list[Path] = []
+
+
+def no_slurm_probe() -> Path:
+    """A directory holding a ``scontrol`` that fails at once.
+
+    Snakemake's Slurm executor plugin (installed by the dev extra, for profiles/slurm) runs
+    ``scontrol show config`` whenever Snakemake starts; where the Slurm client is installed
+    (tools/slurm-cluster.sh installs it) and no controller answers, that call waits 9 s
+    (measured here) — 9 s more for every Snakemake run of the suite. A workspace that does
+    not use Slurm gets this ``scontrol`` instead; the plugin then takes its no-Slurm default.
+    """
+    if not _SHIM:
+        import tempfile
+
+        shim = Path(tempfile.mkdtemp(prefix="evalnoise-no-slurm-"))
+        (shim / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+        (shim / "scontrol").chmod(0o755)
+        _SHIM.append(shim)
+    return _SHIM[0]
+
+
 def tool_env(workspace: Path) -> dict[str, str]:
     import os
 
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    path = [str(Path(sys.executable).parent), env.get("PATH", "")]
+    if Path(workspace).resolve() not in SLURM_WORKSPACES:
+        path.insert(0, str(no_slurm_probe()))
+    env["PATH"] = os.pathsep.join(path)
     env["PYTHONPATH"] = str(workspace / "src")
     return env
 

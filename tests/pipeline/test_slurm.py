@@ -52,6 +52,7 @@ import pytest
 from model_stack import require
 from pipeline_helpers import (
     ROOT,
+    SLURM_WORKSPACES,
     digests,
     git,
     job_counts,
@@ -146,6 +147,7 @@ def runs(tmp_path_factory, docker_engine, slurm_cluster):
     root = tmp_path_factory.mktemp("slurm")
     local = make_workspace(root / "local", TINY)
     slurm = make_workspace(root / "slurm", TINY)
+    SLURM_WORKSPACES.add(slurm.resolve())  # its Snakemake asks the real scontrol
     timings = {}
     clock = time.monotonic()
     local_log = open(root / "local.log", "w")  # closed below
