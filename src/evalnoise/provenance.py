@@ -13,6 +13,7 @@ deps are written from.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from evalnoise.pipeline import dependencies
@@ -20,9 +21,35 @@ from evalnoise.pipeline import dependencies
 __all__ = ["code_version", "component_files"]  # and COMPONENTS, derived on access
 
 
+def _tree_stamp(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """(path, mtime_ns, size) of every file the derivation reads: the workflow files, the
+    scripts and the package's modules. Any edit changes it."""
+    files = [root / "Snakefile", *root.glob("rules/*.smk"), *root.glob("scripts/*.py")]
+    files += (root / "src" / dependencies.PACKAGE).rglob("*.py")
+    out = []
+    for path in files:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue
+        out.append((path.as_posix(), st.st_mtime_ns, st.st_size))
+    return tuple(sorted(out))
+
+
+_DERIVED: dict[tuple[str, Path, tuple[tuple[str, int, int], ...]], list[str]] = {}
+
+
 def component_files(component: str) -> list[str]:
-    """The package files ``code_version(component)`` hashes, relative to the checkout."""
-    return dependencies.area_modules(component)
+    """The package files ``code_version(component)`` hashes, relative to the checkout.
+
+    Derived once per state of the tree in a process: Snakemake asks for every rule's
+    ``code_version`` while it builds the DAG, and deriving reads every workflow file and
+    follows the imports (~40 ms a call here)."""
+    root = dependencies.ROOT
+    key = (component, root, _tree_stamp(root))
+    if key not in _DERIVED:
+        _DERIVED[key] = dependencies.area_modules(component)
+    return list(_DERIVED[key])
 
 
 def code_version(component: str) -> str:
