@@ -82,11 +82,11 @@ def test_a_core_command_imports_no_optional_dependency(command, tmp_path):
         assert commands == {"evalnoise.cli.analyze", "evalnoise.cli._columns"}
 
 
-def test_the_report_tables_and_the_pipeline_stages_do_not_draw(tmp_path):
+def test_the_report_cards_and_the_pipeline_stages_do_not_draw(tmp_path):
     """Importing the light part of the report (and the analysis stages, which use it) does
     not import altair or vl-convert: the package's names are loaded on first access."""
     code = (
-        "import sys\nimport evalnoise.report.tables, evalnoise.report.cards\n"
+        "import sys\nimport evalnoise.report.cards\n"
         "import evalnoise.pipeline.stages\n"
         "assert not {'altair', 'vl_convert'} & set(sys.modules), sorted(sys.modules)\n"
         "from evalnoise.report import build_report"

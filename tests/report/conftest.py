@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalnoise.analysis import analyze_frame, compare_all_pairs, convergence_records
+from evalnoise.analysis import analyze_frame, compare_all_pairs, convergence_records, per_task_table
 from evalnoise.attribution import AttributionTables, attribution_for_trials
 from evalnoise.manifest import build_manifest
-from evalnoise.report import CardContext, build_report, per_task_table
+from evalnoise.report import CardContext, build_report
 from evalnoise.stats import allocation_table, wilson_interval
 from evalnoise.tables import Columns, read_trials
 

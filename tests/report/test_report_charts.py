@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalnoise.analysis import per_task_table
 from evalnoise.report import charts
 from evalnoise.report._render import chart_page, chart_spec, script_json, write_chart
-from evalnoise.report.tables import per_task_table
 
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 

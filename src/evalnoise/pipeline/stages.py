@@ -165,8 +165,8 @@ def analyze_group(
     A group with nothing to count (every trial excluded or unscored) gets records whose
     estimates are None, never an error: it is reported, flagged, and left out of comparisons.
     """
+    from evalnoise.analysis import per_task_table
     from evalnoise.outcomes import outcome_counts
-    from evalnoise.report.tables import per_task_table
 
     outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}

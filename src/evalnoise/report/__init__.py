@@ -1,13 +1,13 @@
 """The report: offline charts, Evaluation Cards and ``index.html`` for one evaluation run.
 
-``build_report`` writes everything; the chart functions, the per-task table and the cards are
-public on their own for notebooks and other front ends.
+``build_report`` writes everything; the chart functions and the cards are public on their own
+for notebooks and other front ends.
 
 The names below are loaded on first access (PEP 562 ``__getattr__``), so importing a light
-submodule (``evalnoise.report.tables``, ``evalnoise.report.cards``) does not import altair and
+submodule (``evalnoise.report.cards``) does not import altair and
 vl-convert, which only the charts and ``build_report`` need (the ``report`` extra). The
-statistics the report shows live in :mod:`evalnoise.stats` (the Wilson interval:
-:func:`evalnoise.stats.proportion.wilson_interval`); the report only draws.
+statistics the report shows live in :mod:`evalnoise.stats` and :mod:`evalnoise.analysis`
+(the per-task table: :func:`evalnoise.analysis.per_task_table`); the report only draws.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ __all__ = [
     "infra_chart",
     "limitations",
     "per_task_chart",
-    "per_task_table",
     "tidy_convergence",
 ]
 
@@ -40,7 +39,6 @@ _CHARTS = (
     "per_task_chart",
     "tidy_convergence",
 )
-_TABLES = ("per_task_table",)
 
 
 def __getattr__(name: str) -> Any:
@@ -56,8 +54,6 @@ def __getattr__(name: str) -> Any:
             from evalnoise.report import charts as module
     elif name in _CARDS:
         from evalnoise.report import cards as module
-    elif name in _TABLES:
-        from evalnoise.report import tables as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(module, name)

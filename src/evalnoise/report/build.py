@@ -1257,7 +1257,8 @@ def build_report(
         the trials and whether the numbers measure the agent; records without them are shown
         with outcomes "not recorded".
     card_context : run-level facts for the Evaluation Cards.
-    per_task : ``group, task, n, mean, ci_low, ci_high`` (:func:`~.tables.per_task_table`).
+    per_task : ``group, task, n, mean, ci_low, ci_high``
+        (:func:`evalnoise.analysis.per_task_table`).
     convergence : the stats convergence table with a ``group`` column
         (:data:`~.charts.CONVERGENCE_COLUMNS`; a ``converged_at`` column, if present, feeds
         the cards' limitations).

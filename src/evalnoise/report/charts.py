@@ -7,7 +7,8 @@ function of its table.
 =====================  =====================================================================
 chart                  input columns
 =====================  =====================================================================
-per_task_chart         group, task, n, mean, ci_low, ci_high (:func:`~.tables.per_task_table`)
+per_task_chart         group, task, n, mean, ci_low, ci_high
+                       (:func:`evalnoise.analysis.per_task_table`)
 convergence_chart      tidy: group, trials, estimator, mean, low, high
                        (:func:`tidy_convergence` of the stats convergence table)
 budget_chart           n_tasks, trials, se [, group] [, recommended]

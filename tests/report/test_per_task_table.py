@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from evalnoise.report.tables import PER_TASK_COLUMNS, per_task_table
+from evalnoise.analysis import PER_TASK_COLUMNS, per_task_table
 from evalnoise.stats.proportion import wilson_interval
 
 
