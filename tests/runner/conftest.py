@@ -8,8 +8,6 @@ missing engine fails them. The base image is built once per session by the same 
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 from runner_helpers import PROBE, SEGV
 
@@ -23,12 +21,10 @@ def base_image(docker_engine) -> str:
 
 def _build_test_agent(client, context, name: str, base_image: str) -> str:
     """A test agent built FROM the base image; tag = hash of its context and base."""
-    from evalnoise.runner.images import build_agent_image
+    from evalnoise.runner.images import build_agent_image, context_digest
 
-    digest = hashlib.sha256(base_image.encode())
-    for path in sorted(context.iterdir()):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    tag = f"evalnoise-{name}:{digest.hexdigest()[:12]}"
+    files = [p for p in context.rglob("*") if p.is_file()]
+    tag = f"evalnoise-{name}:{context_digest(context, files, prefix=base_image)}"
     build_agent_image(context, tag, base_image, client=client)
     return tag
 

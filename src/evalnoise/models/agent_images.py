@@ -20,7 +20,6 @@ never rebuilt and a changed one always is.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import os
 import shutil
@@ -33,7 +32,7 @@ from typing import Any
 
 from evalnoise._checkout import checkout_path
 from evalnoise.models.server import default_model_path
-from evalnoise.runner.images import engine_client, image_exists
+from evalnoise.runner.images import context_digest, engine_client, image_exists
 
 __all__ = [
     "AGENTS",
@@ -60,7 +59,6 @@ LLAMA_RUNTIME_DISTRIBUTIONS = (
 )
 MODEL_IN_IMAGE = "/opt/models/model.gguf"
 SITE_IN_IMAGE = "/opt/llama/site-packages"
-_HASH_CHARS = 12
 
 
 def agents_dir() -> Path:
@@ -73,17 +71,6 @@ def agents_dir() -> Path:
     return checkout_path(
         "agents", "building the agents' images", override_env="EVALNOISE_AGENTS_DIR"
     )
-
-
-def _hash_files(paths: Iterable[Path], root: Path, extra: str = "") -> str:
-    digest = hashlib.sha256(extra.encode())
-    for path in sorted(paths):
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-        digest.update(b"\0")
-    return digest.hexdigest()[:_HASH_CHARS]
 
 
 def _files(root: Path) -> list[Path]:
@@ -163,7 +150,7 @@ def build_llama_runtime_image(
     client = engine_client(client, purpose="building agent images")
     with tempfile.TemporaryDirectory(prefix="evalnoise-llama-ctx-") as tmp:
         context = stage_llama_runtime_context(tmp, model_path=model_path)
-        tag = f"evalnoise-llama-runtime:{_hash_files(_files(context), context, base)}"
+        tag = f"evalnoise-llama-runtime:{context_digest(context, _files(context), prefix=base)}"
         if not image_exists(client, tag):
             build_agent_image(context, tag, base, client=client)
     return tag
@@ -197,7 +184,7 @@ def build_agent_images(
             context = stage_agent_context(agent, tmp)
             suffix = "" if deployment == "http" else "-local"
             repo = f"evalnoise-agent-{agent.replace('_', '-')}{suffix}"
-            tag = f"{repo}:{_hash_files(_files(context), context, base)}"
+            tag = f"{repo}:{context_digest(context, _files(context), prefix=base)}"
             if not image_exists(client, tag):
                 build_agent_image(context, tag, base, client=client)
             tags[agent] = tag

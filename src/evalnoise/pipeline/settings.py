@@ -17,7 +17,6 @@ the Snakemake job priorities that order trials in time (:func:`block_priority`,
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -271,15 +270,14 @@ def context_files(context: str | os.PathLike[str]) -> list[Path]:
 def agent_image_tag(name: str, context: str | os.PathLike[str], base_tag: str) -> str:
     """``evalnoise-agent-<name>:<12 hex>``: sha256 of the base image tag and the context's
     relative paths and bytes, so the tag changes exactly when the image's inputs do."""
+    from evalnoise.runner.images import context_digest
+
     root = Path(context)
-    digest = hashlib.sha256(f"base={base_tag}\n".encode())
     files = context_files(root)
     if not files:
         raise ConfigError(f"agent {name!r}: build context {str(root)!r} has no files")
-    for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return f"evalnoise-agent-{name.lower()}:{digest.hexdigest()[:12]}"
+    digest = context_digest(root, files, prefix=f"base={base_tag}" + "\n")
+    return f"evalnoise-agent-{name.lower()}:{digest}"
 
 
 def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -128,6 +128,25 @@ def _locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def context_digest(root: Path, files: Iterable[Path], *, prefix: str = "") -> str:
+    """The tag of an image built from ``files`` under ``root``: the first 12 hex digits of
+
+        sha256(prefix ‖ for each file, sorted: relative POSIX path ‖ NUL ‖ bytes ‖ NUL),
+
+    so a tag changes exactly when an input of the image does (``prefix`` names the other
+    inputs, e.g. the base image's tag). Every agent image tag is this digest: a change to
+    it renames every image and sets every journal's trials aside (the image is part of a
+    trial's identity), so it is pinned by a test."""
+    digest = hashlib.sha256(prefix.encode())
+    for path in sorted(files):
+        digest.update(Path(path).relative_to(root).as_posix().encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()[:_HASH_CHARS]
 
 
 #: Seconds the Docker SDK waits for one engine call: an image build is one call.
