@@ -16,10 +16,35 @@ step() { printf '\n== %s\n' "$*" >&2; }
 # Reinstall only when the dependency declaration changed (a stamp holds pyproject.toml's hash,
 # so editing the dependencies or the extras reinstalls). Every extra: the checkout runs the
 # pipeline, the Docker backend and the report; the model stack comes from install-model.sh.
+# A venv is not relocatable: in a copied or moved checkout, .venv's scripts still start the old
+# path's python and the editable install imports the old checkout's src (README, "Moving or
+# copying a checkout"). tools/venv_owner.py tells (no pip call, ~0.1 s): 3 = made elsewhere
+# (or its python does not start), recreate it; 4 = evalnoise imports from elsewhere, reinstall.
 PY=${PYTHON:-python3}
 stamp=.venv/.evalnoise-deps
 want=$(sha256sum pyproject.toml | cut -c1-16)
-if [[ ! -x .venv/bin/python ]]; then
+if [[ -x .venv/bin/python ]]; then
+  owner=0
+  why=$("$PY" tools/venv_owner.py .venv "$ROOT") || owner=$?
+  case $owner in
+    0) ;;
+    3)
+      echo "setup: $why; recreating .venv (python -m venv --clear) and reinstalling" >&2
+      "$PY" -m venv --clear .venv
+      ;;
+    4)
+      if [[ -f "$stamp" ]]; then echo "setup: $why; reinstalling evalnoise into .venv" >&2; fi
+      rm -f "$stamp"
+      ;;
+    *)
+      echo "setup: tools/venv_owner.py failed (exit $owner): $why" >&2
+      exit 1
+      ;;
+  esac
+elif [[ -e .venv ]]; then
+  step "recreating .venv (its python does not start)"
+  "$PY" -m venv --clear .venv
+else
   step "creating .venv"
   "$PY" -m venv .venv
 fi
