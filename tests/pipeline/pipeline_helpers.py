@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -238,3 +239,23 @@ def digests(paths) -> dict[str, str]:
     import hashlib
 
     return {str(p): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths}
+
+
+#: Values that are functions of *when* trials ran, so two runs of the same trials differ in
+#: them (the attribution stage's time model: its variance components, infrastructure share
+#: and drift over time blocks that bin the start times, or why it could not be fitted).
+WHEN_KEYS = re.compile(
+    r"^(infra_share.*|infra_components|components|drift_.*|time_blocks"
+    r"|time_effects_not_computed)$"
+)
+#: The same in the summary's and the report's text.
+WHEN_TEXT = re.compile(r"infrastructure share of variance[^\n<]*")
+
+
+def without_when(value):
+    """``value`` (parsed JSON) without the keys :data:`WHEN_KEYS` names, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_when(v) for k, v in value.items() if not WHEN_KEYS.match(k)}
+    if isinstance(value, list):
+        return [without_when(v) for v in value]
+    return value

@@ -67,10 +67,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from pipeline_helpers import (
+    WHEN_TEXT,
     make_workspace,
     run_tool,
     tool_env,
     venv_tool,
+    without_when,
 )
 
 from evalnoise.cli.run import exclusive, run_snakemake
@@ -119,20 +121,6 @@ def _canary(path: Path) -> str:
     return _sha(json.dumps(record, sort_keys=True).encode())
 
 
-#: Values that are functions of *when* trials ran: the attribution stage's time-block variance
-#: components, infrastructure share and drift (evalnoise.attribution.time_effects).
-WHEN_KEYS = re.compile(r"^(infra_share.*|infra_components|components|drift_.*|time_blocks)$")
-WHEN_TEXT = re.compile(r"infrastructure share of variance[^\n<]*")
-
-
-def _without_when(value):
-    if isinstance(value, dict):
-        return {k: _without_when(v) for k, v in value.items() if not WHEN_KEYS.match(k)}
-    if isinstance(value, list):
-        return [_without_when(v) for v in value]
-    return value
-
-
 def _text(path: Path) -> str:
     text = path.read_text()
     text = re.sub(r"\b[0-9a-f]{40}\b", "<commit>", text)
@@ -144,7 +132,7 @@ def _text(path: Path) -> str:
 
 
 def _json(path: Path) -> str:
-    return _sha(json.dumps(_without_when(json.loads(path.read_text())), sort_keys=True).encode())
+    return _sha(json.dumps(without_when(json.loads(path.read_text())), sort_keys=True).encode())
 
 
 SHARD = re.compile(r"(trials|scores|judged)/[^/]+/[^/]+/t[^/]+/c[^/]+\.parquet")
@@ -164,7 +152,7 @@ def _manifest(path: Path, exact: set[str]) -> str:
 def _is_exact(path: Path) -> bool:
     """Whether ``path`` must be byte-identical (it holds no time, directly or derived)."""
     if path.suffix == ".json":
-        return _without_when(json.loads(path.read_text())) == json.loads(path.read_text())
+        return without_when(json.loads(path.read_text())) == json.loads(path.read_text())
     if path.suffix in (".txt", ".md"):
         return not WHEN_TEXT.search(path.read_text())
     return True

@@ -53,6 +53,7 @@ from model_stack import require
 from pipeline_helpers import (
     ROOT,
     SLURM_WORKSPACES,
+    WHEN_TEXT,
     digests,
     git,
     job_counts,
@@ -61,6 +62,7 @@ from pipeline_helpers import (
     run_tool,
     tool_env,
     venv_tool,
+    without_when,
 )
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -90,9 +92,6 @@ VICTIM_SLURM_LOG = "results/logs/slurm/rule_run_trials/steady_1x_0000-0001_0000-
 #: Wall-clock measurements of a trial: the only columns two runs of it may differ in.
 MEASURED = ["duration_s", "peak_memory_bytes", "started_at", "ended_at"]
 TRIAL_KEY = ["agent", "resource_profile", "task_id", "trial", "attempt"]
-#: Statistics computed from when trials ran (evalnoise.attribution.time_effects).
-WHEN_KEYS = re.compile(r"^(infra_share.*|infra_components|components|drift_.*|time_blocks)$")
-WHEN_TEXT = re.compile(r"infrastructure share of variance[^\n]*")
 
 
 @pytest.fixture(scope="module")
@@ -217,14 +216,6 @@ def _table(workspace: Path, kind: str) -> pd.DataFrame:
     return frame.sort_values(TRIAL_KEY).reset_index(drop=True)
 
 
-def _without_when(value):
-    if isinstance(value, dict):
-        return {k: _without_when(v) for k, v in value.items() if not WHEN_KEYS.match(k)}
-    if isinstance(value, list):
-        return [_without_when(v) for v in value]
-    return value
-
-
 #: Group metrics of the attribution stage. When the time-block design of a group leaves no
 #: residual degrees of freedom (its trials ran in bursts: a cancelled shard resumed later),
 #: the stage reports the group "not_computed" and these are null — a function of when trials
@@ -234,7 +225,7 @@ ATTRIBUTION_KEYS = ("infra_share", "flaky_tasks", "policy_moves_result")
 
 def _comparable(metrics: dict, other: dict) -> dict:
     """``metrics`` without what depends on when trials ran (see WHEN_KEYS, ATTRIBUTION_KEYS)."""
-    out = _without_when(metrics)
+    out = without_when(metrics)
     for name, group in out["groups"].items():
         theirs = other["groups"].get(name, {})
         if group.get("flaky_tasks") is None or theirs.get("flaky_tasks") is None:
@@ -249,7 +240,7 @@ def _masked(path: Path) -> object:
         frame = pd.read_parquet(path).drop(columns=MEASURED, errors="ignore")
         return frame.sort_values(TRIAL_KEY).reset_index(drop=True).to_csv(index=False)
     if path.suffix == ".json":
-        return _without_when(json.loads(path.read_text()))
+        return without_when(json.loads(path.read_text()))
     return WHEN_TEXT.sub("<when>", path.read_text())
 
 

@@ -127,7 +127,8 @@ def test_the_dag_asks_for_what_the_function_says(tmp_path, default_config):
     output = run_tool(tmp_path, "snakemake", "-n", "--profile", "profiles/slurm").stdout
     jobs = re.findall(
         r"rule run_trials:\n(?:    .*\n)*?    wildcards: agent=(\w+), resource_profile=(\w+), "
-        r"block=([\d-]+), chunk=([\d-]+)\n    threads: (\d+)\n    resources: (.*)\n",
+        r"block=([\d-]+), chunk=([\d-]+)\n(?:    priority: \d+\n)?"
+        r"    threads: (\d+)\n    resources: (.*)\n",
         output,
     )
     assert len(jobs) == 16  # (chat, tool_agent) × 3x + tool_agent_local × (1x, 3x); × 2 × 2

@@ -533,12 +533,21 @@ def _group_summary(
         "drift_slope": None if times is None else times.drift.slope,
         "drift_p": None if times is None else times.drift.p,
         "time_blocks": 0 if times is None else times.n_time_blocks,
-        "hosts": 0 if times is None else times.n_hosts,
+        # the hosts of the data, also when the time model could not be fitted
+        "hosts": times.n_hosts if times is not None else _n_hosts(rows),
         "time_effects_not_computed": time_note,
         "flaky_flagged": len(frame),
         "flaky_checks_run": [c["name"] for c in checks if c["ran"]],
         "flaky_checks": checks,
     }
+
+
+def _n_hosts(rows: pd.DataFrame) -> int:
+    """Distinct hosts of a group's rows as :func:`~evalnoise.attribution.time_effects`
+    counts them (a missing host is one host, "(unknown)"); 0 without a host column."""
+    if "host" not in rows or rows.empty:
+        return 0
+    return int(rows["host"].astype(object).where(rows["host"].notna(), "(unknown)").nunique())
 
 
 # --- reading the artifacts back ---------------------------------------------------------------
