@@ -60,6 +60,10 @@ import psutil
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# the tests' workspace helpers: one way to copy the project into a scratch workspace
+sys.path.insert(0, str(ROOT / "tests" / "pipeline"))
+from pipeline_helpers import copy_project, ignore_caches  # noqa: E402
+
 AGENT_DIR = Path(__file__).resolve().parent / "agents" / "instant"
 OUT = ROOT / "benchmarks" / "results"
 PROJECT_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "src", "agents", "images")
@@ -130,10 +134,6 @@ class Scale:
 # -- the workspace ------------------------------------------------------------------------
 
 
-def _ignore(directory: str, names: list[str]) -> list[str]:
-    return [n for n in names if n in ("__pycache__", ".pytest_cache") or n.endswith(".pyc")]
-
-
 def bench_config(ws: Path, scale: Scale, target: float, trial_seconds: float) -> dict:
     """The default config, with the instant agents, cut to this scale."""
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text(encoding="utf-8"))
@@ -166,14 +166,8 @@ def bench_config(ws: Path, scale: Scale, target: float, trial_seconds: float) ->
 
 
 def make_workspace(path: Path, config: dict) -> Path:
-    path.mkdir(parents=True)
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, path / name, ignore=_ignore)
-        else:
-            shutil.copy2(source, path / name)
-    shutil.copytree(AGENT_DIR, path / "benchmarks" / "agents" / "instant", ignore=_ignore)
+    copy_project(path, PROJECT_FILES)
+    shutil.copytree(AGENT_DIR, path / "benchmarks" / "agents" / "instant", ignore=ignore_caches)
     (path / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

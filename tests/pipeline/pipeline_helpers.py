@@ -54,8 +54,22 @@ PROJECT_FILES = (
 TINY_AGENT = ROOT / "tests" / "pipeline" / "tiny_agent"
 
 
-def _ignore(directory: str, names: list[str]) -> list[str]:
+def ignore_caches(directory: str, names: list[str]) -> list[str]:
+    """``shutil.copytree``'s ``ignore``: Python's caches are not part of a project."""
     return [n for n in names if n in ("__pycache__", ".pytest_cache") or n.endswith(".pyc")]
+
+
+def copy_project(path: Path, names: tuple[str, ...] = PROJECT_FILES) -> Path:
+    """Copy ``names`` of the repository into the new directory ``path`` (the tests'
+    workspaces and benchmarks/bench_pipeline.py's)."""
+    path.mkdir(parents=True)
+    for name in names:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, path / name, ignore=ignore_caches)
+        else:
+            shutil.copy2(source, path / name)
+    return path
 
 
 def merge(base: dict, overrides: dict) -> dict:
@@ -114,14 +128,8 @@ def make_workspace(path: Path, overrides: dict) -> Path:
     """A fresh git + DVC repository at ``path`` holding the project and the tiny agent, with
     the project's DVC config (so its default remote is ``path``'s sibling
     ``evalnoise-dvc-remote``, as the project's is)."""
-    path.mkdir(parents=True)
-    for name in PROJECT_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, path / name, ignore=_ignore)
-        else:
-            shutil.copy2(source, path / name)
-    shutil.copytree(TINY_AGENT, path / "agents" / "tiny", ignore=_ignore)
+    copy_project(path)
+    shutil.copytree(TINY_AGENT, path / "agents" / "tiny", ignore=ignore_caches)
     write_config(path, overrides)
     # results/metrics.json is a DVC metric with cache: false, so git keeps it
     (path / ".gitignore").write_text(
