@@ -11,11 +11,11 @@ test walks through the whole life of an evaluation, since each step builds on th
 3. `--forcerun analyze` reruns the statistics only, never a trial.
 4. `dvc exp run -S config/config.yaml:trials.count=4` runs exactly the 2 new trials per
    task (new blocks; existing shards untouched); `dvc exp show` lists the experiment.
-5. adding an agent runs that agent's trials only.
-6. a run killed mid-trials (SIGKILL to Snakemake and its jobs) resumes with no trial lost
-   or duplicated.
-7. `dvc push`, then in a fresh clone `dvc pull` + `snakemake --touch`: nothing reruns.
-8. `evalnoise archive` / `evalnoise verify`.
+5. `dvc push`, then in a fresh clone `dvc pull` + `snakemake --touch`: nothing reruns.
+6. `evalnoise archive` / `evalnoise verify`.
+
+Growing a run by an agent, a task or a profile is tests/pipeline/test_growth.py's; a run
+killed mid-trials (or mid-stage) and resumed is tests/pipeline/test_kill_resume.py's.
 """
 
 from __future__ import annotations
@@ -24,26 +24,19 @@ import collections
 import csv
 import io
 import json
-import os
 import shutil
-import signal
 import subprocess
 import time
 
-import pandas as pd
 import pytest
 from pipeline_helpers import (
     ROOT,
     digests,
     git,
     job_counts,
-    job_wildcards,
     journals,
     make_workspace,
     run_tool,
-    tool_env,
-    venv_tool,
-    write_config,
 )
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -192,66 +185,7 @@ def test_the_life_of_an_evaluation(tmp_path, engine, workspace):
 
     lap("dvc exp run")
 
-    # 5. a new agent runs only its own trials -------------------------------------------------
-    config = dict(TINY, trials={"count": 4, "block_size": 2})
-    config["agents"] = dict(
-        TINY["agents"], third={"build": "agents/tiny", "env": {"TINY_SKILL": "c"}}
-    )
-    write_config(ws, config)
-    planned = run_tool(ws, "snakemake", "-n").stdout
-    assert job_counts(planned)["run_trials"] == 2 * 2  # 2 profiles × 2 blocks × 1 chunk
-    assert all(w.startswith("agent=third,") for w in job_wildcards(planned, "run_trials"))
-    before = digests(sorted(results.glob("trials/*/*/journals/*.jsonl")))
-    run_tool(ws, "snakemake")
-    assert digests(before) == before
-    rows = all_rows(ws)
-    assert collections.Counter(r["agent"] for r in rows) == {"steady": 24, "shaky": 24, "third": 24}
-
-    lap("new agent")
-
-    # 6. killed mid-trials, resumed: no trial lost or duplicated -------------------------------
-    config["trials"]["count"] = 6
-    write_config(ws, config)
-    assert dry_run(ws)["run_trials"] == 3 * 2
-    before_kill = len(all_rows(ws))
-    proc = subprocess.Popen(
-        [venv_tool("snakemake")],
-        cwd=ws,
-        env=tool_env(ws),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while len(all_rows(ws)) < before_kill + 10 and time.monotonic() < deadline:
-            assert proc.poll() is None, "snakemake finished before it could be killed"
-            time.sleep(0.1)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    at_kill = all_rows(ws)
-    assert before_kill + 10 <= len(at_kill) < before_kill + 36
-    run_tool(ws, "snakemake", "--unlock")  # a killed Snakemake leaves its lock behind
-    run_tool(ws, "snakemake")
-    rows = all_rows(ws)
-    keys = trial_keys(rows)
-    assert len(rows) == 3 * 2 * 3 * 6 and len(set(keys)) == len(keys)
-    assert set(trial_keys(at_kill)) <= set(keys)  # what finished before the kill was kept...
-    by_key = {k: r for k, r in zip(keys, rows, strict=True)}
-    for row, key in zip(at_kill, trial_keys(at_kill), strict=True):
-        assert by_key[key]["started_at"] == row["started_at"]  # ...and not run again
-    for shard in results.glob("trials/*/*/t*/c*.parquet"):
-        frame = pd.read_parquet(shard)
-        assert not frame.duplicated(["task_id", "trial", "attempt"]).any()
-    assert not leftover_containers(engine, ws)
-    assert (
-        json.loads((results / "metrics.json").read_text())["groups"]["third@3x"]["n_trials"] == 18
-    )
-
-    lap("kill and resume")
-
-    # 7. restore elsewhere: dvc pull + snakemake --touch reruns nothing ------------------------
+    # 5. restore elsewhere: dvc pull + snakemake --touch reruns nothing ------------------------
     run_tool(ws, "dvc", "repro")
     git(ws, "add", "-A")
     git(ws, "commit", "-qm", "final")
@@ -278,7 +212,7 @@ def test_the_life_of_an_evaluation(tmp_path, engine, workspace):
 
     lap("restore")
 
-    # 8. one verifiable file -----------------------------------------------------------------
+    # 6. one verifiable file -----------------------------------------------------------------
     run_tool(ws, "evalnoise", "archive", "-o", "evaluation.tar.gz")
     verified = run_tool(ws, "evalnoise", "verify", "evaluation.tar.gz")
     assert verified.returncode == 0
