@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from pipeline_helpers import ROOT, job_counts, run_tool
+from pipeline_helpers import ROOT, copy_project, job_counts, run_tool
 
 #: What a dry run of the embedded default plans on a fresh checkout: 4 groups (chat@3x,
 #: tool_agent@3x, tool_agent_local@1x and @3x) × 2 trial blocks × 2 task chunks shards, each
@@ -38,15 +38,10 @@ GPQA = "src/evalnoise/data/gpqa_diamond_example.csv"
 @pytest.fixture
 def checkout(tmp_path):
     """The workflow's files, without the checkout's results or Snakemake state."""
-    for name in ("Snakefile", "rules", "scripts", "config", "profiles"):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name)
-        else:
-            shutil.copy2(source, tmp_path / name)
-    (tmp_path / "src" / "evalnoise" / "data").mkdir(parents=True)
-    shutil.copy2(ROOT / GPQA, tmp_path / GPQA)
-    return tmp_path
+    ws = copy_project(tmp_path / "ws", ("Snakefile", "rules", "scripts", "config", "profiles"))
+    (ws / "src" / "evalnoise" / "data").mkdir(parents=True)
+    shutil.copy2(ROOT / GPQA, ws / GPQA)
+    return ws
 
 
 def test_default_dry_run(checkout):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pytest
-from pipeline_helpers import ROOT, run_tool
+from pipeline_helpers import copy_project, run_tool
 
 from evalnoise.pipeline.outputs import execution_record
 from evalnoise.pipeline.slurm_resources import (
@@ -117,14 +116,9 @@ def test_the_dag_asks_for_what_the_function_says(tmp_path, default_config):
         uses_model_server,
     )
 
-    for name in ("Snakefile", "rules", "scripts", "config", "profiles"):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, tmp_path / name)
-        else:
-            shutil.copy2(source, tmp_path / name)
+    ws = copy_project(tmp_path / "ws", ("Snakefile", "rules", "scripts", "config", "profiles"))
     # the Slurm profile's threads (a dry run shows threads only when more than one)
-    output = run_tool(tmp_path, "snakemake", "-n", "--profile", "profiles/slurm").stdout
+    output = run_tool(ws, "snakemake", "-n", "--profile", "profiles/slurm").stdout
     jobs = re.findall(
         r"rule run_trials:\n(?:    .*\n)*?    wildcards: agent=(\w+), resource_profile=(\w+), "
         r"block=([\d-]+), chunk=([\d-]+)\n(?:    priority: \d+\n)?"
