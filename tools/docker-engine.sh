@@ -19,8 +19,16 @@
 # `init` cgroup, as Docker's own docker:dind entrypoint does. The runner measures peak
 # memory on either version (src/evalnoise/runner/docker_backend.py).
 #
-#   tools/docker-engine.sh --print-dockerd-args   print the daemon's arguments, start nothing
-#   (EVALNOISE_CGROUP_ROOT and EVALNOISE_SYSTEMD_DIR point the detection elsewhere, for tests)
+# Stale pid files: where /var/run is not a tmpfs it keeps docker.pid and containerd's pid
+# file from a daemon that is gone (a reboot, a snapshot of the disk). dockerd 20.10 trusts any
+# live process with that pid: it then skips starting containerd, dials a socket nobody
+# serves and gives up after 60 s ("timeout waiting for containerd to start"). So before
+# starting, a pid file whose process is not the program it names is removed.
+#
+#   tools/docker-engine.sh --print-dockerd-args     print the daemon's arguments, start nothing
+#   tools/docker-engine.sh --clear-stale-pidfiles   remove stale pid files, start nothing
+#   (EVALNOISE_CGROUP_ROOT, EVALNOISE_SYSTEMD_DIR and EVALNOISE_DOCKER_RUN_DIR point the
+#   detection elsewhere, for tests)
 set -euo pipefail
 
 SOCK=/var/run/docker.sock
@@ -30,6 +38,30 @@ LOCK=/var/run/evalnoise-docker-engine.lock
 CGROUP_ROOT=${EVALNOISE_CGROUP_ROOT:-/sys/fs/cgroup}
 # sd_booted(3): systemd is the init system iff this directory exists
 SYSTEMD_DIR=${EVALNOISE_SYSTEMD_DIR:-/run/systemd/system}
+RUN_DIR=${EVALNOISE_DOCKER_RUN_DIR:-/var/run}
+DOCKERD_PIDFILE=$RUN_DIR/docker.pid
+CONTAINERD_PIDFILE=$RUN_DIR/docker/containerd/containerd.pid
+
+# running PROGRAM PIDFILE: the pid file names a live process whose command is PROGRAM
+running() {
+    local pid
+    pid=$(cat "$2" 2>/dev/null) || return 1
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ]
+}
+
+clear_stale_pidfiles() {
+    local pidfile program
+    for pidfile in "$DOCKERD_PIDFILE" "$CONTAINERD_PIDFILE"; do
+        program=dockerd
+        [ "$pidfile" = "$CONTAINERD_PIDFILE" ] && program=containerd
+        if [ -e "$pidfile" ] && ! running "$program" "$pidfile"; then
+            echo "docker-engine.sh: removing stale $pidfile (pid $(cat "$pidfile" 2>/dev/null)" \
+                "is not a running $program)" >&2
+            rm -f "$pidfile"
+        fi
+    done
+}
 
 cgroup_v2() {  # a unified mount has cgroup.controllers at its root (hybrid: under unified/)
     [ -f "$CGROUP_ROOT/cgroup.controllers" ]
@@ -63,10 +95,16 @@ delegate_v2_controllers() {
     }
 }
 
-if [ "${1:-}" = "--print-dockerd-args" ]; then
+case "${1:-}" in
+--print-dockerd-args)
     dockerd_args
     exit 0
-fi
+    ;;
+--clear-stale-pidfiles)
+    clear_stale_pidfiles
+    exit 0
+    ;;
+esac
 
 engine_answers() {
     [ -S "$SOCK" ] && timeout 10 docker -H "unix://$SOCK" info >/dev/null 2>&1
@@ -102,9 +140,9 @@ if engine_answers; then
     exit 0
 fi
 
-pidfile=/var/run/docker.pid
-if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    echo "docker-engine.sh: dockerd (pid $(cat "$pidfile")) is running; waiting for it" >&2
+clear_stale_pidfiles
+if running dockerd "$DOCKERD_PIDFILE"; then
+    echo "docker-engine.sh: dockerd (pid $(cat "$DOCKERD_PIDFILE")) is running; waiting for it" >&2
 else
     mkdir -p "$(dirname "$LOG")"
     # without delegation dockerd still starts; containers with limits would then fail

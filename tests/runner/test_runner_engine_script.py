@@ -74,3 +74,66 @@ def test_this_host_gets_the_arguments_its_cgroups_call_for():
     v2 = Path("/sys/fs/cgroup/cgroup.controllers").exists()
     systemd = Path("/run/systemd/system").is_dir()
     assert done.stdout.split() == BASE_ARGS + (CGROUPFS if v2 and not systemd else [])
+
+
+def clear_stale_pidfiles(run_dir: Path) -> str:
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "--clear-stale-pidfiles"],
+        env=dict(os.environ, EVALNOISE_DOCKER_RUN_DIR=str(run_dir)),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return done.stderr
+
+
+def started_as(tmp_path: Path, program: str) -> subprocess.Popen:
+    """A live process whose command name (/proc/PID/comm) is ``program``."""
+    binary = tmp_path / program
+    binary.write_bytes(Path("/bin/sleep").read_bytes())
+    binary.chmod(0o755)
+    return subprocess.Popen([str(binary), "60"])
+
+
+def test_pid_files_naming_some_other_live_process_are_removed(tmp_path):
+    # What broke CI: /var/run survived from another boot, containerd.pid named a pid that a
+    # different process held, and dockerd waited 60 s for a containerd that never started.
+    other = started_as(tmp_path, "sleep")
+    try:
+        run_dir = tmp_path / "run"
+        (run_dir / "docker" / "containerd").mkdir(parents=True)
+        dockerd_pid = run_dir / "docker.pid"
+        containerd_pid = run_dir / "docker" / "containerd" / "containerd.pid"
+        dockerd_pid.write_text(str(other.pid))
+        containerd_pid.write_text(f"{other.pid}\n")
+        message = clear_stale_pidfiles(run_dir)
+    finally:
+        other.kill()
+        other.wait()
+    assert not dockerd_pid.exists()
+    assert not containerd_pid.exists()
+    assert "is not a running containerd" in message
+
+
+def test_pid_files_of_gone_processes_are_removed_and_live_ones_kept(tmp_path):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    containerd = started_as(tmp_path, "containerd")
+    try:
+        run_dir = tmp_path / "run"
+        (run_dir / "docker" / "containerd").mkdir(parents=True)
+        dockerd_pid = run_dir / "docker.pid"
+        containerd_pid = run_dir / "docker" / "containerd" / "containerd.pid"
+        dockerd_pid.write_text(str(gone.pid))
+        containerd_pid.write_text(str(containerd.pid))
+        clear_stale_pidfiles(run_dir)
+        assert not dockerd_pid.exists()
+        assert containerd_pid.read_text() == str(containerd.pid)
+    finally:
+        containerd.kill()
+        containerd.wait()
+
+
+def test_no_pid_files_is_no_error(tmp_path):
+    assert clear_stale_pidfiles(tmp_path) == ""
