@@ -66,9 +66,15 @@ takes_jobs() {
     esac
 }
 
-# pid in $1 is alive
+# alive PROGRAM PIDFILE: the pid file names a live process whose command is PROGRAM. A pid
+# alone is not enough: where /var/run outlives a boot (or the disk is a snapshot), an old
+# pid file can name some other process; that one must neither stand in for the daemon
+# nor be killed by `stop`.
 alive() {
-    [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+    local pid
+    pid=$(cat "$2" 2>/dev/null) || return 1
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ]
 }
 
 install_missing() {
@@ -139,15 +145,15 @@ start_daemons() {
         say "creating /etc/munge/munge.key"
         runuser -u munge -- mungekey --create --keyfile=/etc/munge/munge.key
     fi
-    if ! alive /run/munge/munged.pid; then
+    if ! alive munged /run/munge/munged.pid; then
         say "starting munged"
         runuser -u munge -- munged 9>&-
     fi
-    if ! alive "$RUN_DIR/slurmctld.pid"; then
+    if ! alive slurmctld "$RUN_DIR/slurmctld.pid"; then
         say "starting slurmctld (log: $LOG_DIR/slurmctld.log)"
         slurmctld -f "$CONF" 9>&-
     fi
-    if ! alive "$RUN_DIR/slurmd.pid"; then
+    if ! alive slurmd "$RUN_DIR/slurmd.pid"; then
         say "starting slurmd -N $NODE (log: $LOG_DIR/slurmd.log)"
         slurmd -f "$CONF" -N "$NODE" 9>&-
     fi
@@ -174,7 +180,7 @@ wait_for_node() {
 
 stop_one() {  # name pidfile
     local name=$1 pidfile=$2 pid
-    alive "$pidfile" || return 0
+    alive "$name" "$pidfile" || return 0
     pid=$(cat "$pidfile")
     say "stopping $name (pid $pid)"
     kill "$pid"
