@@ -20,6 +20,9 @@ else:
     include: "rules/trials.smk"
 
 
+include: "rules/sequential.smk"
+
+
 include: "rules/analysis.smk"
 include: "rules/report.smk"
 include: "rules/targets.smk"

@@ -130,6 +130,7 @@ rule summarize:
         pairs=all_pairs,
         convergence=all_convergence,
         budget=all_budgets,
+        sequential=sequential_summary_file,
     output:
         groups="results/analysis/groups.json",
         summary="results/analysis/summary.txt",

@@ -16,10 +16,14 @@ from evalnoise.machine import cpu_model
 from evalnoise.pipeline.canary import roomiest_profile
 from evalnoise.pipeline.imported import import_groups
 from evalnoise.pipeline.jobs import export_checkout
+from evalnoise.pipeline import sequential as pipeline_sequential
 from evalnoise.pipeline.plan import (
     NAME_PATTERN,
     RANGE_PATTERN,
     Plan,
+    Shard,
+    chunk_size,
+    group_label,
     journal_path,
     parse_range,
 )
@@ -82,6 +86,13 @@ try:
     else:
         PLAN = Plan.from_config(config, len(sample_tasks(config["benchmark"])))
         TASK_POOL = task_pool_size(config["benchmark"])
+    SEQUENTIAL = (
+        None
+        if IMPORTED
+        else pipeline_sequential.SequentialSettings.from_config(
+            config, len(sample_tasks(config["benchmark"]))
+        )
+    )
 except (ValueError, OSError) as error:
     raise WorkflowError(f"cannot plan the run: {error}") from None
 
@@ -95,6 +106,7 @@ wildcard_constraints:
     block=RANGE_PATTERN,
     chunk=RANGE_PATTERN,
     kind="agents|resource_profiles",
+    round="[0-9][0-9][0-9]",
 
 
 # -- patterns ----------------------------------------------------------------------------------
@@ -259,16 +271,76 @@ def all_image_infos(wildcards=None):
     return [fill(rules.build_image.output.info, agent=agent) for agent in PLAN.agents]
 
 
+# -- which shards: the fixed design, or (sequential mode) the rounds decided so far ---------------
+
+
+def _read_json(path):
+    import json
+
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _round_label(round_):
+    return f"{round_:03d}"
+
+
+def sequential_record(round_):
+    """Round ``round_``'s record. Until it exists this raises Snakemake's incomplete-
+    checkpoint signal: Snakemake runs the round, then evaluates the caller again."""
+    return _read_json(
+        checkpoints.sequential_round.get(round=_round_label(round_)).output.record
+    )
+
+
+def sequential_design(round_):
+    """{group label: [Rect]} run up to and including round ``round_``."""
+    if round_ == 0:
+        return pipeline_sequential.first_design(SEQUENTIAL, PLAN.groups())
+    return {
+        group: [pipeline_sequential.Rect.from_list(r) for r in rects]
+        for group, rects in sequential_record(round_ - 1)["next_design"].items()
+    }
+
+
+def sequential_last_round():
+    """The round after which every unit had stopped."""
+    round_ = 0
+    while not sequential_record(round_)["done"]:
+        round_ += 1
+    return round_
+
+
+def group_shards(agent, resource_profile, design=None):
+    """The shards of one group: the fixed design's, or those of ``design`` (sequential mode;
+    default: the design of the last round)."""
+    if SEQUENTIAL is None:
+        return PLAN.shards(agent, resource_profile)
+    if design is None:
+        design = sequential_design(sequential_last_round())
+    rects = design[group_label(agent, resource_profile)]
+    return [
+        Shard(agent, resource_profile, block, chunk)
+        for block, chunk in pipeline_sequential.shard_ranges(
+            rects, int(config["trials"]["block_size"]), chunk_size(config)
+        )
+    ]
+
+
+def all_shards():
+    return [s for a, r in PLAN.groups() for s in group_shards(a, r)]
+
+
 def all_trial_shards(wildcards=None):
     if IMPORTED:
         return [_path(rules.import_trials.output.trials)]
-    return [fill(rules.run_trials.output.shard, **s.wildcards) for s in PLAN.shards()]
+    return [fill(rules.run_trials.output.shard, **s.wildcards) for s in all_shards()]
 
 
 def all_score_shards(wildcards=None):
     if IMPORTED:
         return [_path(rules.import_trials.output.scores)]
-    return [fill(rules.score.output.scores, **s.wildcards) for s in PLAN.shards()]
+    return [fill(rules.score.output.scores, **s.wildcards) for s in all_shards()]
 
 
 JUDGE_STAGE = pipeline_settings.judge_stage(config)
@@ -289,33 +361,86 @@ def all_judged_shards(wildcards=None):
     """The judge stage's shards (none without it)."""
     if not JUDGE_STAGE:
         return []
-    return [fill(rules.judge.output.judged, **s.wildcards) for s in PLAN.shards()]
+    return [fill(rules.judge.output.judged, **s.wildcards) for s in all_shards()]
 
 
-def reference_scores_of(agent, resource_profile):
+def reference_scores_of(agent, resource_profile, design=None):
     if IMPORTED:
         return [_path(rules.import_trials.output.scores)]
     return [
         fill(rules.score.output.scores, **s.wildcards)
-        for s in PLAN.shards(agent, resource_profile)
+        for s in group_shards(agent, resource_profile, design)
     ]
 
 
-def judged_of(agent, resource_profile):
+def judged_of(agent, resource_profile, design=None):
     if not JUDGE_STAGE:
         return []
     return [
         fill(rules.judge.output.judged, **s.wildcards)
-        for s in PLAN.shards(agent, resource_profile)
+        for s in group_shards(agent, resource_profile, design)
     ]
 
 
-def scores_of(agent, resource_profile):
+def scores_of(agent, resource_profile, design=None):
     """The shards the statistics read: the reference scorer's, or with
     ``analysis.score: judge`` the judge stage's."""
     if config["analysis"]["score"] == "judge" and JUDGE_STAGE:
-        return judged_of(agent, resource_profile)
-    return reference_scores_of(agent, resource_profile)
+        return judged_of(agent, resource_profile, design)
+    return reference_scores_of(agent, resource_profile, design)
+
+
+# -- sequential mode: the checkpoint's inputs and params --------------------------------------
+
+
+def sequential_round_scores(wildcards):
+    """Every group's score shards of the design run up to this round."""
+    design = sequential_design(int(wildcards.round))
+    return [path for a, r in PLAN.groups() for path in scores_of(a, r, design)]
+
+
+def sequential_previous_record(wildcards):
+    round_ = int(wildcards.round)
+    if round_ == 0:
+        return []
+    return [fill(rules.sequential_round.output.record, round=_round_label(round_ - 1))]
+
+
+def sequential_design_param(wildcards):
+    return {
+        group: [rect.to_list() for rect in rects]
+        for group, rects in sequential_design(int(wildcards.round)).items()
+    }
+
+
+def sequential_settings_param(wildcards=None):
+    from dataclasses import asdict
+
+    return asdict(SEQUENTIAL)
+
+
+def sequential_records(wildcards=None):
+    """Every round's record, the first to the last."""
+    if SEQUENTIAL is None:
+        return []
+    return [
+        fill(rules.sequential_round.output.record, round=_round_label(round_))
+        for round_ in range(sequential_last_round() + 1)
+    ]
+
+
+def sequential_outputs(wildcards=None):
+    """results/sequential/{summary.json,rounds.csv}: written in every mode (a fixed design
+    says so), so the trials stage's DVC output always exists."""
+    return [_path(path) for path in rules.sequential_summary.output]
+
+
+def sequential_summary_file(wildcards=None):
+    """results/sequential/summary.json in sequential mode (summary.txt and the report say
+    why each agent stopped), else nothing."""
+    if SEQUENTIAL is None:
+        return []
+    return [_path(rules.sequential_summary.output.summary)]
 
 
 def group_scores(wildcards):
@@ -424,10 +549,11 @@ def analysis_outputs(wildcards=None):
 
 
 def trial_targets(wildcards=None):
-    """The trials stage: tasks, each agent's image record, every trial shard. Not the
+    """The trials stage: tasks, each agent's image record, every trial shard, and (sequential
+    mode) the rounds that decided which shards there are. Not the
     canaries: nothing reads one after its agent's trials, and one rebuilt (absent, it is no
     longer `ancient`) would make all the agent's shards look stale."""
-    return [tasks_table(), *all_image_infos(), *all_trial_shards()]
+    return [tasks_table(), *all_image_infos(), *all_trial_shards(), *sequential_outputs()]
 
 
 def analysis_targets(wildcards=None):

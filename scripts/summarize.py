@@ -7,6 +7,7 @@ import pandas as pd
 from evalnoise.atomic import atomic_path, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.sequential import summary_lines
 from evalnoise.pipeline.stages import summarize
 
 
@@ -34,6 +35,18 @@ s = summarize(
     judge=load(i.judge),
     attribution=load([i.attribution])[0],
 )
+if i.sequential:  # sequential mode: why each agent stopped where it did
+    sequential = load([i.sequential[0]])[0]
+    s["summary"] = s["summary"].rstrip("\n") + "\n\n" + "\n".join(summary_lines(sequential)) + "\n"
+    s["metrics"]["sequential"] = {
+        u["unit"]: {
+            "status": u["status"],
+            "round": u["round"],
+            "achieved": u.get("achieved"),
+            "trials": sum(sequential["groups"][g]["trials"] for g in u["groups"]),
+        }
+        for u in sequential["units"]
+    }
 write_text(o.groups, dumps({"groups": s["groups"], "levels": s["levels"]}) + "\n")
 write_text(o.comparisons, dumps({"comparisons": s["comparisons"], "skipped": s["skipped"]}) + "\n")
 write_text(o.summary, s["summary"])

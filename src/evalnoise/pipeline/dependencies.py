@@ -112,7 +112,17 @@ STAGES: dict[str, Stage] = {
     # with `trials_from` set, import_trials stands in for sampling, running and scoring
     "trials": Stage(
         data=(),
-        rules=("sample_tasks", "build_image", "canary", "run_trials", "import_trials"),
+        # sequential mode: the rounds' checkpoints decide which trials run (they read the
+        # scores of the rounds so far, which this stage's run makes as well)
+        rules=(
+            "sample_tasks",
+            "build_image",
+            "canary",
+            "run_trials",
+            "import_trials",
+            "sequential_round",
+            "sequential_summary",
+        ),
     ),
     "scores": Stage(data=("results/tasks.parquet", "results/trials"), rules=("score",)),
     "judge": Stage(data=("results/tasks.parquet", "results/trials"), rules=("judge",)),

@@ -176,6 +176,7 @@ def _check_semantics(config: Mapping[str, Any]) -> None:
                     f"config key health.expected_failures[{i}]: {label!r} is not a group of "
                     f"this run (groups: {', '.join(sorted(groups))})"
                 )
+    _check_sequential(config)
     bench = config.get("benchmark") or {}
     if bench.get("source") in ("file", "frames") and not bench.get("path"):
         raise ConfigError(
@@ -189,6 +190,77 @@ def _check_semantics(config: Mapping[str, Any]) -> None:
         raise ConfigError(
             str(exc).replace("config key '", "config key ").replace("' holds", ": holds", 1)
         ) from None
+
+
+def _check_sequential(config: Mapping[str, Any]) -> None:
+    """The ``sequential`` block's cross-field rules (what its schema cannot say)."""
+    seq = config.get("sequential") or {}
+    if not seq.get("enabled"):
+        return
+    key = "config key sequential"
+    if config.get("trials_from"):
+        raise ConfigError(
+            f"{key}.enabled: an imported trial table cannot be extended with more rounds; "
+            "plan the next run with `evalnoise plan --from` instead"
+        )
+    target = seq.get("target", "accuracy")
+    if target == "icc" and seq.get("se") is None:
+        raise ConfigError(f"{key}.se: required by target 'icc' (e.g. 0.03)")
+    # absent: the schema's default (0.15); null: no target at all
+    if target in ("accuracy", "difference") and "half_width" in seq and seq["half_width"] is None:
+        raise ConfigError(f"{key}.half_width: required by target {target!r}")
+    agents = config.get("agents") or {}
+    profiles = list(config.get("resource_profiles") or {})
+    compare = seq.get("compare")
+    if target == "difference":
+        if not compare:
+            raise ConfigError(f"{key}.compare: the difference target needs two agents")
+        for i, name in enumerate(compare):
+            if name not in agents:
+                raise ConfigError(
+                    f"{key}.compare[{i}]: {name!r} is not an agent of this run "
+                    f"(agents: {', '.join(sorted(agents))})"
+                )
+        if compare[0] == compare[1]:
+            raise ConfigError(f"{key}.compare: two different agents, got {compare[0]!r} twice")
+        shared = [
+            r
+            for r in profiles
+            if all(r in (agents[a].get("resource_profiles") or profiles) for a in compare)
+        ]
+        if not shared:
+            raise ConfigError(
+                f"{key}.compare: {compare[0]!r} and {compare[1]!r} share no resource profile"
+            )
+    elif compare:
+        raise ConfigError(f"{key}.compare: only the difference target compares agents")
+    first = seq.get("first_block") or {}
+    first_tasks, first_trials = int(first.get("tasks", 6)), int(first.get("trials", 2))
+    max_trials = seq.get("max_trials_per_task")
+    if max_trials is None:
+        max_trials = (config.get("trials") or {}).get("count", 8)
+        trials_key = "trials.count (the default max_trials_per_task)"
+    else:
+        trials_key = f"{key}.max_trials_per_task"
+    if first_trials > int(max_trials):
+        raise ConfigError(
+            f"{key}.first_block.trials: {first_trials} trials per task in the first round is "
+            f"more than {trials_key} = {max_trials}"
+        )
+    max_tasks = seq.get("max_tasks")
+    if max_tasks is not None and first_tasks > int(max_tasks):
+        raise ConfigError(
+            f"{key}.first_block.tasks: {first_tasks} tasks in the first round is more than "
+            f"{key}.max_tasks = {max_tasks}"
+        )
+    bench = config.get("benchmark") or {}
+    if bench.get("source", "generated") == "generated" and "n" in bench:
+        pool = int(bench["n"])
+        for name, value in (("first_block.tasks", first_tasks), ("max_tasks", max_tasks)):
+            if value is not None and int(value) > pool:
+                raise ConfigError(
+                    f"{key}.{name}: {value} tasks, but the benchmark has benchmark.n = {pool}"
+                )
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,0 +1,43 @@
+# Adaptive evaluation (config `sequential`, evalnoise.pipeline.sequential): trials run in
+# rounds; after each round the checkpoint `sequential_round` decides per agent × resource
+# profile (or per compared pair) whether to stop or what the next round holds. The input
+# functions in rules/common.smk walk the round records, so Snakemake re-evaluates the DAG
+# after each round and schedules exactly the next round's shards.
+
+
+checkpoint sequential_round:
+    input:
+        scores=sequential_round_scores,
+        tasks=lambda wildcards: ancient(tasks_table()),
+        previous=sequential_previous_record,
+    output:
+        record="results/sequential/round-{round}.json",
+    log:
+        "results/logs/sequential/round-{round}.log",
+    conda:
+        ENV
+    params:
+        round=lambda wildcards: int(wildcards.round),
+        design=sequential_design_param,
+        settings=sequential_settings_param,
+        groups=plan_groups_param,
+        infra_policy=infra_policy_param,
+        code_version=code_version("analysis"),
+    script:
+        "../scripts/sequential_round.py"
+
+
+rule sequential_summary:
+    input:
+        rounds=sequential_records,
+    output:
+        summary="results/sequential/summary.json",
+        rounds="results/sequential/rounds.csv",
+    log:
+        "results/logs/sequential/summary.log",
+    conda:
+        ENV
+    params:
+        code_version=code_version("analysis"),
+    script:
+        "../scripts/sequential_summary.py"

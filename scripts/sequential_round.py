@@ -1,0 +1,84 @@
+"""Snakemake entry point of checkpoint `sequential_round`: stop, or what the next round runs."""
+
+import json
+
+import pandas as pd
+
+from evalnoise.atomic import write_text
+from evalnoise.formatting import dumps
+from evalnoise.pipeline.collect import load_group
+from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.plan import group_label
+from evalnoise.pipeline.sequential import (
+    GroupTrials,
+    Rect,
+    SequentialSettings,
+    decide_unit,
+    next_rects,
+    task_count,
+    units,
+)
+
+log = log_to(snakemake.log[0])
+p = snakemake.params
+settings = SequentialSettings(**p.settings)
+round_ = int(p.round)
+design = {g: [Rect.from_list(r) for r in rects] for g, rects in p.design.items()}
+previous = {}
+if snakemake.input.previous:
+    with open(snakemake.input.previous[0], encoding="utf-8") as handle:
+        previous = {u["unit"]: u for u in json.load(handle)["units"]}
+tasks = pd.read_parquet(snakemake.input.tasks, columns=["task_id"])
+task_rows = {str(t): i for i, t in enumerate(tasks["task_id"])}
+
+
+def group_trials(agent, resource_profile):
+    data = load_group(
+        snakemake.input.scores, snakemake.input.tasks, agent, resource_profile, p.infra_policy
+    )
+    return GroupTrials(
+        label=data.group,
+        frame=data.frame,
+        attempts=len(data.attempts),
+        tasks_attempted=int(data.attempts["task_id"].nunique()),
+        statuses=data.counts["statuses"],
+    )
+
+
+records = []
+next_design = {g: list(rects) for g, rects in design.items()}
+for unit in units(settings, [tuple(g) for g in p.groups]):
+    before = previous.get(unit.label)
+    if before is not None and before["stopped"]:
+        records.append(before)  # decided in an earlier round; its data has not changed
+        continue
+    record = decide_unit(
+        unit,
+        [group_trials(a, r) for a, r in unit.groups],
+        design,
+        task_rows,
+        settings,
+        round_,
+    )
+    records.append(record)
+    added = []
+    if record["decision"] is not None:
+        first = group_label(*unit.groups[0])
+        added = next_rects(record["decision"], settings.target, design[first], round_ + 1)
+    for a, r in unit.groups:
+        next_design[group_label(a, r)] += added
+    log.info("%s: %s — %s", unit.label, record["status"], record["reason"])
+    record["next"] = [rect.to_list() for rect in added]
+
+out = {
+    "round": round_,
+    "done": all(u["stopped"] for u in records),
+    "target": settings.target,
+    "goal": settings.goal,
+    "settings": p.settings,
+    "design": {g: [r.to_list() for r in rects] for g, rects in design.items()},
+    "next_design": {g: [r.to_list() for r in rects] for g, rects in next_design.items()},
+    "tasks": {g: task_count(rects) for g, rects in next_design.items()},
+    "units": records,
+}
+write_text(snakemake.output.record, dumps(out) + "\n")

@@ -1,0 +1,26 @@
+"""Snakemake entry point of rule `sequential_summary`: why each unit stopped, round by round."""
+
+import json
+
+from evalnoise.atomic import atomic_path, write_text
+from evalnoise.formatting import dumps
+from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.sequential import round_rows, summary_record
+
+log = log_to(snakemake.log[0])
+records = []
+for path in snakemake.input.rounds:
+    with open(path, encoding="utf-8") as handle:
+        records.append(json.load(handle))
+if records:
+    summary = summary_record(records)
+else:  # a fixed design: the file says so, and the trials stage's DVC output exists
+    summary = {"enabled": False, "units": [], "groups": {}}
+table = round_rows(records)
+with atomic_path(snakemake.output.rounds) as tmp:
+    table.to_csv(tmp, index=False, float_format="%.6g")
+write_text(snakemake.output.summary, dumps(summary) + "\n")
+for unit in summary["units"]:
+    log.info(
+        "%s: %s after round %d — %s", unit["unit"], unit["status"], unit["round"], unit["reason"]
+    )
