@@ -5,7 +5,8 @@ always wrong (``TINY_RATE=0``: no variance at all, like a weak agent near 0 %; "
 would not do, since the tiny agent can only guess the word problems), ``erratic`` is right
 with a per-task rate spread over [0, 1] (a hash of its name and the task), so its task
 means vary a lot. Target: the accuracy's anytime-valid interval no wider than ±0.2; first round
-4 tasks × 2 trials; at most 40 tasks of 3 trials; a task costs as much to set up as a trial.
+6 tasks × 2 trials; at most 24 tasks (the pool) of 3 trials; a task costs as much to set up as a
+trial. The steady agent meets the target; the erratic one runs out of tasks first.
 
 Checked: each unit stops for its own reason, the steady agent after fewer tasks and rounds
 than the erratic one; the journals hold exactly the trials of each group's final design
@@ -39,7 +40,7 @@ def config(workspace: Path) -> dict:
     return {
         "backend": "local",
         "canary": False,
-        "benchmark": {"n": 40},
+        "benchmark": {"n": 24},
         "prices": {},  # TEMP until the prices schema fills defaults of a null block
         "agents": {
             "erratic": agent(TINY_SKILL="erratic"),
@@ -52,7 +53,7 @@ def config(workspace: Path) -> dict:
             "enabled": True,
             "target": "accuracy",
             "half_width": 0.2,
-            "first_block": {"tasks": 4, "trials": 2},
+            "first_block": {"tasks": 6, "trials": 2},
             "cost_per_task": 1.0,
             "cost_per_trial": 1.0,
         },
