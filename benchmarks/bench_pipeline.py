@@ -25,17 +25,27 @@ The task count is trials / (agents × profiles × ``--trials-per-task``). Shards
 ``shards.target_seconds`` (``--target-seconds``; 0 = the default plan, block_size ×
 task_chunk_size) with ``shards.trial_seconds`` = ``--trial-seconds`` (default: per backend).
 The judge stage is off (it would need the model server); everything else is the default
-config. Writes ``benchmarks/results/pipeline.{md,json}`` and a chart of cost per trial
-against trials (``pipeline.svg``); ``--profile-dag`` also writes a cProfile of
-``snakemake -n`` at the largest scale (``benchmarks/results/profiles/``).
+config. Writes ``benchmarks/results/pipeline.{md,json}`` (``--out``, ``--name``) and a chart
+of cost per trial against trials (``pipeline.svg``); ``--profile-dag`` also writes a cProfile
+of ``snakemake -n`` at the largest scale (``<out>/profiles/dag-<scale>-<date>.txt``).
 
     python benchmarks/bench_pipeline.py --scale docker:1000:1 --scale local:10000:1
     python benchmarks/bench_pipeline.py --issue-grid          # every scale of issue 13
 
+DAG builds alone (``--dag-only``) on a shared machine: ``--repeat N`` times each build N
+times and reports the median; ``--baseline DIR`` builds the same scale in a second workspace
+made from another tree (a checkout of the code before a change) and alternates the two, so
+before and after see the same load; ``--cold-cache`` removes the workspaces'
+``.snakemake/evalnoise/`` (the derived ``code_version`` sets, :mod:`evalnoise.provenance`)
+before every timed build, as after an edit of the package or the rules.
+
+    python benchmarks/bench_pipeline.py --dag-only --repeat 5 --baseline /tmp/before \
+        --scale local:100000:10 --scale local:100000:1 --name dag_build
+
 ``scontrol``: where the Slurm client is installed but no controller runs, Snakemake's Slurm
-executor plugin waits 9 s on ``scontrol show config`` at every start. ``--no-slurm-probe``
-(the default) puts a ``scontrol`` that fails at once first on the runs' PATH; the first DAG
-build of each scale is also timed without it (``dag_build_s_with_probe``).
+executor plugin waits 9 s on ``scontrol show config`` at every start. Unless ``--slurm-probe``
+is given, the runs' PATH starts with a ``scontrol`` that fails at once; the first DAG build of
+each scale is also timed without that stand-in (``dag_build_s_with_probe``).
 """
 
 from __future__ import annotations
@@ -165,8 +175,18 @@ def bench_config(ws: Path, scale: Scale, target: float, trial_seconds: float) ->
     return config
 
 
-def make_workspace(path: Path, config: dict) -> Path:
-    copy_project(path, PROJECT_FILES)
+def make_workspace(path: Path, config: dict, tree: Path | None = None) -> Path:
+    """A workspace of this checkout's project files, or of ``tree``'s (``--baseline``)."""
+    if tree is None:
+        copy_project(path, PROJECT_FILES)
+    else:
+        path.mkdir(parents=True)
+        for name in PROJECT_FILES:
+            source = tree / name
+            if source.is_dir():
+                shutil.copytree(source, path / name, ignore=ignore_caches)
+            else:
+                shutil.copy2(source, path / name)
     shutil.copytree(AGENT_DIR, path / "benchmarks" / "agents" / "instant", ignore=ignore_caches)
     (path / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return path
@@ -379,10 +399,18 @@ def du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def dry_run(ws: Path, env: dict[str, str]) -> tuple[float, dict[str, int]]:
+#: The DAG build timed (and profiled): a dry run printing nothing but the job counts.
+DRY_RUN = ("-n", "--quiet", "all")
+#: What ``--cold-cache`` removes: the derived code_version sets (evalnoise.provenance.CACHE).
+DERIVED_CACHE = Path(".snakemake") / "evalnoise"
+
+
+def dry_run(ws: Path, env: dict[str, str], cold: bool = False) -> tuple[float, dict[str, int]]:
+    if cold:
+        shutil.rmtree(ws / DERIVED_CACHE, ignore_errors=True)
     t0 = time.perf_counter()
     out = subprocess.run(
-        [snakemake_bin(), "-n", "--quiet", "all"],
+        [snakemake_bin(), *DRY_RUN],
         cwd=ws,
         env=env,
         capture_output=True,
@@ -394,13 +422,15 @@ def dry_run(ws: Path, env: dict[str, str]) -> tuple[float, dict[str, int]]:
     return wall, job_counts(out.stdout + out.stderr)
 
 
-def profile_dag(ws: Path, env: dict[str, str], label: str) -> Path:
-    """cProfile of ``snakemake -n``; the top 30 by cumulative time as text."""
-    profiles = OUT / "profiles"
+def profile_dag(ws: Path, env: dict[str, str], label: str, out: Path = OUT) -> Path:
+    """cProfile of the timed command (``snakemake -n --quiet all``); as text, the top 30 by
+    cumulative time, then the top 30 of the workspace's own code (rule files and package),
+    named after the scale and the date (``<out>/profiles/dag-<label>-<YYYY-MM-DD>.txt``)."""
+    profiles = out / "profiles"
     profiles.mkdir(parents=True, exist_ok=True)
     raw = Path(tempfile.mkdtemp()) / "dag.prof"
     subprocess.run(
-        [sys.executable, "-m", "cProfile", "-o", str(raw), snakemake_bin(), "-n", "--quiet"],
+        [sys.executable, "-m", "cProfile", "-o", str(raw), snakemake_bin(), *DRY_RUN],
         cwd=ws,
         env=env,
         capture_output=True,
@@ -412,11 +442,98 @@ def profile_dag(ws: Path, env: dict[str, str], label: str) -> Path:
     text = io.StringIO()
     stats = pstats.Stats(str(raw), stream=text)
     stats.sort_stats("cumulative").print_stats(30)
-    target = profiles / f"dag-{label}.txt"
+    text.write(f"\n# The workspace's own code ({ws}: rule files, package), top 30\n")
+    stats.print_stats(re.escape(str(ws)), 30)
+    shutil.rmtree(raw.parent, ignore_errors=True)
+    target = profiles / f"dag-{label}-{datetime.now(UTC):%Y-%m-%d}.txt"
     target.write_text(f"# cProfile of `snakemake -n` ({label}), top 30 by cumulative time\n")
     with open(target, "a", encoding="utf-8") as handle:
-        handle.write(text.getvalue().replace(str(ws), "<workspace>"))
+        written = text.getvalue()
+        pattern = re.escape(str(ws))  # the restriction, printed as its repr
+        for path in (repr(pattern)[1:-1], pattern, str(ws)):
+            written = written.replace(path, "<workspace>")
+        handle.write(written)
     return target
+
+
+def _relative(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def dag_only(
+    scale: Scale,
+    args: argparse.Namespace,
+    root: Path,
+    ws: Path,
+    env: dict[str, str],
+    dag_probe_s: float | None,
+) -> dict[str, Any]:
+    """``--dag-only``: ``--repeat`` timed DAG builds of ``ws`` (and, with ``--baseline``, of
+    the same scale in a workspace of the baseline tree, alternating which goes first); the
+    first build of each workspace (the probe's, or an untimed one) warms Python's bytecode
+    caches and Snakemake's directory."""
+    trees = {"after": ws}
+    if args.baseline is not None:
+        config = yaml.safe_load((ws / "config" / "config.yaml").read_text(encoding="utf-8"))
+        base = make_workspace(root / "baseline", config, args.baseline)
+        (base / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        trees["before"] = base
+        dry_run(base, tool_env(base, args.shim))  # warm-up, untimed
+    if dag_probe_s is None:
+        dry_run(ws, env)  # warm-up, untimed
+    runs: dict[str, list[float]] = {name: [] for name in trees}
+    counts: dict[str, dict[str, int]] = {}
+    for i in range(args.repeat):
+        order = list(trees) if i % 2 else list(reversed(trees))
+        for name in order:
+            tree = trees[name]
+            seconds, counts[name] = dry_run(tree, tool_env(tree, args.shim), args.cold_cache)
+            runs[name].append(round(seconds, 2))
+        print(
+            f"[{scale.label}] DAG build {i + 1}/{args.repeat}: "
+            + ", ".join(f"{name} {runs[name][-1]:.2f}s" for name in trees),
+            file=sys.stderr,
+            flush=True,
+        )
+    if "before" in counts and counts["before"] != counts["after"]:
+        raise RuntimeError(f"the baseline's DAG differs: {counts['before']} != {counts['after']}")
+    profile = None
+    if args.profile_dag and scale == args.largest:
+        profile = _relative(profile_dag(ws, env, scale.label, args.out))
+        if "before" in trees:
+            label = f"{scale.label}-baseline"
+            base = trees["before"]
+            profile_dag(base, tool_env(base, args.shim), label, args.out)
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    row = {
+        "dag_profile": profile,
+        "label": scale.label,
+        "dag_only": True,
+        "trials": scale.trials,
+        "agents": scale.agents,
+        "resource_profiles": scale.profiles,
+        "tasks": scale.tasks,
+        "shards_target_seconds": args.target or None,
+        "jobs": counts["after"].get("total"),
+        "jobs_by_rule": counts["after"],
+        "cold_cache": args.cold_cache,
+        "dag_build_s": round(_median(runs["after"]), 2),
+        "dag_build_runs_s": runs["after"],
+        "dag_build_s_with_probe": None if dag_probe_s is None else round(dag_probe_s, 2),
+        "load_average_after": os.getloadavg(),
+    }
+    if "before" in runs:
+        row["baseline"] = str(args.baseline)
+        row["baseline_dag_build_s"] = round(_median(runs["before"]), 2)
+        row["baseline_dag_build_runs_s"] = runs["before"]
+    return row
 
 
 def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict[str, Any]:
@@ -428,27 +545,10 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     dag_probe_s = None
     if shim is not None:
         dag_probe_s, _ = dry_run(ws, tool_env(ws, None))
+    if args.dag_only:
+        return dag_only(scale, args, root, ws, env, dag_probe_s)
     dag_s, counts = dry_run(ws, env)
     print(f"[{scale.label}] DAG {dag_s:.1f}s, {counts.get('total')} jobs", file=sys.stderr)
-    if args.dag_only:
-        profile = None
-        if args.profile_dag and scale == args.largest:
-            profile = str(profile_dag(ws, env, scale.label).relative_to(ROOT))
-        shutil.rmtree(root, ignore_errors=True)
-        return {
-            "dag_profile": profile,
-            "label": scale.label,
-            "dag_only": True,
-            "trials": scale.trials,
-            "agents": scale.agents,
-            "resource_profiles": scale.profiles,
-            "tasks": scale.tasks,
-            "shards_target_seconds": args.target or None,
-            "jobs": counts.get("total"),
-            "jobs_by_rule": counts,
-            "dag_build_s": round(dag_s, 2),
-            "dag_build_s_with_probe": None if dag_probe_s is None else round(dag_probe_s, 2),
-        }
 
     t0 = time.monotonic()
     proc = subprocess.Popen(
@@ -476,7 +576,7 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     results_bytes = du(ws / "results")
     profile = None
     if args.profile_dag and scale == args.largest:
-        profile = str(profile_dag(ws, env, scale.label).relative_to(ROOT))
+        profile = _relative(profile_dag(ws, env, scale.label, args.out))
 
     from evalnoise.pipeline.plan import Plan
 
@@ -558,14 +658,16 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         f"Command: `{doc['command']}`",
         "",
-        "| scale | trials | agents × profiles × tasks × trials | shards (mean trials each) | jobs "
-        "| DAG build s | pipeline s | runner alone s | ratio | target | pipeline ms/trial "
-        "| runner ms/trial | results/ MB |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in doc["runs"]:
-        if r.get("dag_only"):
-            continue
+    full = [r for r in doc["runs"] if not r.get("dag_only")]
+    if full:
+        lines += [
+            "| scale | trials | agents × profiles × tasks × trials | shards (mean trials each) "
+            "| jobs | DAG build s | pipeline s | runner alone s | ratio | target "
+            "| pipeline ms/trial | runner ms/trial | results/ MB |",
+            "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+    for r in full:
         goal = TARGETS[r["backend"]]
         dag = f"{r['dag_build_s']:.1f}"
         if r["dag_build_s_with_probe"] is not None:
@@ -578,28 +680,58 @@ def markdown(doc: dict[str, Any]) -> str:
             f"| {1000 * r['pipeline_s_per_trial']:.1f} | {1000 * r['runner_s_per_trial']:.1f} "
             f"| {r['results_bytes'] / 1e6:.1f} |"
         )
-    lines += [
-        "",
-        "Per stage: span (first job start → last job end, s after `snakemake` started), summed "
-        "job time, jobs seen by the poll, peak RSS of one job and of the stage's jobs at once "
-        "(MB; a job = the Python process running its script, agents excluded). `snakemake` is "
-        "Snakemake's own process (its span: the whole run).",
-        "",
-    ]
+    if full:
+        lines += [
+            "",
+            "Per stage: span (first job start → last job end, s after `snakemake` started), "
+            "summed job time, jobs seen by the poll, peak RSS of one job and of the stage's jobs "
+            "at once (MB; a job = the Python process running its script, agents excluded). "
+            "`snakemake` is Snakemake's own process (its span: the whole run).",
+            "",
+        ]
     dags = [r for r in doc["runs"] if r.get("dag_only")]
     if dags:
+        goal = doc["targets"]["dag_build_s"]
+        baseline = any("baseline_dag_build_s" in r for r in dags)
         lines += [
-            "DAG builds only (`--dag-only`: `snakemake -n`, nothing run):",
+            "DAG builds only (`--dag-only`: `snakemake -n`, nothing run; the median of the "
+            "timed builds, each build in brackets"
+            + (
+                "; *before*: the same scale in a workspace of the baseline tree, alternated "
+                "with *after*"
+                if baseline
+                else ""
+            )
+            + f"; target ≤ {goal} s at 100,000 trials):",
             "",
             "| scale | trials | agents × profiles × tasks | shards.target_seconds | jobs "
-            "| DAG build s |",
-            "|---|---:|---|---:|---:|---:|",
+            "| code_version cache "
+            + ("| before: DAG build s " if baseline else "")
+            + "| DAG build s | target |",
+            "|---|---:|---|---:|---:|---" + ("|---:" if baseline else "") + "|---:|---|",
         ]
         for r in dags:
+            runs = r.get("dag_build_runs_s") or [r["dag_build_s"]]
+            cell = f"{r['dag_build_s']:.2f} ({', '.join(f'{s:.2f}' for s in runs)})"
+            before = ""
+            if baseline:
+                old = r.get("baseline_dag_build_runs_s")
+                before = (
+                    f"| {r['baseline_dag_build_s']:.2f} ({', '.join(f'{s:.2f}' for s in old)}) "
+                    if old
+                    else "| — "
+                )
+            target = "—"
+            if r["trials"] >= 100_000:
+                target = f"≤ {goal} {'met' if r['dag_build_s'] <= goal else 'MISSED'}"
+            cache = {True: "cold (removed before each build)", False: "warm"}.get(
+                r.get("cold_cache"),
+                "—",  # (measured before there was one)
+            )
             lines.append(
                 f"| {r['label']} | {r['trials']} | {r['agents']} × {r['resource_profiles']} × "
                 f"{r['tasks']} | {r['shards_target_seconds'] or 'unset (default plan)'} "
-                f"| {r['jobs']} | {r['dag_build_s']:.1f} |"
+                f"| {r['jobs']} | {cache} {before}| {cell} | {target} |"
             )
         lines.append("")
     for r in doc["runs"]:
@@ -663,6 +795,22 @@ def chart(doc: dict[str, Any], path: Path) -> None:
     path.write_text(vlc.vegalite_to_svg(spec.to_json()))
 
 
+def _command(argv: list[str]) -> str:
+    """The arguments as typed, the notes' text left out (it is in the notes)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            out.append("…")
+            continue
+        if arg == "--note":
+            skip = True
+        elif arg.startswith("--note="):
+            arg = "--note=…"
+        out.append(arg)
+    return " ".join(out)
+
+
 def parse_scale(text: str, args: argparse.Namespace) -> Scale:
     parts = text.split(":")
     if len(parts) not in (2, 3) or parts[0] not in ("docker", "local"):
@@ -700,9 +848,36 @@ def main(argv: list[str] | None = None) -> int:
         "--dag-only", action="store_true", help="time the DAG build (snakemake -n) only"
     )
     parser.add_argument("--slurm-probe", action="store_true", help="keep scontrol on PATH")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="--dag-only: timed DAG builds per scale (median)"
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="--dag-only: also time the DAG build of a workspace made from this tree (the "
+        "code before a change), alternating with this checkout's",
+    )
+    parser.add_argument(
+        "--cold-cache",
+        action="store_true",
+        help="--dag-only: remove .snakemake/evalnoise/ (the derived code_version sets) "
+        "before every timed build",
+    )
+    parser.add_argument("--out", type=Path, default=OUT, help="directory of the results")
+    parser.add_argument(
+        "--name", default="pipeline", help="file name of the results: <out>/<name>.{md,json}"
+    )
     parser.add_argument("--note", action="append", default=[], help="a line for the notes")
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if (args.baseline is not None or args.cold_cache or args.repeat > 1) and not args.dag_only:
+        parser.error("--repeat, --baseline and --cold-cache time DAG builds: use --dag-only")
+    if args.baseline is not None:
+        args.baseline = args.baseline.resolve()
+        if not (args.baseline / "Snakefile").is_file():
+            parser.error(f"--baseline {args.baseline}: no Snakefile (not a checkout)")
 
     scales = [parse_scale(s, args) for s in args.scale]
     if args.issue_grid:
@@ -718,23 +893,28 @@ def main(argv: list[str] | None = None) -> int:
         shim = Path(tempfile.mkdtemp(prefix="evalnoise-bench-shim-"))
         (shim / "scontrol").write_text("#!/bin/sh\nexit 1\n")
         (shim / "scontrol").chmod(0o755)
+    args.shim = shim
 
     doc: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python benchmarks/bench_pipeline.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python benchmarks/bench_pipeline.py " + _command(argv or sys.argv[1:]),
         "machine": machine(),
         "targets": {"ratio": TARGETS, "dag_build_s": 5.0},
         "runs": [],
         "notes": args.note,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    for scale in scales:
-        doc["runs"].append(run_scale(scale, args, shim))
-        # written after every scale: a long grid keeps what it measured
-        (args.out / "pipeline.json").write_text(json.dumps(doc, indent=2) + "\n")
-        (args.out / "pipeline.md").write_text(markdown(doc))
+    try:
+        for scale in scales:
+            doc["runs"].append(run_scale(scale, args, shim))
+            # written after every scale: a long grid keeps what it measured
+            (args.out / f"{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
+            (args.out / f"{args.name}.md").write_text(markdown(doc))
+    finally:
+        if shim is not None:
+            shutil.rmtree(shim, ignore_errors=True)
     if any(not r.get("dag_only") for r in doc["runs"]):
-        chart(doc, args.out / "pipeline.svg")
+        chart(doc, args.out / f"{args.name}.svg")
     print(markdown(doc))
     return 0
 

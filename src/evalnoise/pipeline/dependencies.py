@@ -61,6 +61,7 @@ __all__ = [
     "WORKFLOW",
     "Rule",
     "Stage",
+    "all_area_modules",
     "area_modules",
     "areas",
     "check",
@@ -68,6 +69,7 @@ __all__ = [
     "main",
     "rule_problems",
     "stage_deps",
+    "workflow_files",
     "workflow_rules",
     "write",
 ]
@@ -184,7 +186,9 @@ def _root(root: Path | None) -> Path:
     return checkout_root("deriving the pipeline's dependencies")
 
 
-def _workflow_files(root: Path) -> list[Path]:
+def workflow_files(root: Path | None = None) -> list[Path]:
+    """The files rules are read from: the Snakefile and ``rules/*.smk``."""
+    root = _root(root)
     return [root / "Snakefile", *sorted((root / "rules").glob("*.smk"))]
 
 
@@ -198,7 +202,7 @@ def workflow_rules(root: Path | None = None) -> dict[str, Rule]:
             "files, so evalnoise must be imported from a checkout (pip install -e .)"
         )
     out = {}
-    for path in _workflow_files(root):
+    for path in workflow_files(root):
         text = path.read_text(encoding="utf-8")
         for match in _RULE.finditer(text):
             body = text[match.end() :]
@@ -355,16 +359,28 @@ def _smk_imports(path: Path) -> str:
     return "\n".join(statements) + "\n"
 
 
-class _Reach:
-    """Worklist over (module, name): name None = the module is imported (its top-level code
-    runs), a name = that function/class/binding is used, ``*`` = all of the module is."""
+#: A node of the import graph: (module, None) = the module is imported (its top-level code
+#: runs), (module, name) = that function/class/binding of it is used, (module, ``*``) = all
+#: of the module is.
+_Node = tuple[str, str | None]
+
+
+class _Graph:
+    """The package's import graph over :data:`_Node` s, its edges derived on first need.
+
+    A node's successors depend only on its module's source (and on which package modules
+    exist), never on where the walk started, so one graph serves every walk: each area's
+    (or stage's) set is the closure of its entry points' successors, and a module's code is
+    scanned once per process, not once per area. :func:`_graph` keeps one graph per state
+    of the package's files."""
 
     def __init__(self, src: Path) -> None:
         self.src = src
         self.sources: dict[str, _Source] = {}
-        self.done: set[tuple[str, str | None]] = set()
-        self.todo: list[tuple[str, str | None]] = []
         self.known: dict[str, bool] = {}
+        #: node → its successors, for every node expanded so far
+        self.edges: dict[_Node, frozenset[_Node]] = {}
+        self._found: set[_Node] = set()  # the successors of the node being expanded
 
     # -- sources
 
@@ -381,24 +397,23 @@ class _Reach:
             self.known[name] = _module_path(name, self.src) is not None
         return self.known[name]
 
-    def modules(self) -> set[str]:
-        return {name for name, symbol in self.done if symbol is None}
-
-    # -- the worklist
+    # -- edges and walks
 
     def add(self, module: str, symbol: str | None) -> None:
-        if self.is_module(module) and (module, symbol) not in self.done:
-            self.todo.append((module, symbol))
+        """``(module, symbol)`` is a successor of what is being expanded (if a package
+        module: other imports lead nowhere the package's files are)."""
+        if self.is_module(module):
+            self._found.add((module, symbol))
 
-    def run(self) -> None:
-        while self.todo:
-            item = self.todo.pop()
-            if item in self.done:
-                continue
-            self.done.add(item)
-            module, symbol = item
+    def successors(self, node: _Node) -> frozenset[_Node]:
+        """What ``node`` needs: for an import, its parent packages and what importing it
+        runs; for a name, its module's import and what the name's code reaches."""
+        found = self.edges.get(node)
+        if found is None:
+            module, symbol = node
             source = self.source(module)
             assert source is not None
+            self._found = set()
             if symbol is None:
                 for parent in _parents(module):
                     self.add(parent, None)
@@ -406,17 +421,32 @@ class _Reach:
             else:
                 self.add(module, None)
                 self.use(source, symbol)
+            found = self.edges[node] = frozenset(self._found)
+        return found
 
-    def entry(self, source: _Source, every_binding: bool) -> None:
-        """All of a script runs (its functions too); of a rule file only the imports are
-        seen, so every name they bind counts as used (``every_binding``)."""
+    def entry(self, source: _Source, every_binding: bool) -> frozenset[_Node]:
+        """Where a script or rule file leads: all of a script runs (its functions too); of a
+        rule file only the imports are seen, so every name they bind counts as used
+        (``every_binding``)."""
+        self._found = set()
         self.import_time(source)
         for name in source.defs:
             self.use(source, name)
         if every_binding:
             for name in source.bindings:
                 self.use(source, name)
-        self.run()
+        return frozenset(self._found)
+
+    def closure(self, start: Iterable[_Node]) -> set[_Node]:
+        """Every node reachable from ``start`` (``start`` included)."""
+        done: set[_Node] = set()
+        todo = list(start)
+        while todo:
+            node = todo.pop()
+            if node not in done:
+                done.add(node)
+                todo.extend(self.successors(node) - done)
+        return done
 
     # -- what runs
 
@@ -559,21 +589,49 @@ def _pseudo_name(path: Path, root: Path) -> str:
     return "<" + rel.as_posix() + ">"
 
 
+#: src directory → (the state of its package's files, the graph derived from them)
+_GRAPHS: dict[Path, tuple[tuple[tuple[str, int, int], ...], _Graph]] = {}
+_GRAPHS_KEPT = 4
+
+
+def _graph(src: Path) -> _Graph:
+    """The import graph of the package under ``src``, shared by every walk in this process
+    while no package file changes: a new, edited or removed module (path, mtime or size)
+    starts a new graph (unchanged files are not parsed again: :func:`_parse` is cached)."""
+    stamp = []
+    for path in (src / PACKAGE).rglob("*.py"):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        stamp.append((path.as_posix(), stat.st_mtime_ns, stat.st_size))
+    state = tuple(sorted(stamp))
+    kept = _GRAPHS.pop(src, None)
+    if kept is None or kept[0] != state:
+        kept = (state, _Graph(src))
+    _GRAPHS[src] = kept  # the most recently used last
+    while len(_GRAPHS) > _GRAPHS_KEPT:  # tests walk many copies of a checkout
+        del _GRAPHS[next(iter(_GRAPHS))]
+    return kept[1]
+
+
 def imported_modules(paths: Iterable[str | Path], root: Path | None = None) -> list[str]:
     """The package files (relative to the checkout, sorted) that the scripts or Snakemake
     files ``paths`` (relative to the checkout) need, following imports as described above."""
     root = _root(root)
-    reach = _Reach(root / "src")
+    graph = _graph(root / "src")
+    start: set[_Node] = set()
     for rel in paths:
         path = root / rel
         if not path.is_file():
             raise FileNotFoundError(f"{rel}: no such file under {root}")
         name = _pseudo_name(Path(rel), root)
         if path.suffix == ".py":
-            reach.entry(_load(path, name, False), every_binding=False)
+            start |= graph.entry(_load(path, name, False), every_binding=False)
         else:
-            reach.entry(_load(path, name, False, _smk_imports(path)), every_binding=True)
-    files = {_module_path(name, reach.src) for name in reach.modules()}
+            start |= graph.entry(_load(path, name, False, _smk_imports(path)), every_binding=True)
+    names = {module for module, symbol in graph.closure(start) if symbol is None}
+    files = {_module_path(name, graph.src) for name in names}
     return sorted(p.relative_to(root).as_posix() for p in files if p is not None)
 
 
@@ -584,6 +642,16 @@ def area_modules(area: str, root: Path | None = None) -> list[str]:
         known = ", ".join(a for a, s in scripts.items() if s)
         raise KeyError(f"unknown area {area!r} (no rule with a script carries it); known: {known}")
     return imported_modules(scripts[area], root)
+
+
+def all_area_modules(root: Path | None = None) -> dict[str, list[str]]:
+    """Every area's package files (what :func:`area_modules` gives each area that has
+    scripts), from one walk of the import graph shared by all areas: a module reached by
+    several areas is parsed and scanned once."""
+    root = _root(root)
+    return {
+        area: imported_modules(scripts, root) for area, scripts in areas(root).items() if scripts
+    }
 
 
 def stage_deps(root: Path | None = None) -> dict[str, list[str]]:

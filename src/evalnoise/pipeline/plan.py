@@ -136,15 +136,39 @@ def task_rows_digest(tasks: Any, chunk: str) -> str:
     *every* shard's job rerun — the trials were resumed from the journals, but every trial
     shard was rewritten, rescored and every statistic recomputed. With the digest, exactly
     the shards whose rows changed (a grown last chunk, a changed task spec) rerun.
+
+    Snakemake asks once per ``run_trials`` and ``score`` job while it builds the DAG, and
+    every agent × resource profile shares the chunks. The digest is a function of the rows'
+    JSON alone, so it is kept per SHA-256 of that JSON (:func:`_rows_json_digest`): rows
+    seen before skip the re-encoding, most of the cost.
     """
     import hashlib
-    import json
 
     first, last = parse_range(chunk)
     rows = tasks.iloc[first : last + 1]
-    records = json.loads(rows.to_json(orient="records", date_format="iso"))
-    text = json.dumps(records, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    raw = rows.to_json(orient="records", date_format="iso")
+    return _rows_json_digest(hashlib.sha256(raw.encode()).digest(), raw)
+
+
+_ROWS_DIGESTS: dict[bytes, str] = {}  # SHA-256 of the rows' JSON → their task_rows_digest
+_ROWS_DIGESTS_KEPT = 4096
+
+
+def _rows_json_digest(key: bytes, raw: str) -> str:
+    """The digest of rows given as pandas' ``records`` JSON ``raw`` (``key``: its SHA-256):
+    the records re-encoded canonically (sorted keys, compact, UTF-8), hashed."""
+    found = _ROWS_DIGESTS.get(key)
+    if found is None:
+        import hashlib
+        import json
+
+        records = json.loads(raw)
+        text = json.dumps(records, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        found = hashlib.sha256(text.encode()).hexdigest()[:16]
+        if len(_ROWS_DIGESTS) >= _ROWS_DIGESTS_KEPT:
+            _ROWS_DIGESTS.clear()
+        _ROWS_DIGESTS[key] = found
+    return found
 
 
 def group_label(agent: str, resource_profile: str) -> str:
