@@ -21,8 +21,6 @@ else:
 
 
 include: "rules/sequential.smk"
-
-
 include: "rules/analysis.smk"
 include: "rules/report.smk"
 include: "rules/targets.smk"

@@ -36,14 +36,13 @@ from evalnoise.provenance import code_version
 export_checkout(workflow.basedir)
 
 SCHEMA = "../config/schemas/config.schema.yaml"
+# read once per parse: it is used twice below (67 ms each with the pure-Python YAML loader)
+SCHEMA_DOC = pipeline_settings.load_schema(
+    os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
+)
 # A crisp message naming the bad key first; then Snakemake's own validation (sets defaults).
 try:
-    pipeline_settings.check_config(
-        config,
-        pipeline_settings.load_schema(
-            os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
-        ),
-    )
+    pipeline_settings.check_config(config, SCHEMA_DOC)
 except pipeline_settings.ConfigError as error:
     raise WorkflowError(str(error)) from None
 validate(config, schema=SCHEMA)
@@ -62,9 +61,7 @@ EFFECTIVE_CONFIG = effective_config.config_record(
     config,
     pipeline_settings.with_defaults(
         _read_yaml(CONFIG_FILE) if os.path.exists(CONFIG_FILE) else {},
-        pipeline_settings.load_schema(
-            os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
-        ),
+        SCHEMA_DOC,
     ),
 )
 if os.environ.get(effective_config.GUARD_VARIABLE) == "strict":
@@ -79,18 +76,28 @@ TRIALS_DIR = "results/trials"
 JUDGE_CACHE = ".evalnoise-cache/judge.sqlite"
 ENV = "envs/evalnoise.yaml"
 
+_PLANNED_TASKS = {}
+
+
+def _planned_tasks():
+    """The sampled tasks (what sample_tasks writes), computed once per workflow parse."""
+    if "tasks" not in _PLANNED_TASKS:
+        _PLANNED_TASKS["tasks"] = sample_tasks(config["benchmark"])
+    return _PLANNED_TASKS["tasks"]
+
+
 try:
     if IMPORTED:
         PLAN = Plan.from_groups(import_groups(config["trials_from"], config["columns"]))
         TASK_POOL = None
     else:
-        PLAN = Plan.from_config(config, len(sample_tasks(config["benchmark"])))
+        PLAN = Plan.from_config(config, len(_planned_tasks()))
         TASK_POOL = task_pool_size(config["benchmark"])
     SEQUENTIAL = (
         None
         if IMPORTED
         else pipeline_sequential.SequentialSettings.from_config(
-            config, len(sample_tasks(config["benchmark"]))
+            config, len(_planned_tasks())
         )
     )
 except (ValueError, OSError) as error:
@@ -553,7 +560,12 @@ def trial_targets(wildcards=None):
     mode) the rounds that decided which shards there are. Not the
     canaries: nothing reads one after its agent's trials, and one rebuilt (absent, it is no
     longer `ancient`) would make all the agent's shards look stale."""
-    return [tasks_table(), *all_image_infos(), *all_trial_shards(), *sequential_outputs()]
+    return [
+        tasks_table(),
+        *all_image_infos(),
+        *all_trial_shards(),
+        *sequential_outputs(),
+    ]
 
 
 def analysis_targets(wildcards=None):
@@ -589,17 +601,24 @@ def all_outputs(wildcards=None):
 # runs ignore them (resources are scheduler tokens there).
 
 
-_PLANNED_TASKS = {}
-
-
-def _planned_tasks():
-    """The sampled tasks (what sample_tasks writes), computed once per workflow parse."""
-    if "tasks" not in _PLANNED_TASKS:
-        _PLANNED_TASKS["tasks"] = sample_tasks(config["benchmark"])
-    return _PLANNED_TASKS["tasks"]
+_RUN_TRIALS_REQUESTS = {}
 
 
 def _run_trials_request(wildcards, threads):
+    """A shard's Slurm request, computed once per shard (three resources ask for it)."""
+    key = (
+        wildcards.agent,
+        wildcards.resource_profile,
+        wildcards.block,
+        wildcards.chunk,
+        threads,
+    )
+    if key not in _RUN_TRIALS_REQUESTS:
+        _RUN_TRIALS_REQUESTS[key] = _shard_request(wildcards, threads)
+    return _RUN_TRIALS_REQUESTS[key]
+
+
+def _shard_request(wildcards, threads):
     from evalnoise.pipeline.slurm_resources import shard_job_resources
 
     first, last = parse_range(wildcards.chunk)
