@@ -10,6 +10,20 @@ Contract (see ``src/evalnoise/runner/contract.py``): the task is JSON at
 ``$EVALNOISE_TASK_FILE``; the answer goes to ``$EVALNOISE_OUTPUT`` as ``{"answer": ...}``;
 the trial seed is ``$EVALNOISE_SEED32`` (31 bits, for llama.cpp's sampler).
 
+Usage. Every model client made here (:func:`load_model`, :class:`HTTPModel`,
+:class:`LocalModel`) adds each reply's OpenAI-style ``usage`` to one per-process tally
+(:data:`USAGE`), and :func:`write_answer` puts it in the answer record, so no agent has to::
+
+    {"answer": "42", "usage": {"model_calls": 2, "prompt_tokens": 310, "completion_tokens": 18}}
+
+Unknown is null, a known zero is 0: ``model_calls`` counts the replies received (always
+known: agentlib sees every call it makes); a token total is null as soon as one reply did
+not report that count (a sum with an unknown term is unknown, never a smaller number).
+An agent that loaded a model and never called it reports ``0`` calls and ``0`` tokens (a
+measurement); an agent that never made a model client here writes no ``usage`` at all
+(agentlib cannot know what it used), and the runner records nulls. An agent that passes
+``usage=`` to :func:`write_answer` itself replaces the tally.
+
 Agent settings are environment variables with the ``AGENT_`` prefix (``EVALNOISE_`` is the
 runner's):
 
@@ -69,8 +83,14 @@ def trial_seed(task: dict[str, Any]) -> int:
 
 
 def write_answer(answer: str, **extra: Any) -> None:
-    """Write ``{"answer": answer, ...}`` to ``$EVALNOISE_OUTPUT`` and echo it on stdout."""
+    """Write ``{"answer": answer, ...}`` to ``$EVALNOISE_OUTPUT`` and echo it on stdout.
+
+    The record carries ``usage`` (:meth:`Usage.to_dict`) once a model client of this module
+    exists, unless ``extra`` gives its own.
+    """
     record = {"answer": answer, **extra}
+    if "usage" not in record and USAGE is not None:
+        record["usage"] = USAGE.to_dict()
     line = json.dumps(record, ensure_ascii=False)
     path = os.environ.get("EVALNOISE_OUTPUT")
     if path:
@@ -91,15 +111,67 @@ def setting(name: str, default: str | None = None) -> str:
 # ------------------------------------------------------------------------------ models
 
 
+def _client_module() -> Any:
+    """The chat client: ``evalnoise_client`` inside the image, the package on the host."""
+    try:
+        import evalnoise_client as module
+    except ImportError:
+        from evalnoise.models import client as module
+    return module
+
+
+class Usage:
+    """The model usage of this process: replies received and their token totals.
+
+    ``prompt_tokens`` / ``completion_tokens`` start at 0 (nothing asked yet is a known zero)
+    and become None for good when a reply lacks a valid count: the total is then unknown.
+    """
+
+    def __init__(self) -> None:
+        self.model_calls = 0
+        self.prompt_tokens: int | None = 0
+        self.completion_tokens: int | None = 0
+
+    def add(self, usage: Any) -> None:
+        """Count one reply with its ``usage`` mapping (None or malformed: unknown tokens)."""
+        count = _client_module().usage_count
+        usage = usage if isinstance(usage, dict) else {}
+        self.model_calls += 1
+        self.prompt_tokens = _plus(self.prompt_tokens, count(usage.get("prompt_tokens")))
+        self.completion_tokens = _plus(
+            self.completion_tokens, count(usage.get("completion_tokens"))
+        )
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {
+            "model_calls": self.model_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    """A sum with an unknown term is unknown."""
+    return None if total is None or value is None else total + value
+
+
+#: This process's usage tally: None until a model client of this module is made.
+USAGE: Usage | None = None
+
+
+def _usage() -> Usage:
+    global USAGE
+    if USAGE is None:
+        USAGE = Usage()
+    return USAGE
+
+
 class HTTPModel:
     """Chat completions from an OpenAI-compatible server (the model served by the host)."""
 
     def __init__(self) -> None:
-        try:  # inside the image: the copied client
-            from evalnoise_client import ChatClient
-        except ImportError:  # on the host: the package
-            from evalnoise.models.client import ChatClient
-        self.client = ChatClient(
+        self.usage = _usage()
+        self.client = _client_module().ChatClient(
             base_url=setting("AGENT_BASE_URL"),
             model=setting("AGENT_MODEL"),
             api_key_env=os.environ.get("AGENT_API_KEY_ENV") or None,
@@ -118,9 +190,11 @@ class HTTPModel:
         seed: int,
         stop: list[str] | None = None,
     ) -> str:
-        return self.client.chat(
+        reply = self.client.chat(
             messages, temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop
-        ).text
+        )
+        self.usage.add(reply.usage)
+        return reply.text
 
 
 class LocalModel:
@@ -133,6 +207,7 @@ class LocalModel:
     def __init__(self) -> None:
         import llama_cpp  # only in images built with the llama runtime
 
+        self.usage = _usage()
         threads = int(setting("AGENT_N_THREADS", "1"))
         model_path = setting("AGENT_MODEL_PATH", "/opt/models/model.gguf")
         started = time.monotonic()
@@ -163,6 +238,7 @@ class LocalModel:
         reply = self.llm.create_chat_completion(
             messages, temperature=temperature, max_tokens=max_tokens, seed=seed, stop=stop
         )
+        self.usage.add(reply.get("usage"))
         return reply["choices"][0]["message"].get("content") or ""
 
 

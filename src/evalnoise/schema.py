@@ -6,6 +6,13 @@
 
 Every artifact is written through :func:`conform`, so a column added upstream without a
 schema change fails loudly instead of silently drifting.
+
+Cost drivers (:mod:`evalnoise.costs` prices them) are nullable counts where null means
+*not reported* and 0 a measured zero: a trial's ``duration_s`` (container seconds), the
+agent's ``prompt_tokens``, ``completion_tokens`` and ``model_calls`` (from its answer record,
+:func:`evalnoise.runner.contract.usage_columns`), and the LLM judge's ``judge_calls``,
+``judge_cached``, ``judge_prompt_tokens`` and ``judge_completion_tokens`` (null for the other
+scorers, which ask no judge).
 """
 
 from __future__ import annotations
@@ -54,6 +61,11 @@ TRIALS = pa.schema(
         pa.field("time_limit_s", pa.float64()),
         pa.field("stdout_tail", pa.string()),
         pa.field("stderr_tail", pa.string()),
+        # the agent's model usage as it reported it: null = not reported (the agent sent no
+        # usage, or a malformed one, noted in `error`); 0 = a reported zero
+        pa.field("prompt_tokens", pa.int64()),
+        pa.field("completion_tokens", pa.int64()),
+        pa.field("model_calls", pa.int64()),
         pa.field("started_at", _UTC),
         pa.field("ended_at", _UTC),
         # when the trial was meant to run (evalnoise.runner.seeds, "Trial order"): the first
@@ -80,6 +92,14 @@ SCORES = pa.schema(
         pa.field("judge_explanation", pa.string()),
         # every judge sample's verdict (k > 1: the judge's own noise); null for other scorers
         pa.field("judge_votes", pa.list_(pa.bool_())),
+        # the LLM judge's cost of this trial in this scoring run (null for other scorers):
+        # samples sent to the server (an HTTP retry or a structured-form probe is part of its
+        # call, not another), samples answered from the cache (free), and the tokens of the
+        # calls' replies (null when a call's reply did not report them; 0 with no call)
+        pa.field("judge_calls", pa.int64()),
+        pa.field("judge_cached", pa.int64()),
+        pa.field("judge_prompt_tokens", pa.int64()),
+        pa.field("judge_completion_tokens", pa.int64()),
     ]
 )
 

@@ -66,6 +66,9 @@ def test_http_agents_in_containers(backend, base_image, llama_server):
             row = backend.run_trial(_request(spec, task, "3x", trial, 100 + trial))
             assert row["status"] == "ok", row
             assert row["prediction"] and row["image"] == tag and row["backend"] == "docker"
+            # the image's agentlib counted the server's usage into the trial row
+            assert row["model_calls"] >= 1 and row["prompt_tokens"] > 0, row
+            assert 0 < row["completion_tokens"] <= 64 * row["model_calls"], row
     assert llama_server.request_count() > before  # the containers really called the host
 
 
@@ -114,6 +117,9 @@ def test_local_model_oom_kills_under_1x_not_3x(backend, base_image):
     assert three["status"].eq("ok").all()
     killed = one[one.status == "oom_killed"]
     assert killed["exit_code"].eq(137).all() and killed["prediction"].isna().all()
+    # llama.cpp's own usage, counted in the container; a killed trial reported none (null)
+    assert (three["model_calls"] >= 1).all() and (three["prompt_tokens"] > 0).all()
+    assert killed[["prompt_tokens", "completion_tokens", "model_calls"]].isna().all().all()
     # a model in a fresh process per trial: the same seed reproduces the same answer
     pair = frame[(frame.level == "3")].pivot_table(
         index="trial", columns="resource_profile", values="prediction", aggfunc="first"

@@ -251,13 +251,17 @@ def digests(paths) -> dict[str, str]:
 
 #: Values that are functions of *when* trials ran, so two runs of the same trials differ in
 #: them (the attribution stage's time model: its variance components, infrastructure share
-#: and drift over time blocks that bin the start times, or why it could not be fitted).
+#: and drift over time blocks that bin the start times, or why it could not be fitted), and
+#: of *what the run spent* (``costs``, evalnoise.costs: the container seconds are the
+#: trials' ``duration_s``; the judge's calls vs cache hits depend on what an earlier,
+#: killed run had already judged).
 WHEN_KEYS = re.compile(
     r"^(infra_share.*|infra_components|components|drift_.*|time_blocks"
-    r"|time_effects_not_computed)$"
+    r"|time_effects_not_computed|costs)$"
 )
-#: The same in the summary's and the report's text.
-WHEN_TEXT = re.compile(r"infrastructure share of variance[^\n<]*")
+#: The same in the summary's and the report's text (the cards' cost lines open with
+#: "per trial attempt").
+WHEN_TEXT = re.compile(r"infrastructure share of variance[^\n<]*|per trial attempt\b[^\n<|]*")
 
 
 def without_when(value):

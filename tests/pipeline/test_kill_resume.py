@@ -40,6 +40,9 @@ append and carry times) exists in both workspaces, and compares by SHA-256 of:
   results/analysis/attribution.json and results/metrics.json; the "infrastructure share of
   variance" line of summary.txt). A resumed run ran some trials later than an uninterrupted
   one, so these legitimately differ — the same holds between any two runs;
+- what the run spent, masked: the groups' cost drivers (key ``costs`` in the analysis'
+  JSON and the cards; the cards' "per trial attempt" lines), whose container seconds are
+  the trials' ``duration_s`` and whose judge calls depend on what a killed run had cached;
 - results/report/index.html with the workspace's git commit and the run's start and end
   times masked (it prints the manifest's provenance);
 - the manifest without ``git`` (each workspace is its own repository), ``started_at``,

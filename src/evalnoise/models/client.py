@@ -30,7 +30,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ChatClient", "ChatError", "ChatResponse", "MalformedResponse"]
+__all__ = ["ChatClient", "ChatError", "ChatResponse", "MalformedResponse", "usage_count"]
 
 #: HTTP statuses worth another attempt.
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -65,9 +65,26 @@ class MalformedResponse(ChatError):
         super().__init__(message, status=status, retryable=False, attempts=attempts)
 
 
+#: Largest token count taken at face value (int64-safe; no reply comes near it).
+MAX_USAGE_COUNT = 2**53
+
+
+def usage_count(value: Any) -> int | None:
+    """A token count of a reply's ``usage`` as the int it claims to be, or None when the
+    server did not report it or reported something that is no count (a bool, a fraction,
+    a negative number, a string): unknown, never guessed."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_USAGE_COUNT else None
+
+
 @dataclass(frozen=True)
 class ChatResponse:
-    """The first choice of a chat completion."""
+    """The first choice of a chat completion.
+
+    ``usage`` is the server's ``usage`` object as sent ({} when it sent none);
+    :attr:`prompt_tokens` and :attr:`completion_tokens` read it (:func:`usage_count`).
+    """
 
     text: str
     finish_reason: str | None
@@ -75,6 +92,14 @@ class ChatResponse:
     usage: dict[str, Any]
     attempts: int
     raw: dict[str, Any] = field(repr=False)
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        return usage_count(self.usage.get("prompt_tokens"))
+
+    @property
+    def completion_tokens(self) -> int | None:
+        return usage_count(self.usage.get("completion_tokens"))
 
 
 @dataclass
@@ -155,7 +180,8 @@ class ChatClient:
             text=text,
             finish_reason=choice.get("finish_reason"),
             model=data.get("model"),
-            usage=data.get("usage") or {},
+            # a server may send usage as null or as something that is no object
+            usage=data["usage"] if isinstance(data.get("usage"), dict) else {},
             attempts=attempts,
             raw=data,
         )

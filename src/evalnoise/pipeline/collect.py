@@ -29,7 +29,9 @@ def read_scores(paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
     tables = [pq.read_table(p) for p in paths]
     if not tables:
         raise ValueError("no score shards given")
-    return pa.concat_tables(tables).to_pandas()
+    # "default" promotion: a shard written before a nullable column existed (the cost
+    # drivers, say) reads as null there instead of failing the concatenation
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
 
 
 @dataclass

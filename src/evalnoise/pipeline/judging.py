@@ -14,7 +14,9 @@ beside the reference scorer's (``results/scores/``) on the same trials:
   flagged ``degenerate``;
 - **the judge's own noise** (:func:`evalnoise.stats.nested_components`): with k > 1
   samples per trial, the variance of the votes splits into task, trial-within-task and
-  judge-within-trial components.
+  judge-within-trial components;
+- **what the judge cost** (``costs``, :func:`evalnoise.costs.cost_drivers` with the judge
+  drivers): calls sent to the server, samples from the cache, tokens, per trial.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def judge_quality(
     ``options`` is the config's ``analysis`` section, ``policy`` the infra policy,
     ``judge`` the config's ``scorer.judge`` section (mode, samples).
     """
+    from evalnoise.costs import JUDGE_DRIVERS, cost_drivers
     from evalnoise.pipeline.collect import load_group, read_scores
     from evalnoise.pipeline.plan import group_label
     from evalnoise.pipeline.stages import group_estimates
@@ -100,6 +103,7 @@ def judge_quality(
         "agreement": None,
         "agreement_by_level": {},
         "nested": None,
+        "costs": cost_drivers(judged, JUDGE_DRIVERS),
     }
     if len(both):
         record["agreement"] = judge_agreement(

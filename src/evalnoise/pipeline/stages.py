@@ -158,7 +158,9 @@ def analyze_group(
 ) -> dict[str, Any]:
     """One group's statistics: ``overall``, ``levels``, ``infra``, ``per_task``, and what
     became of its trials: ``outcomes``, ``health`` (is this a measurement of the agent?),
-    ``crash_signals``; ``overall`` and each level record carry their own ``outcomes``.
+    ``crash_signals``; ``overall`` and each level record carry their own ``outcomes``;
+    ``costs``: the cost drivers of every attempt (:func:`evalnoise.costs.cost_drivers`:
+    per driver how many attempts reported it, their total and mean; not priced here).
 
     ``options`` is the config's ``analysis`` section; ``policy`` the infra policy's
     description, printed with the numbers; ``health`` the config's ``health`` section.
@@ -166,6 +168,7 @@ def analyze_group(
     estimates are None, never an error: it is reported, flagged, and left out of comparisons.
     """
     from evalnoise.analysis import per_task_table
+    from evalnoise.costs import cost_drivers
     from evalnoise.outcomes import outcome_counts
 
     outcomes, verdict, signals = group_health(data, health)
@@ -211,6 +214,7 @@ def analyze_group(
             "max": int(counts.max()) if len(counts) else 0,
         },
         "per_task": per_task.to_dict(orient="records"),
+        "costs": cost_drivers(data.attempts),
     }
 
 
@@ -406,19 +410,26 @@ def summarize(
     judge: Sequence[Mapping[str, Any]] = (),
     attribution: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything in one place, sorted: ``groups`` (records with ``outcomes``, ``health``
-    and, with a judge stage, ``judge``: :func:`judge_summary`), ``levels``, ``comparisons``
+    """Everything in one place, sorted: ``groups`` (records with ``outcomes``, ``health``,
+    ``costs`` (:func:`evalnoise.costs.combine_costs`) and, with a judge stage, ``judge``:
+    :func:`judge_summary`), ``levels``, ``comparisons``
     (Holm over the whole family), ``skipped``
     (pairs not compared because a group is not a measurement), ``profiles`` /
     ``convergence`` / ``budget`` / ``per_task`` (DataFrames), ``summary`` (text),
     ``problems`` (what makes the run fail) and ``metrics`` (the DVC metrics dict)."""
+    from evalnoise.costs import combine_costs
+
     stats = sorted(stats, key=lambda s: (s["agent"], s["resource_profile"]))
     judged = {r["group"]: judge_summary(r) for r in judge}
+    judge_costs = {r["group"]: r.get("costs") for r in judge}
     groups = [
         {
             **s["overall"],
             "crash_signals": dict(s.get("crash_signals", {})),
             **({"judge": judged[s["group"]]} if s["group"] in judged else {}),
+            # the trials' cost drivers, with the judge stage's calls when it ran (priced
+            # by the report: prices are no statistic)
+            "costs": combine_costs(s.get("costs"), judge_costs.get(s["group"])),
         }
         for s in stats
     ]

@@ -18,6 +18,12 @@ version, the llama.cpp runtime's CPU features and declared baseline), the card s
 When the attribution stage ran, the card says how the group's accuracy moves under each infra
 policy (:func:`policy_sensitivity_of`) and whether the declared policy's choice matters.
 
+Every card shows the group's cost drivers (``Cost drivers``: mean container seconds, model
+calls, tokens and judge calls per trial, "not reported" where no trial reported one, and how
+many trials lacked each) and, with prices in the config (``prices``), what the trials cost
+(``Cost``: :func:`evalnoise.costs.estimate_cost`, per trial and in total, a lower bound
+when trials lacked a priced driver — they are never priced as 0).
+
 Cards are pure functions of their inputs: no timestamps, keys sorted when serialised.
 """
 
@@ -29,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalnoise.analysis import reporting_line
+from evalnoise.costs import DRIVERS, Prices, driver_label, estimate_cost
 from evalnoise.formatting import fmt, jsonable, pct
 from evalnoise.report.health import (
     OUTCOME_HEADERS,
@@ -50,12 +57,15 @@ __all__ = [
     "MIN_TRIALS",
     "CardContext",
     "card_banner",
+    "card_costs",
     "card_fields",
     "card_key",
     "card_markdown",
     "card_note",
     "card_rows",
     "card_title",
+    "cost_drivers_text",
+    "cost_text",
     "evaluation_card",
     "limitations",
     "policy_sensitivity_of",
@@ -125,6 +135,8 @@ class CardContext:
     task_level : the task complexity level of the whole benchmark, when it is one level
         (per-level statistics, when given, go in rows instead).
     confidence : level of every CI.
+    prices : the config's ``prices`` section (:class:`evalnoise.costs.Prices` keys; None or
+        all-null: the cards show the cost drivers, unpriced).
     """
 
     benchmark: str
@@ -139,6 +151,7 @@ class CardContext:
     scoring: Mapping[str, Any] = field(default_factory=dict)
     task_level: str | None = None
     confidence: float = 0.95
+    prices: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.benchmark:
@@ -147,6 +160,7 @@ class CardContext:
             raise ValueError("CardContext: infra_policy is required (it is printed on every card)")
         if not 0.0 < self.confidence < 1.0:
             raise ValueError(f"CardContext: confidence must lie in (0, 1), got {self.confidence}")
+        Prices.from_config(self.prices)  # a negative price is an error here, not a card
 
 
 def card_key(record: Mapping[str, Any], context: CardContext) -> tuple[str, str | None]:
@@ -354,7 +368,9 @@ def evaluation_card(
         (:func:`policy_sensitivity_of`). None: not computed, no line on the card.
 
     The record's ``outcomes``, ``health`` and ``crash_signals`` (when present) become the
-    card's ``outcomes``, ``health`` and top-level ``valid`` (None: not assessed).
+    card's ``outcomes``, ``health`` and top-level ``valid`` (None: not assessed); its
+    ``costs`` (``groups.json``: :func:`evalnoise.costs.combine_costs`), priced at the
+    context's ``prices``, the card's ``costs`` (:func:`card_costs`).
     """
     missing = [k for k in REQUIRED_KEYS if k not in record]
     if missing and ("group" in missing or health_of(record)["valid"] is not False):
@@ -439,8 +455,32 @@ def evaluation_card(
         "machine": None if machine is None else dict(machine),
         "judge": None if record.get("judge") is None else dict(record["judge"]),
         "policy_sensitivity": (None if attribution is None else policy_sensitivity_of(attribution)),
+        "costs": card_costs(record.get("costs"), context.prices),
     }
     return jsonable(card)
+
+
+def card_costs(
+    costs: Mapping[str, Any] | None, prices: Mapping[str, Any] | Prices | None
+) -> dict[str, Any]:
+    """A card's ``costs``: the group's cost drivers as recorded (``drivers``: name →
+    ``{n, missing, total, mean}`` per attempt, None when the input has no cost record),
+    ``trials`` (attempts), the ``prices`` that apply (None: none configured) and the
+    ``estimate`` (:func:`evalnoise.costs.estimate_cost`: per trial = Σ_k p_k · mean_k,
+    total = Σ_k p_k · total_k; None without prices or drivers)."""
+    prices = prices if isinstance(prices, Prices) else Prices.from_config(prices)
+    drivers = None if not costs else costs.get("drivers")
+    trials = None if not costs else costs.get("trials")
+    estimate = None
+    if drivers is not None and prices.priced:
+        found = estimate_cost(drivers, int(trials or 0), prices)
+        estimate = None if found is None else found.to_dict()
+    return {
+        "trials": trials,
+        "drivers": None if drivers is None else {k: dict(v) for k, v in drivers.items()},
+        "prices": prices.to_dict() if prices.priced else None,
+        "estimate": estimate,
+    }
 
 
 def policy_sensitivity_of(attribution: Mapping[str, Any]) -> dict[str, Any]:
@@ -685,10 +725,101 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         )
     if card.get("judge"):
         rows.append(("Judge vs reference", judge_text(card["judge"], conf)))
+    # cost is no statistic of the agent's quality: never struck, also on an invalid card
+    costs = card.get("costs") or {}
+    rows.append(("Cost drivers", cost_drivers_text(costs)))
+    rows.append(("Cost", cost_text(costs)))
     if card.get("machine"):
         rows.append(("Machine", _machine_text(card["machine"])))
     invalid = card.get("valid") is False
     return [(k, v, invalid and k in MEASURED_FIELDS) for k, v in rows]
+
+
+def _amount(value: float | None, currency: str | None) -> str:
+    if value is None:
+        return "unknown"
+    text = f"{value:,.2f}" if abs(value) >= 1 else f"{value:.3g}"
+    return f"{text} {currency}" if currency else f"{text} (no currency given)"
+
+
+def _quantity(value: Any) -> str:
+    f = _finite(value)
+    if f is None:
+        return "—"
+    return f"{f:,.0f}" if abs(f) >= 1000 else f"{f:.3g}"
+
+
+def _per(per: float) -> str:
+    return "per 1M" if per == 1e6 else "each"
+
+
+def cost_drivers_text(costs: Mapping[str, Any]) -> str:
+    """The mean of each cost driver per trial attempt, "not reported" where no attempt
+    reported it, and how many attempts lacked it where some did."""
+    drivers = costs.get("drivers")
+    if drivers is None:
+        return "not recorded (these results predate cost accounting)"
+    trials = costs.get("trials")
+    parts = []
+    for driver in DRIVERS:
+        d = drivers.get(driver.name)
+        if d is None:
+            continue
+        n, missing = int(d.get("n") or 0), int(d.get("missing") or 0)
+        if not n:
+            parts.append(f"{driver.label} not reported")
+            continue
+        text = f"{driver.label} {_quantity(d.get('mean'))}"
+        if missing:
+            text += f" (not reported by {missing} of {n + missing})"
+        parts.append(text)
+    if not any(name.startswith("judge_") for name in drivers):
+        parts.append("no LLM judge")
+    # one fixed opening for every measured cost line ("per trial attempt"): what a card
+    # measured of the run, next to the statistics that do not depend on it
+    return f"per trial attempt (mean of {trials}): " + "; ".join(parts)
+
+
+def cost_text(costs: Mapping[str, Any]) -> str:
+    """What the trials cost at the configured prices: per trial, in total over every
+    attempt, the prices applied, and what could not be priced (never as 0)."""
+    prices, estimate = costs.get("prices"), costs.get("estimate")
+    if prices is None:
+        return "not priced (no prices in the config section prices)"
+    if estimate is None:
+        return "not computable: no cost drivers recorded"
+    cur = estimate.get("currency")
+    lines = estimate.get("lines") or []
+    if not lines:
+        return "no price applies to this group: " + "; ".join(
+            _not_applied(key) for key in estimate.get("not_applicable") or ()
+        )
+    # a total over the trials that reported the priced drivers: a lower bound when some
+    # trials did not (those are missing, not free)
+    bound = "" if estimate.get("complete") or estimate.get("total") is None else "at least "
+    text = (
+        f"per trial attempt {_amount(estimate.get('per_trial'), cur)}; total {bound}"
+        f"{_amount(estimate.get('total'), cur)} over {estimate.get('trials')} attempts"
+    )
+    text += "; prices: " + ", ".join(
+        f"{driver_label(line['driver'])} {fmt(line['price'], 'g')} {_per(line['per'])}"
+        for line in lines
+    )
+    missing = estimate.get("missing") or {}
+    if missing:
+        text += "; not priced where not reported (total is a lower bound): " + ", ".join(
+            f"{driver_label(name)} missing in {count} of {estimate.get('trials')}"
+            for name, count in missing.items()
+        )
+    for key in estimate.get("not_applicable") or ():
+        text += f"; {_not_applied(key)}"
+    return text
+
+
+def _not_applied(price_key: str) -> str:
+    if price_key == "per_judge_call":
+        return "per_judge_call not applied: no LLM judge scored these trials"
+    return f"{price_key} not applied: its driver is not in this group's record"
 
 
 def judge_text(j: Mapping[str, Any], conf: str) -> str:

@@ -32,7 +32,15 @@ from the runner's environment at run time).
 (``/evalnoise/out/answer.json``, on a writable bind mount; at most 1 MiB) and exits 0. A string
 answer is recorded as is; any other JSON value as its canonical JSON text. If that file is
 missing or unreadable, the last line of stdout that is a JSON object with an ``"answer"``
-key is used instead. Exit status 75 (``EX_TEMPFAIL``: a service the agent depends on, such as
+key is used instead. The record may carry the agent's model usage (optional; agents built on
+``agents/common/agentlib.py`` send it without asking)::
+
+    {"answer": "42", "usage": {"model_calls": 2, "prompt_tokens": 310, "completion_tokens": 18}}
+
+Each count is a non-negative integer or null (unknown); a missing ``usage`` or key is
+unknown too. The runner records them in the trial row (:func:`usage_columns`): a malformed
+value is recorded as null with a note in ``error``, never read as a number and never a
+reason to fail the trial. Exit status 75 (``EX_TEMPFAIL``: a service the agent depends on, such as
 the model endpoint, stayed unreachable) is ``infra_error``; any other non-zero exit, or no
 answer either way, is ``agent_error``.
 
@@ -328,11 +336,24 @@ def classify_exit(
     return "ok", None
 
 
-def parse_answer(output_file: bytes | None, stdout: str) -> tuple[str | None, str | None]:
-    """``(prediction, problem)``: the answer from the output file, else stdout's last JSON line.
+@dataclass(frozen=True)
+class AgentOutput:
+    """What the runner reads from a finished agent: the answer and the record it came in.
 
-    ``output_file`` is the file's bytes (``None`` if absent). ``problem`` says why there is
-    no answer when ``prediction`` is ``None``.
+    ``prediction`` is the answer text (None: no answer, ``problem`` says why); ``record``
+    the JSON object that gave it (None without an answer), whose ``usage`` the trial row
+    records (:func:`usage_columns`).
+    """
+
+    prediction: str | None
+    problem: str | None
+    record: dict[str, Any] | None = None
+
+
+def parse_output(output_file: bytes | None, stdout: str) -> AgentOutput:
+    """The answer from the output file, else stdout's last JSON line with an answer.
+
+    ``output_file`` is the file's bytes (``None`` if absent).
     """
     problems = []
     if output_file is None:
@@ -341,24 +362,65 @@ def parse_answer(output_file: bytes | None, stdout: str) -> tuple[str | None, st
         problems.append(f"answer file larger than {MAX_ANSWER_BYTES} bytes")
     else:
         try:
-            text = _answer_text(json.loads(output_file.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            text = None
+            obj = json.loads(output_file.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            obj = None
+        text = _answer_text(obj)
         if text is not None:
-            return text, None
+            return AgentOutput(text, None, obj)
         problems.append('answer file is not a JSON object with a non-null "answer"')
     for line in reversed(stdout.splitlines()):
         line = line.strip()
         if not line.startswith("{"):
             continue
         try:
-            text = _answer_text(json.loads(line))
-        except json.JSONDecodeError:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
             continue
+        text = _answer_text(obj)
         if text is not None:
-            return text, None
+            return AgentOutput(text, None, obj)
     problems.append('no JSON line with an "answer" on stdout')
-    return None, "; ".join(problems)
+    return AgentOutput(None, "; ".join(problems))
+
+
+def parse_answer(output_file: bytes | None, stdout: str) -> tuple[str | None, str | None]:
+    """``(prediction, problem)`` of :func:`parse_output`."""
+    output = parse_output(output_file, stdout)
+    return output.prediction, output.problem
+
+
+#: The usage counts an agent may report, and the trial columns that record them.
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "model_calls")
+#: Largest count taken at face value (int64-safe).
+MAX_USAGE_COUNT = 2**53
+
+
+def usage_columns(record: Mapping[str, Any] | None) -> tuple[dict[str, int | None], str | None]:
+    """``(columns, note)``: the trial columns of :data:`USAGE_KEYS` from an answer record's
+    ``usage``, and a note naming what was malformed (None if nothing was).
+
+    A count is recorded only as the integer it is (0 ≤ n ≤ 2**53; not a bool, a fraction or
+    a string); null or absent is unknown (null, no note); anything else is null with a note:
+    a malformed report must neither fail the trial nor pass for a measurement.
+    """
+    columns: dict[str, int | None] = dict.fromkeys(USAGE_KEYS)
+    usage = None if record is None else record.get("usage")
+    if usage is None:
+        return columns, None
+    if not isinstance(usage, Mapping):
+        return columns, f"usage ignored: not a JSON object ({type(usage).__name__})"
+    bad = []
+    for key in USAGE_KEYS:
+        value = usage.get(key)
+        if value is None:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_COUNT:
+            columns[key] = value
+        else:
+            bad.append(f"{key}={json.dumps(value)[:40]}")
+    note = f"usage ignored: {', '.join(bad)} (not a count)" if bad else None
+    return columns, note
 
 
 def redact(text: str | None, secrets: Mapping[str, str] | Sequence[str]) -> str | None:

@@ -59,6 +59,7 @@ from evalnoise.runner.trial import (
     base_row,
     finish_row,
     read_answer_file,
+    record_output,
     utc_now,
 )
 
@@ -725,12 +726,7 @@ class DockerBackend:
                 )
             else:
                 answer = read_answer_file(outdir / contract.OUTPUT_FILE, contract.MAX_ANSWER_BYTES)
-                prediction, problem = contract.parse_answer(answer, stdout)
-                status, error = contract.classify_exit(row["exit_code"], prediction, problem)
-                if status != "ok":
-                    row.update(status=status, error=error)
-                else:
-                    row.update(status="ok", prediction=prediction)
+                record_output(row, contract.parse_output(answer, stdout))
         except (
             docker.errors.DockerException,
             requests.exceptions.RequestException,

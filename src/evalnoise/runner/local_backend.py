@@ -36,7 +36,14 @@ from typing import Any
 
 from evalnoise.runner import contract
 from evalnoise.runner.resources import Allocation, allocate
-from evalnoise.runner.trial import TrialRequest, base_row, finish_row, read_answer_file, utc_now
+from evalnoise.runner.trial import (
+    TrialRequest,
+    base_row,
+    finish_row,
+    read_answer_file,
+    record_output,
+    utc_now,
+)
 
 NAME = "local"
 
@@ -227,12 +234,7 @@ class LocalBackend:
                 )
             else:
                 answer = read_answer_file(output_path, contract.MAX_ANSWER_BYTES)
-                prediction, problem = contract.parse_answer(answer, stdout)
-                status, error = contract.classify_exit(row["exit_code"], prediction, problem)
-                if status != "ok":
-                    row.update(status=status, error=error)
-                else:
-                    row.update(status="ok", prediction=prediction)
+                record_output(row, contract.parse_output(answer, stdout))
             return finish_row(row, secrets, stdout=stdout, stderr=_read_tail(stderr_path))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from evalnoise.runner.contract import AgentSpec, redact, tail, task_payload
+from evalnoise.runner.contract import (
+    AgentOutput,
+    AgentSpec,
+    classify_exit,
+    redact,
+    tail,
+    task_payload,
+    usage_columns,
+)
 from evalnoise.runner.resources import ResourceProfile
 
 
@@ -96,6 +104,10 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         "time_limit_s": None,
         "stdout_tail": None,
         "stderr_tail": None,
+        # the agent's model usage from its answer record (contract.usage_columns)
+        "prompt_tokens": None,
+        "completion_tokens": None,
+        "model_calls": None,
         "started_at": None,
         "ended_at": None,
         # the shard fills these in when it writes its table: they describe the shard's
@@ -108,6 +120,21 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         "host": host,
         "score": None,
     }
+
+
+def record_output(row: dict[str, Any], output: AgentOutput) -> dict[str, Any]:
+    """Fill a completed trial's outcome from the agent's output: status, prediction or
+    error (:func:`~evalnoise.runner.contract.classify_exit`), and its reported usage
+    (:func:`~evalnoise.runner.contract.usage_columns`; a malformed one adds a note to
+    ``error`` and stays null). Usage is kept whatever the status: the calls were made."""
+    status, error = classify_exit(row["exit_code"], output.prediction, output.problem)
+    usage, note = usage_columns(output.record)
+    row.update(usage)
+    row["status"] = status
+    if status == "ok":
+        row["prediction"] = output.prediction
+    row["error"] = "; ".join(part for part in (error, note) if part) or None
+    return row
 
 
 def finish_row(

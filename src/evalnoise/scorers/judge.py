@@ -46,6 +46,11 @@ Semantics
   sample under sha256(judge model, template hash, question, target, prediction) and the
   sample's (temperature, seed): rescoring, or raising k, never pays for a judgement twice.
   A ``judge_error`` is never cached, so a rerun retries exactly the failures.
+- Cost: every result says what it cost (``calls``: samples sent to the server, each once
+  however many HTTP retries or structured-form probes it took; ``cached``: samples answered
+  from the cache or this judge's memory, free; the tokens the server reported for the calls'
+  replies, None when a call's reply did not report them or the call failed, 0 with no call).
+  A cached sample costs nothing now, even if an earlier run paid for it.
 """
 
 from __future__ import annotations
@@ -58,10 +63,10 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from evalnoise.models.client import ChatClient, ChatError
+from evalnoise.models.client import ChatClient, ChatError, ChatResponse
 from evalnoise.schema import INFRA_STATUSES
 
 __all__ = [
@@ -398,7 +403,9 @@ class JudgeResult:
 
     ``correct`` is None unless ``status == 'ok'`` (and, with k > 1, on a tie). ``score`` is
     the share of TRUE votes (None unless ``ok``). ``votes`` holds each sample's verdict
-    (None for a failed sample); ``cached`` how many samples came from the cache.
+    (None for a failed sample); ``cached`` how many samples came from the cache, ``calls``
+    how many were sent to the server; ``prompt_tokens`` / ``completion_tokens`` the tokens
+    of those calls as the server reported them (None: unknown; 0 when no call was made).
     """
 
     correct: bool | None
@@ -408,6 +415,32 @@ class JudgeResult:
     cached: int = 0
     replies: tuple[str, ...] = field(default=(), repr=False)
     score: float | None = None
+    calls: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+
+
+class _Cost:
+    """What one judgement's calls cost: calls made and the token totals their replies
+    reported (a total with an unreported term is unknown: None)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.prompt_tokens: int | None = 0
+        self.completion_tokens: int | None = 0
+
+    def add(self, response: ChatResponse | None) -> None:
+        """Count one call; ``response`` None: it failed, what it cost is unknown."""
+        self.calls += 1
+        prompt = None if response is None else response.prompt_tokens
+        completion = None if response is None else response.completion_tokens
+        self.prompt_tokens = _plus(self.prompt_tokens, prompt)
+        self.completion_tokens = _plus(self.completion_tokens, completion)
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    """A sum with an unknown term is unknown."""
+    return None if total is None or value is None else total + value
 
 
 class LLMJudge:
@@ -517,6 +550,7 @@ class LLMJudge:
         replies: list[str] = []
         problems: list[str] = []
         cached = 0
+        cost = _Cost()
         for sample_id, temperature, seed in self._plan():
             hit = self._memo.get((key, sample_id))
             if hit is None and self.cache is not None:
@@ -534,8 +568,9 @@ class LLMJudge:
                 )
             self.calls += 1
             try:
-                reply, form = self._ask(prompt, temperature, seed)
+                response, form = self._ask(prompt, temperature, seed)
             except ChatError as exc:
+                cost.add(None)
                 votes.append(None)
                 explanations.append("")
                 replies.append("")
@@ -543,6 +578,8 @@ class LLMJudge:
                 # the answer is a judge_error whatever the other samples say: do not pay for
                 # them (or wait out their retries) while the server is down
                 break
+            cost.add(response)
+            reply = response.text
             verdict, explanation, problem = self._read(reply, form, target)
             votes.append(verdict)
             explanations.append(explanation)
@@ -555,14 +592,17 @@ class LLMJudge:
                 self.cache.put(
                     key, sample_id, verdict, explanation, reply, self.model, self._template_sha
                 )
-        return self._combine(votes, explanations, replies, problems, cached)
+        return replace(
+            self._combine(votes, explanations, replies, problems, cached),
+            calls=cost.calls,
+            prompt_tokens=cost.prompt_tokens,
+            completion_tokens=cost.completion_tokens,
+        )
 
-    def _ask(self, prompt: str, temperature: float, seed: int) -> tuple[str, str]:
-        """The reply and the structured form it was asked in. Until a form has worked, a
+    def _ask(self, prompt: str, temperature: float, seed: int) -> tuple[ChatResponse, str]:
+        """The response and the structured form it was asked in. Until a form has worked, a
         refusal of one (an HTTP status in ``_UNSUPPORTED``, asked without retries) moves on
         to the next; plain text is the last resort."""
-        from dataclasses import replace
-
         while True:
             form = self.form or self._untried[0]
             fmt = response_format(form, self.mode)
@@ -570,8 +610,8 @@ class LLMJudge:
             probing = self.form is None and len(self._untried) > 1
             client = replace(self.client, max_retries=0) if probing else self.client
             try:
-                reply = client.complete(
-                    prompt,
+                reply = client.chat(
+                    [{"role": "user", "content": prompt}],
                     temperature=temperature,
                     seed=seed,
                     max_tokens=self.max_tokens,

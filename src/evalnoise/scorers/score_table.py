@@ -16,6 +16,12 @@ Scorers: ``exact``, ``numeric``, ``gaia``, ``fuzzy`` (deterministic; ``judge_sta
 
 ``score`` is 1.0 / 0.0 for a verdict (null without one) — for ``fuzzy`` too: its similarity
 ratio is in the explanation — except ``recorded``, which keeps the recorded score.
+
+The judge's cost columns (``judge_calls``, ``judge_cached``, ``judge_prompt_tokens``,
+``judge_completion_tokens``; see :class:`~evalnoise.scorers.judge.JudgeResult`) are filled
+for the ``judge`` scorer only: a trial it did not send to the judge (an infra outcome, an
+agent error, an empty answer) cost 0 calls and 0 tokens, a measured zero. The other scorers
+ask no judge; their rows leave the columns null.
 """
 
 from __future__ import annotations
@@ -34,6 +40,20 @@ from evalnoise.scorers.judge import SKIPPED_INFRA, LLMJudge
 __all__ = ["SCORER_NAMES", "score_trials"]
 
 SCORER_NAMES = (*DETERMINISTIC_SCORERS, "judge", "recorded")
+
+#: the judge's cost of one trial, in this order (:data:`evalnoise.schema.SCORES`)
+_COST_COLUMNS = ("judge_calls", "judge_cached", "judge_prompt_tokens", "judge_completion_tokens")
+_OUT_COLUMNS = (
+    "scorer",
+    "correct",
+    "score",
+    "judge_status",
+    "judge_explanation",
+    "judge_votes",
+    *_COST_COLUMNS,
+)
+_NO_CALL = (0, 0, 0, 0)
+_NOT_A_JUDGE = (None, None, None, None)
 
 
 def _as_frame(table: pd.DataFrame | pa.Table) -> pd.DataFrame:
@@ -72,14 +92,7 @@ def score_trials(
     known = task_frame.set_index("task_id")[["question", "answer"]].to_dict("index")
     label = name or (f"judge:{judge.model}" if scorer == "judge" and judge else scorer)
 
-    out: dict[str, list[Any]] = {
-        "scorer": [],
-        "correct": [],
-        "score": [],
-        "judge_status": [],
-        "judge_explanation": [],
-        "judge_votes": [],
-    }
+    out: dict[str, list[Any]] = {key: [] for key in _OUT_COLUMNS}
     total = len(frame)
     records = frame.to_dict("records")
     for done, row in enumerate(records, start=1):
@@ -96,6 +109,8 @@ def score_trials(
         score: float | None
         judge_status: str | None = None
         votes: list[bool] | None = None
+        # the judge scorer's cost of a trial it does not ask about is a measured zero
+        cost = _NO_CALL if scorer == "judge" else _NOT_A_JUDGE
         if status in INFRA_STATUSES:
             correct, score = None, None
             judge_status = SKIPPED_INFRA
@@ -118,6 +133,12 @@ def score_trials(
             score = result.score
             if result.status == "ok" and result.votes:
                 votes = [bool(v) for v in result.votes]
+            cost = (
+                result.calls,
+                result.cached,
+                result.prompt_tokens,
+                result.completion_tokens,
+            )
         elif prediction is None or not str(prediction).strip():
             correct, score, explanation = False, 0.0, "empty prediction"
             judge_status = None
@@ -133,6 +154,8 @@ def score_trials(
         out["judge_status"].append(judge_status)
         out["judge_explanation"].append(explanation)
         out["judge_votes"].append(votes)
+        for key, value in zip(_COST_COLUMNS, cost, strict=True):
+            out[key].append(value)
         if progress is not None:
             progress(done, total)
 
@@ -140,7 +163,7 @@ def score_trials(
     base = base.drop(columns=["score"], errors="ignore")
     table = pa.Table.from_pandas(base.reset_index(drop=True), preserve_index=False)
     table = conform(table, pa.schema([f for f in TRIALS if f.name in table.column_names]))
-    for key in ("scorer", "correct", "score", "judge_status", "judge_explanation", "judge_votes"):
+    for key in _OUT_COLUMNS:
         table = table.append_column(
             SCORES.field(key), pa.array(out[key], type=SCORES.field(key).type)
         )

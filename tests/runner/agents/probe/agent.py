@@ -14,6 +14,8 @@ The question is a JSON object naming an operation:
   {"op": "oom_until", "attempt": A, "mb": N}  allocate N MiB while EVALNOISE_ATTEMPT < A,
                                       answer "survived" from attempt A on
   {"op": "introspect"}                answer a JSON report of the sandbox it runs in
+  {"op": "record", "record": R}       write the JSON object R as the answer record (e.g. with
+                                      a "usage"); with "code": N, then exit with status N
 Standard library only; runs in the base image and on the host (local backend).
 """
 
@@ -151,6 +153,10 @@ def main():
         time.sleep(600)
     elif op == "introspect":
         answer(introspect(task))
+    elif op == "record":
+        with open(os.environ["EVALNOISE_OUTPUT"], "w") as handle:
+            json.dump(command["record"], handle)
+        sys.exit(command.get("code", 0))
     else:
         sys.exit(f"unknown op {op!r}")
 
