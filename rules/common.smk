@@ -442,6 +442,17 @@ def sequential_outputs(wildcards=None):
     return [_path(path) for path in rules.sequential_summary.output]
 
 
+def sequential_report_files(wildcards=None):
+    """The report's Adaptive evaluation section reads [summary.json, rounds.csv] (sequential
+    mode only)."""
+    if SEQUENTIAL is None:
+        return []
+    return [
+        _path(rules.sequential_summary.output.summary),
+        _path(rules.sequential_summary.output.rounds),
+    ]
+
+
 def sequential_summary_file(wildcards=None):
     """results/sequential/summary.json in sequential mode (summary.txt and the report say
     why each agent stopped), else nothing."""

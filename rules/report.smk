@@ -38,6 +38,7 @@ rule report:
         flaky_tasks=rules.attribution.output.flaky,
         manifest=rules.manifest.output.manifest,
         images=all_image_infos,
+        sequential=sequential_report_files,
     output:
         report=directory("results/report"),
     log:

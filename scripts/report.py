@@ -28,6 +28,10 @@ attribution = read_attribution(i.attribution, i.resource_sensitivity, i.flaky_ta
 for problem in attribution.problems:
     log.warning("attribution: %s", problem)
 comparisons = load(i.comparisons)
+sequential, rounds = None, []
+if i.sequential:  # sequential mode: summary.json and rounds.csv
+    sequential = load(i.sequential[0])
+    rounds = pd.read_csv(i.sequential[1]).to_dict("records")
 with atomic_directory(snakemake.output.report) as staging:
     files = run_report(
         staging,
@@ -42,5 +46,7 @@ with atomic_directory(snakemake.output.report) as staging:
         manifest=load(i.manifest),
         images=images,
         attribution=attribution,
+        sequential=sequential,
+        sequential_rounds=rounds,
     )
 log.info("report: %d files", len(files))

@@ -41,7 +41,6 @@ def config(workspace: Path) -> dict:
         "backend": "local",
         "canary": False,
         "benchmark": {"n": 24},
-        "prices": {},  # TEMP until the prices schema fills defaults of a null block
         "agents": {
             "erratic": agent(TINY_SKILL="erratic"),
             "steady": agent(TINY_SKILL="steady", TINY_RATE="0"),

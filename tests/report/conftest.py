@@ -152,7 +152,38 @@ def example_inputs(example_frame: pd.DataFrame, synthetic_attribution) -> dict:
         "budget": budget,
         "infra": infra,
         "attribution": synthetic_attribution,
+        "sequential": EXAMPLE_SEQUENTIAL,
+        "sequential_rounds": EXAMPLE_ROUNDS,
     }
+
+
+# An adaptive run's summary (results/sequential/summary.json) as the report reads it: the
+# numbers of benchmarks/results/adaptive_run.md, under the example's agent names.
+EXAMPLE_SEQUENTIAL = {
+    "enabled": True,
+    "target": "accuracy",
+    "goal": 0.2,
+    "rounds": 7,
+    "settings": {"max_tasks": 48, "max_trials_per_task": 4},
+    "groups": {
+        f"{NANO}@1x": {"rounds": 4, "tasks": 24, "trials": 30, "fixed_design_trials": 192},
+        f"{MINI}@1x": {"rounds": 7, "tasks": 42, "trials": 48, "fixed_design_trials": 192},
+    },
+    "units": [
+        {"unit": f"{NANO}@1x", "groups": [f"{NANO}@1x"], "round": 3, "status": "target_met",
+         "reason": "target met: the 95% anytime-valid interval for accuracy is [0.0000, "
+         "0.3426], half-width 0.1713 <= 0.2 (24 tasks)", "estimate": 0.083, "ci_low": 0.0,
+         "ci_high": 0.3426, "achieved": 0.1713},
+        {"unit": f"{MINI}@1x", "groups": [f"{MINI}@1x"], "round": 6, "status": "target_met",
+         "reason": "target met: the 95% anytime-valid interval for accuracy is [0.2423, "
+         "0.6412], half-width 0.1995 <= 0.2 (42 tasks)", "estimate": 0.44, "ci_low": 0.2423,
+         "ci_high": 0.6412, "achieved": 0.1995},
+    ],
+}  # fmt: skip
+EXAMPLE_ROUNDS = [
+    {"round": 0, "unit": f"{NANO}@1x", "reason": "continue with more tasks: half-width 0.4982"},
+    {"round": 3, "unit": f"{NANO}@1x", "reason": EXAMPLE_SEQUENTIAL["units"][0]["reason"]},
+]
 
 
 @pytest.fixture(scope="session")

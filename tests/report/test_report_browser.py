@@ -252,6 +252,11 @@ def test_report_renders_offline_in_chromium(built_report, tmp_path: Path) -> Non
         assert "infra outcomes concentrate on this task" in seen["text"]
         assert "not run: no rescores given" in seen["text"]
         assert seen["policyCard"] == 2  # the policy line on both cards
+        # the adaptive run's section: laid out, one row per agent with why it stopped
+        adaptive = cdp.evaluate(SEQUENTIAL_JS)
+        assert adaptive["height"] > 100 and adaptive["display"] != "none", adaptive
+        assert adaptive["rows"] == 2 and "target met" in adaptive["text"], adaptive
+        assert "anytime-valid" in adaptive["text"]
         # no group of the example is marked as a failure
         assert cdp.evaluate("document.querySelectorAll('.banner').length") == 0
         # Full-page screenshot.
@@ -291,6 +296,19 @@ ATTRIBUTION_JS = """
     chartDrawn: !!(chart && chart.querySelector('svg.marks g.mark-symbol path')),
     policyCard: [...document.querySelectorAll('article.card th')]
       .filter(th => th.innerText === 'Infra policy sensitivity').length,
+  };
+})()
+"""
+
+
+# What the browser lays out of the adaptive run's section.
+SEQUENTIAL_JS = """
+(() => {
+  const sec = document.getElementById('sequential');
+  const r = sec.getBoundingClientRect();
+  return {
+    height: r.height, display: getComputedStyle(sec).display, text: sec.innerText,
+    rows: sec.querySelectorAll('table.sequential tr:not(.reason)').length - 1,
   };
 })()
 """

@@ -187,6 +187,7 @@ def card_context(config: Mapping[str, Any], *, images: Mapping[str, str] | None 
             backend=None,
             scoring={"scorer": "recorded (the imported table's own scores)"},
             confidence=confidence,
+            prices=config.get("prices"),
         )
     bench = config["benchmark"]
     version = config["report"]["benchmark_version"]
@@ -220,6 +221,7 @@ def card_context(config: Mapping[str, Any], *, images: Mapping[str, str] | None 
         seed_rule=SEED_RULE,
         scoring=scoring,
         confidence=confidence,
+        prices=config.get("prices"),
     )
 
 
@@ -243,11 +245,14 @@ def run_report(
     images: Mapping[str, str] | None = None,
     skipped: Sequence[Mapping[str, Any]] = (),
     attribution: Any = None,
+    sequential: Mapping[str, Any] | None = None,
+    sequential_rounds: Sequence[Mapping[str, Any]] = (),
 ) -> list[Path]:
     """Build the report directory; returns the files written. ``images``: agent → image;
     ``skipped``: the pairs not compared because a group is not a measurement of the agent;
     ``attribution``: the attribution stage's tables
-    (:func:`evalnoise.attribution.read_attribution`), drawn as "Where the noise comes from"."""
+    (:func:`evalnoise.attribution.read_attribution`), drawn as "Where the noise comes from";
+    ``sequential``, ``sequential_rounds``: an adaptive run's summary and round table."""
     from evalnoise.report import build_report
 
     pairs = pd.DataFrame(
@@ -275,4 +280,6 @@ def run_report(
             {**r, "kind": _KIND_LABELS.get(r["kind"], r["kind"])} for r in skipped
         ],
         attribution=attribution,
+        sequential=sequential,
+        sequential_rounds=sequential_rounds,
     )

@@ -74,6 +74,7 @@ from evalnoise.report.cards import (
     card_markdown,
     card_note,
     card_title,
+    cost_text,
     evaluation_card,
     judge_text,
     policy_sensitivity_of,
@@ -87,6 +88,7 @@ from evalnoise.report.health import (
     machine_of,
     status_text,
 )
+from evalnoise.report.sequential import sequential_section
 
 __all__ = ["CHART_STEMS", "build_report"]
 
@@ -1028,6 +1030,8 @@ p.line { background: #f5f5f5; padding: 0.6em; }
 s.nm { color: #888; }
 .nm-label { color: #b71c1c; font-weight: bold; white-space: nowrap; }
 tr.invalid td { background: #fdecea; }
+table.sequential tr.warn td { background: #fff4e5; }
+table.sequential tr.reason td { color: #555; font-size: 0.9em; padding-top: 0; }
 td.bad { color: #b71c1c; font-weight: bold; }
 .notes { color: #555; font-style: italic; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
@@ -1117,6 +1121,7 @@ def _index_html(
     cards: Sequence[tuple[str, Mapping[str, Any]]],
     manifest: Mapping[str, Any] | None,
     attribution: tuple[str, dict[str, Any] | None],
+    sequential: str = "",
 ) -> str:
     title = f"evalnoise report: {context.benchmark}" + (
         f" ({context.benchmark_version})" if context.benchmark_version else ""
@@ -1134,6 +1139,10 @@ def _index_html(
             # accuracy by the LLM judge beside the reference, its kappa and variance share
             judge = html.escape(judge_text(card["judge"], f"{context.confidence:.0%}"))
             summary.append(f'<tr class="judge"><td></td><td>{judge}</td></tr>')
+        if (card.get("costs") or {}).get("prices"):
+            # with prices configured, what the group's trials cost (the card has the drivers)
+            cost = html.escape("cost: " + cost_text(card["costs"]))
+            summary.append(f'<tr class="cost"><td></td><td>{cost}</td></tr>')
     summary_rows = "\n".join(summary)
     run_rows = [
         ("infra policy", context.infra_policy),
@@ -1165,6 +1174,7 @@ def _index_html(
         scripts.append(embed_script("vis-attribution", spec))
     nav = " · ".join(
         ['<a href="#outcomes">Outcomes</a>']
+        + (['<a href="#sequential">Adaptive evaluation</a>'] if sequential else [])
         + [f'<a href="#{ch.stem}">{html.escape(ch.title)}</a>' for ch, _ in rendered]
         + ['<a href="#attribution">Where the noise comes from</a>']
         + ['<a href="#cards">Evaluation Cards</a>', '<a href="#run">Run</a>']
@@ -1196,6 +1206,7 @@ profile (Mustahsan et al., eq. 11). Infra policy: <strong>{html.escape(context.i
 </table>
 </section>
 {_outcomes_section(cards)}
+{sequential}
 {chr(10).join(chart_sections)}
 <section id="cards">
 <h2>Evaluation Cards</h2>
@@ -1245,6 +1256,8 @@ def build_report(
     manifest: Mapping[str, Any] | None = None,
     skipped_comparisons: Sequence[Mapping[str, Any]] = (),
     attribution: AttributionTables | Mapping[str, Any] | None = None,
+    sequential: Mapping[str, Any] | None = None,
+    sequential_rounds: Sequence[Mapping[str, Any]] = (),
 ) -> list[Path]:
     """Write the report into ``out_dir``; return every file written, sorted.
 
@@ -1282,6 +1295,11 @@ def build_report(
         chart, flaky tasks with the checks that ran, the infrastructure share of variance)
         and a policy-sensitivity line on every card. Missing or invalid parts are named in
         the section; None says the section was not computed.
+    sequential : an adaptive run's summary (``results/sequential/summary.json``,
+        :func:`evalnoise.pipeline.sequential.summary_record`), with ``sequential_rounds``
+        its round table: the section "Adaptive evaluation" says why each agent stopped,
+        after which round and with what precision (:mod:`evalnoise.report.sequential`).
+        None, or a fixed design: no section.
     """
     out_dir = Path(out_dir)
     if not groups:
@@ -1421,6 +1439,7 @@ def build_report(
             cards=cards,
             manifest=manifest,
             attribution=(section, resource_spec),
+            sequential=sequential_section(sequential, sequential_rounds),
         ),
     )
     written.append(index)
