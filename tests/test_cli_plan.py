@@ -170,6 +170,43 @@ def test_runs_mode_is_unchanged(capsys):
     }
 
 
+def test_pilot_with_token_and_judge_prices_from_the_recorded_drivers(capsys, pilot, tmp_path):
+    # the drivers the pipeline records per trial (evalnoise.costs): tokens may be unreported
+    # (null); those trials are left out of the mean, never priced as 0
+    path, frame = pilot
+    rng = np.random.default_rng(1)
+    frame = frame.assign(
+        prompt_tokens=pd.array(rng.integers(200, 2000, len(frame)), dtype="Int64"),
+        completion_tokens=pd.array(rng.integers(10, 300, len(frame)), dtype="Int64"),
+        judge_calls=2,
+    )
+    frame.loc[frame.index[:5], "prompt_tokens"] = pd.NA
+    tokens = tmp_path / "tokens.parquet"
+    frame.to_parquet(tokens)
+    prices = {
+        "--price-per-million-prompt-tokens": "0.15",
+        "--price-per-million-completion-tokens": "0.6",
+        "--price-per-judge-call": "0.001",
+    }
+    argv = ["plan", "--from", str(tokens), "--group", "agent", "--budget", "50"]
+    argv += [item for pair in prices.items() for item in pair]
+    out = run_json(capsys, argv)
+    for plan in out["plans"]:
+        rows = frame[frame["agent"] == plan["group"]]
+        want = (
+            rows["prompt_tokens"].astype(float).mean() * 0.15e-6
+            + rows["completion_tokens"].astype(float).mean() * 0.6e-6
+            + 2 * 0.001
+        )
+        assert plan["cost_per_trial"] == pytest.approx(want)
+        if plan["group"] == "a":  # the five unreported rows are agent a's
+            assert "5 did not report it" in plan["cost_per_trial_derivation"]
+    code = main(["plan", "--from", str(path), "--budget", "50", "--group", "agent",
+                 "--price-per-million-prompt-tokens", "1"])  # fmt: skip
+    assert code != 0
+    assert "column 'prompt_tokens': no such column for prompt tokens" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -78,7 +78,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     costs = p.add_argument_group(
         "costs (any of these makes --budget money): per-trial cost = --cost-per-trial "
-        "+ mean container seconds × --price-per-container-second + mean of --cost-column"
+        "+ mean container seconds × --price-per-container-second + mean tokens × their "
+        "prices + mean judge calls × --price-per-judge-call + mean of --cost-column"
     )
     costs.add_argument(
         "--cost-per-task",
@@ -104,6 +105,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="the pilot's column of container seconds per trial (default: %(default)s)",
     )
+    for flag, column, what in _DRIVER_PRICES:
+        costs.add_argument(
+            flag,
+            type=float,
+            metavar="P",
+            help=f"price of {what} (needs --from with the {column} column the pipeline records)",
+        )
     costs.add_argument(
         "--cost-column",
         metavar="COL",
@@ -139,6 +147,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _driver_prices(args: argparse.Namespace) -> list[tuple[str, str, str, float | None]]:
+    """(flag, column, what, price given or None) of every per-driver price flag."""
+    return [
+        (flag, column, what, getattr(args, flag.lstrip("-").replace("-", "_")))
+        for flag, column, what in _DRIVER_PRICES
+    ]
+
+
 def _money_mode(args: argparse.Namespace) -> bool:
     return any(
         v is not None
@@ -147,6 +163,7 @@ def _money_mode(args: argparse.Namespace) -> bool:
             args.cost_per_trial,
             args.price_per_container_second,
             args.cost_column,
+            *(price for *_, price in _driver_prices(args)),
         )
     )
 
@@ -161,9 +178,14 @@ def run(args: argparse.Namespace) -> int:
                 "--sigma2-between/--sigma2-within"
             )
         return _run_pilot(args)
-    if args.price_per_container_second is not None or args.cost_column is not None:
+    if (
+        args.price_per_container_second is not None
+        or args.cost_column is not None
+        or any(price is not None for *_, price in _driver_prices(args))
+    ):
         raise InputError(
-            "--price-per-container-second and --cost-column read the trials of a pilot: "
+            "--price-per-container-second, the token and judge-call prices and --cost-column "
+            "read the trials of a pilot: "
             "give --from PILOT (or put the whole per-trial cost in --cost-per-trial)"
         )
     if args.budget is not None:
@@ -351,6 +373,15 @@ def _print_money(out: dict[str, Any]) -> None:
 
 # --- from a pilot -----------------------------------------------------------------------------
 
+#: Per-driver prices read off a pilot's trial table (the cost drivers every trial records,
+#: evalnoise.costs): flag, column, what one unit of the price buys. Token prices are per
+#: million tokens, as providers quote them.
+_DRIVER_PRICES = (
+    ("--price-per-million-prompt-tokens", "prompt_tokens", "one million prompt tokens"),
+    ("--price-per-million-completion-tokens", "completion_tokens", "one million completion tokens"),
+    ("--price-per-judge-call", "judge_calls", "one call to the LLM judge"),
+)
+
 
 def _mean_column(raw: pd.DataFrame, column: str, path: str, what: str) -> tuple[float, int]:
     if column not in raw.columns:
@@ -390,6 +421,20 @@ def _trial_cost(args: argparse.Namespace, raw: pd.DataFrame, path: str) -> tuple
             f"{secs:,.1f} s mean container time ({args.duration_column}, {n} trials) × "
             f"{price:g} per container-second = {secs * price:.4g}"
         )
+    for flag, column, what, price in _driver_prices(args):
+        if price is None:
+            continue
+        if not (math.isfinite(price) and price >= 0):
+            raise InputError(f"{flag} must be a number >= 0")
+        per_unit = price / 1e6 if "million" in flag else price
+        mean, n = _mean_column(raw, column, path, column.replace("_", " "))
+        total += mean * per_unit
+        unreported = len(raw) - n
+        parts.append(
+            f"{mean:,.4g} mean {column} ({n} trials"
+            + (f"; {unreported} did not report it, left out of the mean" if unreported else "")
+            + f") × {price:g} per {what.removeprefix('one ')} = {mean * per_unit:.4g}"
+        )
     if args.cost_column is not None:
         money, n = _mean_column(raw, args.cost_column, path, "cost per trial")
         total += money
@@ -397,7 +442,7 @@ def _trial_cost(args: argparse.Namespace, raw: pd.DataFrame, path: str) -> tuple
     if not parts:
         raise InputError(
             "a budget in money needs the cost of a trial: --cost-per-trial, "
-            "--price-per-container-second or --cost-column"
+            "--price-per-container-second, a token or judge-call price, or --cost-column"
         )
     if not total > 0:
         raise InputError(f"the cost of a trial came to {total:g}; it must be > 0")
