@@ -246,3 +246,17 @@ def test_read_attribution_round_trip_and_problems(run, tmp_path):
     wrong = tmp_path / "wrong.csv"
     pd.DataFrame({"x": [1]}).to_csv(wrong, index=False)
     assert "lacks column(s) group" in read_attribution(None, None, wrong).problems[-1]
+
+
+def test_a_share_without_infrastructure_terms_says_so():
+    # seen in a real adaptive run: the variance model kept no infra term, and the line read
+    # "(; 4 time blocks, 1 host)"
+    g = {
+        "policy": [{"policy": "as_incorrect", "applicable": True, "mean": 0.44,
+                    "ci_low": 0.29, "ci_high": 0.59}],
+        "policy_moves_result": False, "infra_share": 0.0, "infra_share_ci_low": 0.0,
+        "infra_share_ci_high": 0.0, "infra_components": [], "time_blocks": 4, "hosts": 1,
+        "drift_p": 0.32, "flaky_flagged": 0, "flaky_checks_run": ["time_block"],
+    }  # fmt: skip
+    line = attribution_lines(g)[1]
+    assert "(no infrastructure component; 4 time blocks, 1 host)" in line

@@ -43,7 +43,9 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
     share = (
         f"infrastructure share of variance {_f(a['infra_share'])} "
         f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
-        f"({' + '.join(a['infra_components'])}; {a['time_blocks']} time blocks, "
+        # the same words as the report's share line when the model kept no infra term
+        f"({' + '.join(a['infra_components']) or 'no infrastructure component'}; "
+        f"{a['time_blocks']} time blocks, "
         f"{a['hosts']} host{'s' if a['hosts'] != 1 else ''}); drift p = {_f(a['drift_p'], '.2g')}"
     )
     flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"

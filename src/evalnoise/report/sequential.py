@@ -102,7 +102,9 @@ def sequential_section(
         + (
             "The intervals are anytime-valid confidence sequences (Waudby-Smith &amp; Ramdas "
             "2024): the one reported at the stop keeps its stated coverage however many rounds "
-            "were looked at, unlike a fixed-sample interval rechecked after every round.</p>\n"
+            "were looked at, unlike a fixed-sample interval rechecked after every round. The "
+            "summary and the cards show the fixed-sample interval of the same trials: after "
+            "an adaptive stop, only the interval here keeps its stated coverage.</p>\n"
             if target != "icc"
             else "The icc target is a precision rule on Bonett's fixed-sample SE, not an "
             "anytime-valid interval.</p>\n"
