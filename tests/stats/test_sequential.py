@@ -390,6 +390,16 @@ def test_icc_target():
     assert d.stop and d.status == "target_met"
 
 
+def test_icc_target_with_no_variation_and_no_task_left_tops_up_and_says_why():
+    # every score equal: the ICC is undefined; with the task cap reached only trials remain
+    y = np.zeros(24 * 2)
+    t = np.repeat(np.arange(24), 2)
+    d = _decide(y, t, np.zeros_like(t), target="icc", half_width=None, se=0.1, max_tasks=24)
+    assert d.action == "more_trials" and d.next_trials_per_task == 3
+    assert "no task can be added" in d.reason
+    assert "a second trial per task is needed" not in d.reason
+
+
 def test_difference_target():
     rng = np.random.default_rng(6)
     ya, t, b = _trial_table(rng, 100, 2, 0.6, 0.5, 20)

@@ -1132,8 +1132,13 @@ def _icc_decision(res, u: _Units, ctx: dict, base: dict) -> StoppingDecision:
         # Too little data for Bonett's SE: a second trial per task first, else more tasks
         # (with two trials per task an undefined ICC means no variation between tasks yet).
         prefer_trials = k < 2
-        cmp_trials = "a second trial per task is needed to estimate the ICC"
         cmp_tasks = "the ICC is undefined so far (no variation yet): more tasks are needed"
+        cmp_trials = (
+            "a second trial per task is needed to estimate the ICC"
+            if prefer_trials
+            else "the ICC is undefined so far (no variation yet) and no task can be added: "
+            "more trials per task instead"
+        )
     order = ("more_trials", "more_tasks") if prefer_trials else ("more_tasks", "more_trials")
     for action in order:
         if action == "more_trials" and can_trials and int(_max_count(remaining, cost_trials)):
