@@ -11,9 +11,11 @@ from pipeline_helpers import ROOT, copy_project, job_counts, run_tool
 
 #: What a dry run of the embedded default plans on a fresh checkout: 4 groups (chat@3x,
 #: tool_agent@3x, tool_agent_local@1x and @3x) × 2 trial blocks × 2 task chunks shards, each
-#: scored by the reference and judged; compare = 3 agent pairs in 3x + 1 profile pair.
+#: scored by the reference and judged; compare = 3 agent pairs in 3x + 1 profile pair;
+#: sequential_summary writes results/sequential/ (a fixed design says so: a DVC output).
 DEFAULT_JOBS = {
     "sample_tasks": 1,
+    "sequential_summary": 1,
     "build_image": 3,
     "canary": 3,
     "run_trials": 16,
