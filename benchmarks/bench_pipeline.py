@@ -177,16 +177,7 @@ def bench_config(ws: Path, scale: Scale, target: float, trial_seconds: float) ->
 
 def make_workspace(path: Path, config: dict, tree: Path | None = None) -> Path:
     """A workspace of this checkout's project files, or of ``tree``'s (``--baseline``)."""
-    if tree is None:
-        copy_project(path, PROJECT_FILES)
-    else:
-        path.mkdir(parents=True)
-        for name in PROJECT_FILES:
-            source = tree / name
-            if source.is_dir():
-                shutil.copytree(source, path / name, ignore=ignore_caches)
-            else:
-                shutil.copy2(source, path / name)
+    copy_project(path, PROJECT_FILES, root=tree or ROOT)
     shutil.copytree(AGENT_DIR, path / "benchmarks" / "agents" / "instant", ignore=ignore_caches)
     (path / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return path

@@ -6,7 +6,7 @@ import pandas as pd
 
 from evalnoise.atomic import write_text
 from evalnoise.formatting import dumps
-from evalnoise.pipeline.collect import load_group
+from evalnoise.pipeline.collect import group_data, read_levels, read_scores
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.plan import group_label
 from evalnoise.pipeline.sequential import (
@@ -32,10 +32,13 @@ tasks = pd.read_parquet(snakemake.input.tasks, columns=["task_id"])
 task_rows = {str(t): i for i, t in enumerate(tasks["task_id"])}
 
 
+# every group's shards, read once (each group's decision reads its own rows)
+scores = read_scores(snakemake.input.scores)
+levels = read_levels(snakemake.input.tasks)
+
+
 def group_trials(agent, resource_profile):
-    data = load_group(
-        snakemake.input.scores, snakemake.input.tasks, agent, resource_profile, p.infra_policy
-    )
+    data = group_data(scores, levels, agent, resource_profile, p.infra_policy)
     return GroupTrials(
         label=data.group,
         frame=data.frame,

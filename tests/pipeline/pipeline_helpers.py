@@ -59,12 +59,12 @@ def ignore_caches(directory: str, names: list[str]) -> list[str]:
     return [n for n in names if n in ("__pycache__", ".pytest_cache") or n.endswith(".pyc")]
 
 
-def copy_project(path: Path, names: tuple[str, ...] = PROJECT_FILES) -> Path:
-    """Copy ``names`` of the repository into the new directory ``path`` (the tests'
-    workspaces and benchmarks/bench_pipeline.py's)."""
+def copy_project(path: Path, names: tuple[str, ...] = PROJECT_FILES, root: Path = ROOT) -> Path:
+    """Copy ``names`` of the repository (or of the tree ``root``) into the new directory
+    ``path`` (the tests' workspaces and benchmarks/bench_pipeline.py's)."""
     path.mkdir(parents=True)
     for name in names:
-        source = ROOT / name
+        source = root / name
         if source.is_dir():
             shutil.copytree(source, path / name, ignore=ignore_caches)
         else:

@@ -96,17 +96,23 @@ def started_as(tmp_path: Path, program: str) -> subprocess.Popen:
     return subprocess.Popen([str(binary), "60"])
 
 
+def pid_files(run_dir: Path, dockerd: int, containerd: int) -> tuple[Path, Path]:
+    """docker.pid and containerd.pid under ``run_dir`` (laid out as /var/run), holding these."""
+    (run_dir / "docker" / "containerd").mkdir(parents=True)
+    dockerd_pid = run_dir / "docker.pid"
+    containerd_pid = run_dir / "docker" / "containerd" / "containerd.pid"
+    dockerd_pid.write_text(str(dockerd))
+    containerd_pid.write_text(f"{containerd}\n")
+    return dockerd_pid, containerd_pid
+
+
 def test_pid_files_naming_some_other_live_process_are_removed(tmp_path):
     # What broke CI: /var/run survived from another boot, containerd.pid named a pid that a
     # different process held, and dockerd waited 60 s for a containerd that never started.
     other = started_as(tmp_path, "sleep")
     try:
         run_dir = tmp_path / "run"
-        (run_dir / "docker" / "containerd").mkdir(parents=True)
-        dockerd_pid = run_dir / "docker.pid"
-        containerd_pid = run_dir / "docker" / "containerd" / "containerd.pid"
-        dockerd_pid.write_text(str(other.pid))
-        containerd_pid.write_text(f"{other.pid}\n")
+        dockerd_pid, containerd_pid = pid_files(run_dir, other.pid, other.pid)
         message = clear_stale_pidfiles(run_dir)
     finally:
         other.kill()
@@ -122,14 +128,10 @@ def test_pid_files_of_gone_processes_are_removed_and_live_ones_kept(tmp_path):
     containerd = started_as(tmp_path, "containerd")
     try:
         run_dir = tmp_path / "run"
-        (run_dir / "docker" / "containerd").mkdir(parents=True)
-        dockerd_pid = run_dir / "docker.pid"
-        containerd_pid = run_dir / "docker" / "containerd" / "containerd.pid"
-        dockerd_pid.write_text(str(gone.pid))
-        containerd_pid.write_text(str(containerd.pid))
+        dockerd_pid, containerd_pid = pid_files(run_dir, gone.pid, containerd.pid)
         clear_stale_pidfiles(run_dir)
         assert not dockerd_pid.exists()
-        assert containerd_pid.read_text() == str(containerd.pid)
+        assert containerd_pid.read_text().strip() == str(containerd.pid)
     finally:
         containerd.kill()
         containerd.wait()

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from evalnoise.pipeline.plan import group_label
 
-__all__ = ["GroupData", "load_group", "read_scores"]
+__all__ = ["GroupData", "group_data", "load_group", "read_levels", "read_scores"]
 
 
 def read_scores(paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
@@ -58,9 +58,28 @@ def load_group(
     policy: Mapping[str, Any],
 ) -> GroupData:
     """Read one group's scores and apply the infra policy."""
+    return group_data(
+        read_scores(score_paths), read_levels(tasks_path), agent, resource_profile, policy
+    )
+
+
+def read_levels(tasks_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """task id → level, from the tasks table."""
+    tasks = pd.read_parquet(tasks_path, columns=["task_id", "level"])
+    return dict(zip(tasks["task_id"].astype(str), tasks["level"], strict=True))
+
+
+def group_data(
+    scores: pd.DataFrame,
+    levels: Mapping[str, Any],
+    agent: str,
+    resource_profile: str,
+    policy: Mapping[str, Any],
+) -> GroupData:
+    """:func:`load_group` on score shards already read (:func:`read_scores`): a caller
+    that needs every group reads the shards once."""
     from evalnoise.runner.policy import apply_infra_policy
 
-    scores = read_scores(score_paths)
     mine = scores[(scores["agent"] == agent) & (scores["resource_profile"] == resource_profile)]
     if mine.empty:
         raise ValueError(
@@ -71,8 +90,6 @@ def load_group(
     counted = result.counted
     unscored = counted["score"].isna()
     counted = counted[~unscored]
-    tasks = pd.read_parquet(tasks_path, columns=["task_id", "level"])
-    levels = dict(zip(tasks["task_id"].astype(str), tasks["level"], strict=True))
     frame = pd.DataFrame(
         {
             "group": group_label(agent, resource_profile),

@@ -42,6 +42,7 @@ import pandas as pd
 from evalnoise.pipeline.plan import format_range, group_label
 
 __all__ = [
+    "DECISION_FIELDS",
     "ROUND_COLUMNS",
     "GroupTrials",
     "Rect",
@@ -387,13 +388,8 @@ def _stopped(status: str, reason: str) -> dict[str, Any]:
     return {"stopped": True, "status": status, "reason": reason, "decision": None}
 
 
-#: rounds.csv: one row per unit per round it was decided in
-ROUND_COLUMNS = (
-    "round",
-    "unit",
-    "groups",
-    "status",
-    "action",
+#: The decision's numbers that rounds.csv and summary.json carry (StoppingDecision fields).
+DECISION_FIELDS = (
     "target",
     "goal",
     "achieved",
@@ -403,6 +399,15 @@ ROUND_COLUMNS = (
     "n_tasks",
     "n_trials",
     "spent",
+)
+#: rounds.csv: one row per unit per round it was decided in
+ROUND_COLUMNS = (
+    "round",
+    "unit",
+    "groups",
+    "status",
+    "action",
+    *DECISION_FIELDS,
     "next_new_tasks",
     "next_trials_per_task",
     "reason",
@@ -425,7 +430,7 @@ def round_rows(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                     "groups": " ".join(u["groups"]),
                     "status": u["status"],
                     "action": d.get("action", "stop"),
-                    **{k: d.get(k) for k in ROUND_COLUMNS[5:15]},
+                    **{k: d.get(k) for k in DECISION_FIELDS},
                     "next_new_tasks": d.get("next_new_tasks", 0),
                     "next_trials_per_task": d.get("next_trials_per_task", 0),
                     "reason": u["reason"],
@@ -469,22 +474,7 @@ def summary_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 "round": u["round"],
                 "status": u["status"],
                 "reason": u["reason"],
-                **{
-                    k: d.get(k)
-                    for k in (
-                        "target",
-                        "goal",
-                        "achieved",
-                        "estimate",
-                        "ci_low",
-                        "ci_high",
-                        "n_tasks",
-                        "n_trials",
-                        "spent",
-                        "remaining",
-                        "icc",
-                    )
-                },
+                **{k: d.get(k) for k in (*DECISION_FIELDS, "remaining", "icc")},
                 "warnings": list(d.get("warnings") or []),
             }
         )
