@@ -31,7 +31,6 @@ Everything here is pure (no file I/O): the rule scripts read and write the recor
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.formatting import jsonable
 from evalnoise.pipeline.plan import format_range, group_label
 
 __all__ = [
@@ -262,14 +262,6 @@ def next_rects(
     return [Rect(round_, n_rows, n_rows + new - 1, 0, want - 1)]
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, tuple):
-        return list(value)
-    return value
-
-
 @dataclass(frozen=True)
 class GroupTrials:
     """One group's trials as the decision reads them (from evalnoise.pipeline.collect)."""
@@ -364,7 +356,7 @@ def decide_unit(
         )
     except ValueError as error:
         raise ValueError(f"{unit.label}, round {round_}: {error}") from None
-    fields = {k: _finite(v) for k, v in asdict(decision).items()}
+    fields = jsonable(asdict(decision))  # NaN → None, tuples → lists: as written
     if not decision.stop and round_ + 1 >= settings.max_rounds:
         fields |= {
             "stop": True,
