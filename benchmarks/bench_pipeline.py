@@ -77,9 +77,12 @@ from pipeline_helpers import copy_project, ignore_caches  # noqa: E402
 AGENT_DIR = Path(__file__).resolve().parent / "agents" / "instant"
 OUT = ROOT / "benchmarks" / "results"
 PROJECT_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "src", "agents", "images")
-#: Expected seconds per trial (shards.trial_seconds) when --trial-seconds is not given:
-#: measured here with the instant agent, 2 at once, on a loaded 2-core machine.
-TRIAL_SECONDS = {"docker": 0.5, "local": 0.04}
+#: Expected seconds per trial (shards.trial_seconds) when --trial-seconds is not given: the
+#: runner's wall time per trial with the instant agent, 2 at once, on this 2-core machine idle
+#: (2026-11-25: 147 ms docker, 19 ms local), so a shard of target_seconds lasts about that.
+#: A trial's ``duration_s`` is less (53 ms, 32 ms): it leaves out container create and
+#: removal, and two trials run at once.
+TRIAL_SECONDS = {"docker": 0.15, "local": 0.02}
 #: Script of a job → stage of the table.
 STAGES = {
     "sample_tasks": "sampling",
@@ -386,6 +389,56 @@ def runner_alone(ws: Path, env: dict[str, str]) -> dict[str, Any]:
     }
 
 
+_READ = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from evalnoise.pipeline.collect import read_scores
+t1 = time.perf_counter()
+frame = read_scores(sorted(Path(sys.argv[1]).glob("results/scores/*/*/t*/c*.parquet")))
+t2 = time.perf_counter()
+seconds = frame.loc[frame["status"] == "ok", "duration_s"]
+print(json.dumps({"import_s": t1 - t0, "read_s": t2 - t1, "rows": len(frame),
+                  "trial_duration_s": float(seconds.mean())}))
+"""
+
+
+def read_cost(ws: Path, env: dict[str, str]) -> dict[str, Any]:
+    """What reading the run's trials costs, the baseline of the analysis + report target:
+    every score shard (the rows the analysis jobs read), read by :func:`collect.read_scores`
+    in a fresh process. ``read_s`` is the read alone, ``process_s`` the process's whole wall
+    time (interpreter start and imports included: what any job that reads them pays)."""
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", _READ, str(ws)], cwd=ws, env=env, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - t0
+    if out.returncode != 0:
+        raise RuntimeError(f"reading the scores failed:\n{out.stderr[-3000:]}")
+    inner = json.loads(out.stdout.strip().splitlines()[-1])
+    return {
+        "rows": inner["rows"],
+        "read_s": round(inner["read_s"], 3),
+        "import_s": round(inner["import_s"], 3),
+        "process_s": round(wall, 3),
+        "trial_duration_s": round(inner["trial_duration_s"], 4),
+    }
+
+
+def analysis_cost(stages: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """The analysis + report stages: their summed job time, and their tail (wall time from
+    the end of the last trial or scoring job to the end of the report)."""
+    busy = sum(stages[s]["busy_s"] for s in ("analysis", "report") if s in stages)
+    ends = [
+        stages[s]["start_s"] + stages[s]["span_s"] for s in ("trials", "scoring") if s in stages
+    ]
+    report = stages.get("report")
+    tail = None
+    if report is not None and ends:
+        tail = round(report["start_s"] + report["span_s"] - max(ends), 2)
+    return {"busy_s": round(busy, 2), "tail_s": tail}
+
+
 def du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
@@ -528,7 +581,7 @@ def dag_only(
 
 
 def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict[str, Any]:
-    trial_seconds = args.trial_seconds or TRIAL_SECONDS[scale.backend]
+    trial_seconds = args.trial_seconds.get(scale.backend, TRIAL_SECONDS[scale.backend])
     root = Path(tempfile.mkdtemp(prefix=f"evalnoise-bench-{scale.label}-", dir=args.scratch))
     ws = make_workspace(root / "ws", bench_config(root / "ws", scale, args.target, trial_seconds))
     env = tool_env(ws, shim)
@@ -565,6 +618,8 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     alone = runner_alone(ws, env)
     print(f"[{scale.label}] runner alone {alone['wall_s']:.1f}s", file=sys.stderr, flush=True)
     results_bytes = du(ws / "results")
+    reading = read_cost(ws, env)
+    analysis = analysis_cost(stages)
     profile = None
     if args.profile_dag and scale == args.largest:
         profile = _relative(profile_dag(ws, env, scale.label, args.out))
@@ -602,6 +657,12 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
         "runner_s_per_trial": round(alone["wall_s"] / scale.trials, 5),
         "stages": stages,
         "results_bytes": results_bytes,
+        "read": reading,
+        "analysis_report": analysis,
+        "analysis_report_ratio_to_read": {
+            "busy_to_read": round(analysis["busy_s"] / reading["read_s"], 1),
+            "busy_to_read_process": round(analysis["busy_s"] / reading["process_s"], 2),
+        },
         "dag_profile": profile,
         "load_average_after": os.getloadavg(),
     }
@@ -671,6 +732,27 @@ def markdown(doc: dict[str, Any]) -> str:
             f"| {1000 * r['pipeline_s_per_trial']:.1f} | {1000 * r['runner_s_per_trial']:.1f} "
             f"| {r['results_bytes'] / 1e6:.1f} |"
         )
+    read = [r for r in full if "read" in r]
+    if read:
+        lines += [
+            "",
+            "Analysis + report against reading the trials (target: analysis + report ≤ 3 × the "
+            "read at 100,000 trials). *Read*: every score shard by `collect.read_scores` in a "
+            "fresh process, the read alone and the whole process (interpreter and imports "
+            "included); *analysis + report*: the summed time of those stages' jobs, and their "
+            "tail (end of the last trial or scoring job → end of the report).",
+            "",
+            "| scale | score rows | read s | read process s | analysis + report jobs s "
+            "| tail s | jobs / read | jobs / read process |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in read:
+            a, q, k = r["read"], r["analysis_report"], r["analysis_report_ratio_to_read"]
+            lines.append(
+                f"| {r['label']} | {a['rows']} | {a['read_s']:.2f} | {a['process_s']:.2f} "
+                f"| {q['busy_s']:.1f} | {q['tail_s']} | {k['busy_to_read']:.0f} "
+                f"| {k['busy_to_read_process']:.1f} |"
+            )
     if full:
         lines += [
             "",
@@ -731,7 +813,13 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += [
             f"**{r['label']}** (jobs by rule: "
             + ", ".join(f"{k} {v}" for k, v in r["jobs_by_rule"].items() if k != "total")
-            + f"; runner alone peak RSS {r['runner_alone_peak_rss_mb']} MB)",
+            + f"; runner alone peak RSS {r['runner_alone_peak_rss_mb']} MB"
+            + (
+                f"; shards.trial_seconds {r['shards_trial_seconds']} s, measured mean "
+                f"duration_s of an ok trial in the pipeline {r['read']['trial_duration_s']} s)"
+                if "read" in r
+                else ")"
+            ),
             "",
             "| stage | starts at s | span s | summed job s | jobs seen | peak RSS job MB "
             "| peak RSS at once MB |",
@@ -810,6 +898,18 @@ def parse_scale(text: str, args: argparse.Namespace) -> Scale:
     return Scale(parts[0], int(parts[1]), agents, args.profiles, args.trials_per_task)
 
 
+def _trial_seconds(text: str) -> dict[str, float]:
+    if "=" not in text:
+        return dict.fromkeys(TRIAL_SECONDS, float(text))
+    out = {}
+    for item in text.split(","):
+        backend, _, seconds = item.partition("=")
+        if backend not in TRIAL_SECONDS:
+            raise argparse.ArgumentTypeError(f"unknown backend {backend!r} in {text!r}")
+        out[backend] = float(seconds)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -829,7 +929,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--target", type=float, default=60.0, help="shards.target_seconds (0 = default plan)"
     )
-    parser.add_argument("--trial-seconds", type=float, default=None, help="shards.trial_seconds")
+    parser.add_argument(
+        "--trial-seconds",
+        type=_trial_seconds,
+        default={},
+        help="shards.trial_seconds: SECONDS for every backend, or BACKEND=SECONDS[,...] "
+        "(e.g. docker=0.15,local=0.02: a trial's wall time at the run's concurrency, "
+        "measured by a small run of this benchmark)",
+    )
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--poll", type=float, default=0.2, help="seconds between samples")
     parser.add_argument("--scratch", default=None, help="where workspaces go (default: /tmp)")

@@ -21,12 +21,31 @@ import pyarrow.parquet as pq
 
 from evalnoise.pipeline.plan import group_label
 
-__all__ = ["GroupData", "group_data", "load_group", "read_levels", "read_scores"]
+__all__ = [
+    "PAYLOAD_COLUMNS",
+    "GroupData",
+    "group_data",
+    "load_group",
+    "read_levels",
+    "read_scores",
+]
 
 
-def read_scores(paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
-    """The score shards concatenated (SCORES schema)."""
-    tables = [pq.read_table(p) for p in paths]
+#: The trial's outputs, which no statistic reads: the answer, the agent's error message and
+#: output tails, the judge's explanation. The analysis leaves them on disk, so a job's
+#: memory grows with the trials' numbers, not with what the agents wrote.
+PAYLOAD_COLUMNS = ("prediction", "error", "stdout_tail", "stderr_tail", "judge_explanation")
+
+
+def read_scores(paths: Iterable[str | os.PathLike[str]], *, payload: bool = False) -> pd.DataFrame:
+    """The score shards concatenated (SCORES schema), without :data:`PAYLOAD_COLUMNS`
+    unless ``payload``."""
+    tables = []
+    for path in paths:
+        with pq.ParquetFile(path) as shard:
+            names = shard.schema_arrow.names
+            columns = names if payload else [c for c in names if c not in PAYLOAD_COLUMNS]
+            tables.append(shard.read(columns=columns))
     if not tables:
         raise ValueError("no score shards given")
     # "default" promotion: a shard written before a nullable column existed (the cost

@@ -1,0 +1,58 @@
+"""Reading score shards for the analysis: the trials' numbers, not what the agents wrote."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from evalnoise.pipeline.collect import PAYLOAD_COLUMNS, read_scores
+from evalnoise.schema import SCORES
+
+
+def _shard(path, n, *, drop=()):
+    """``n`` rows of a score shard whose text columns are 10 kB each."""
+    columns = {}
+    for field in SCORES:
+        if field.name in drop:
+            continue
+        if field.name in PAYLOAD_COLUMNS:
+            columns[field.name] = pa.array(["x" * 10_000] * n, field.type)
+        elif field.name in ("agent", "resource_profile", "scorer", "status"):
+            columns[field.name] = pa.array(["a"] * n, field.type)
+        elif field.name == "task_id":
+            columns[field.name] = pa.array([f"t{i}" for i in range(n)], field.type)
+        elif field.name in ("trial", "attempt", "completion_tokens"):
+            columns[field.name] = pa.array(list(range(n)), field.type)
+        else:
+            columns[field.name] = pa.nulls(n, field.type)
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_payload_left_on_disk_unless_asked(tmp_path):
+    paths = [_shard(tmp_path / "a.parquet", 50), _shard(tmp_path / "b.parquet", 30)]
+    scores = read_scores(paths)
+    assert len(scores) == 80
+    assert not set(PAYLOAD_COLUMNS) & set(scores.columns)
+    assert set(scores.columns) == {f.name for f in SCORES} - set(PAYLOAD_COLUMNS)
+    # what the analysis holds is a few bytes a trial, not the agents' 50 kB of text
+    assert scores.memory_usage(deep=True).sum() < 80 * 5_000
+    full = read_scores(paths, payload=True)
+    assert set(full.columns) == {f.name for f in SCORES}
+    assert (full["stdout_tail"].str.len() == 10_000).all()
+
+
+def test_shard_without_a_newer_column_reads_null_there(tmp_path):
+    old = _shard(tmp_path / "old.parquet", 3, drop=("completion_tokens", "stdout_tail"))
+    new = _shard(tmp_path / "new.parquet", 2)
+    scores = read_scores([old, new])
+    assert scores["completion_tokens"].isna().sum() == 3
+    assert scores["completion_tokens"].dropna().tolist() == [0, 1]
+    full = read_scores([old, new], payload=True)
+    assert full["stdout_tail"].isna().sum() == 3
+
+
+def test_no_shards_is_an_error():
+    with pytest.raises(ValueError, match="no score shards"):
+        read_scores([])
