@@ -705,8 +705,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         f"{doc['date']}; {m['cpu_model']}, {m['cores']} cores, cgroup {m['cgroup']}, "
         f"Docker {m['docker']}, Python {m['python']}; load average at start "
-        f"{', '.join(f'{x:.1f}' for x in m['load_average_start'])} (a machine shared with "
-        "other jobs: absolute times are noisy, ratios within one scale less so).",
+        f"{', '.join(f'{x:.1f}' for x in m['load_average_start'])} (absolute times move with "
+        "the machine's load; a ratio compares two phases of one scale run one after the "
+        "other).",
         "",
         f"Command: `{doc['command']}`",
         "",
@@ -967,7 +968,20 @@ def main(argv: list[str] | None = None) -> int:
         "--name", default="pipeline", help="file name of the results: <out>/<name>.{md,json}"
     )
     parser.add_argument("--note", action="append", default=[], help="a line for the notes")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="write <out>/<name>.md and .svg again from <out>/<name>.json, running nothing",
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        doc = json.loads((args.out / f"{args.name}.json").read_text(encoding="utf-8"))
+        doc["notes"] = doc.get("notes", []) + args.note
+        (args.out / f"{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
+        (args.out / f"{args.name}.md").write_text(markdown(doc))
+        if any(not r.get("dag_only") for r in doc["runs"]):
+            chart(doc, args.out / f"{args.name}.svg")
+        return 0
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     if (args.baseline is not None or args.cold_cache or args.repeat > 1) and not args.dag_only:
