@@ -65,8 +65,13 @@ def script_json(value: Any) -> str:
 
 
 def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    """The chart's Vega-Lite spec, validated against the schema."""
-    return chart.to_dict(validate=True)
+    """The chart's Vega-Lite spec, validated against the schema.
+
+    Altair refuses a dataset of more than 5,000 rows by default; the charts bound their own
+    data (:data:`evalnoise.report.charts.PER_TASK_POINTS`), so a big run's report is drawn,
+    not refused."""
+    with alt.data_transformers.enable("default", max_rows=None):
+        return chart.to_dict(validate=True)
 
 
 def embed_script(div_id: str, spec: dict[str, Any]) -> str:

@@ -113,11 +113,19 @@ def _in_order(values: Iterable[object]) -> list[str]:
     return list(dict.fromkeys(str(v) for v in values))
 
 
+#: Questions a panel of the per-question chart draws at most: past it, every k-th rank.
+PER_TASK_POINTS = 1000
+
+
 def per_task_chart(per_task: pd.DataFrame, *, confidence: float = 0.95) -> alt.FacetChart:
     """Per-question accuracy with CIs, questions sorted by accuracy (paper Fig. 1).
 
     One panel per group. x is the question's rank by accuracy within its group (ties broken
-    by task id); the task id, trials and interval are in the tooltip.
+    by task id); the task id, trials and interval are in the tooltip. A group of n >
+    :data:`PER_TASK_POINTS` questions draws the ranks 1, 1 + k, 1 + 2k, … and n, with
+    k = ⌈n / PER_TASK_POINTS⌉: the sorted curve keeps its shape, the page stays small (5,000
+    questions a group would be 5,000 points with intervals, which no reader tells apart),
+    and the title says so.
     """
     _require(per_task, ("group", "task", "n", "mean", "ci_low", "ci_high"), "per_task_chart")
     df = per_task[["group", "task", "n", "mean", "ci_low", "ci_high"]].copy()
@@ -125,8 +133,16 @@ def per_task_chart(per_task: pd.DataFrame, *, confidence: float = 0.95) -> alt.F
     df["task"] = df["task"].astype(str)
     df = df.sort_values(["group", "mean", "task"], ascending=[True, False, True])
     df["rank"] = df.groupby("group", sort=False).cumcount() + 1
-    df = df.reset_index(drop=True)
+    size = df.groupby("group", sort=False)["rank"].transform("size")
+    step = np.ceil(size / PER_TASK_POINTS).astype("int64")
+    df = df[((df["rank"] - 1) % step == 0) | (df["rank"] == size)].reset_index(drop=True)
     level = f"{confidence:.0%}"
+    title = f"Per-question accuracy with {level} confidence intervals"
+    if int(step.max()) > 1:
+        title += (
+            f" (a group of more than {PER_TASK_POINTS:,} questions: every k-th rank, "
+            f"k = ⌈questions / {PER_TASK_POINTS:,}⌉)"
+        )
     tooltip = [
         alt.Tooltip("task:N"),
         alt.Tooltip("n:Q", title="trials"),
@@ -150,7 +166,7 @@ def per_task_chart(per_task: pd.DataFrame, *, confidence: float = 0.95) -> alt.F
         alt.layer(rules, points, data=df)
         .properties(width=_WIDTH, height=170)
         .facet(row=alt.Row("group:N", title=None, sort=sorted(df["group"].unique())))
-        .properties(title=f"Per-question accuracy with {level} confidence intervals")
+        .properties(title=title)
     )
 
 
