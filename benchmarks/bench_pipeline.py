@@ -896,7 +896,12 @@ def parse_scale(text: str, args: argparse.Namespace) -> Scale:
     if len(parts) not in (2, 3) or parts[0] not in ("docker", "local"):
         raise argparse.ArgumentTypeError(f"--scale {text!r}: expected BACKEND:TRIALS[:AGENTS]")
     agents = int(parts[2]) if len(parts) == 3 else 1
-    return Scale(parts[0], int(parts[1]), agents, args.profiles, args.trials_per_task)
+    scale = Scale(parts[0], int(parts[1]), agents, args.profiles, args.trials_per_task)
+    try:
+        scale.tasks  # noqa: B018 - refused before anything runs, not when its turn comes
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--scale {text!r}: {error}") from None
+    return scale
 
 
 def _trial_seconds(text: str) -> dict[str, float]:
@@ -969,6 +974,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--note", action="append", default=[], help="a line for the notes")
     parser.add_argument(
+        "--append",
+        action="store_true",
+        help="add this run's scales to the runs already in <out>/<name>.json",
+    )
+    parser.add_argument(
         "--render",
         action="store_true",
         help="write <out>/<name>.md and .svg again from <out>/<name>.json, running nothing",
@@ -991,7 +1001,10 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.baseline / "Snakefile").is_file():
             parser.error(f"--baseline {args.baseline}: no Snakefile (not a checkout)")
 
-    scales = [parse_scale(s, args) for s in args.scale]
+    try:
+        scales = [parse_scale(s, args) for s in args.scale]
+    except argparse.ArgumentTypeError as error:
+        parser.error(str(error))
     if args.issue_grid:
         for backend, trials in ISSUE_GRID:
             for agents in (int(a) for a in args.agents_grid.split(",")):
@@ -1007,6 +1020,9 @@ def main(argv: list[str] | None = None) -> int:
         (shim / "scontrol").chmod(0o755)
     args.shim = shim
 
+    earlier: dict[str, Any] = {}
+    if args.append and (args.out / f"{args.name}.json").is_file():
+        earlier = json.loads((args.out / f"{args.name}.json").read_text(encoding="utf-8"))
     doc: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "command": "python benchmarks/bench_pipeline.py " + _command(argv or sys.argv[1:]),
@@ -1015,6 +1031,12 @@ def main(argv: list[str] | None = None) -> int:
         "runs": [],
         "notes": args.note,
     }
+    if earlier:
+        doc["date"] = f"{earlier['date']} – {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        doc["command"] = f"{earlier['command']}; then {doc['command']} --append"
+        doc["machine"]["load_average_start"] = earlier["machine"]["load_average_start"]
+        doc["runs"] = earlier["runs"]
+        doc["notes"] = earlier.get("notes", []) + args.note
     args.out.mkdir(parents=True, exist_ok=True)
     try:
         for scale in scales:
