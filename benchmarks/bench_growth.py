@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -34,7 +33,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "pipeline"))
-from pipeline_helpers import job_counts, tool_env  # noqa: E402
+from pipeline_helpers import job_counts, journals, run_tool  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results"
 _KEY = ("agent", "resource_profile", "task_id", "trial", "attempt")
@@ -43,32 +42,19 @@ _KEY = ("agent", "resource_profile", "task_id", "trial", "attempt")
 def trial_rows(ws: Path) -> dict[tuple, str]:
     """(agent, profile, task, trial, attempt) → started_at, over every shard journal."""
     rows: dict[tuple, str] = {}
-    for path in sorted((ws / "results" / "trials").glob("*/*/journals/*.jsonl")):
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if "journal" in row:  # the header
-                    continue
-                key = tuple(row[k] for k in _KEY)
-                if key in rows:
-                    raise RuntimeError(f"{path}: trial {key} is in two journals")
-                rows[key] = row["started_at"]
+    for path, journal in journals(ws).items():
+        for row in journal:
+            key = tuple(row[k] for k in _KEY)
+            if key in rows:
+                raise RuntimeError(f"{path}: trial {key} is in two journals")
+            rows[key] = row["started_at"]
     return rows
 
 
 def snakemake(ws: Path, *args: str) -> tuple[float, str]:
     t0 = time.perf_counter()
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("snakemake")), *args],
-        cwd=ws,
-        env=tool_env(ws),  # a failing scontrol first: no 9 s Slurm probe
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"snakemake {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    # the workspace's own package, a failing scontrol first (no 9 s Slurm probe)
+    done = run_tool(ws, "snakemake", *args, timeout=24 * 3600)
     return time.perf_counter() - t0, done.stdout + done.stderr
 
 

@@ -916,6 +916,14 @@ def _trial_seconds(text: str) -> dict[str, float]:
     return out
 
 
+def write_results(doc: dict[str, Any], out: Path, name: str, *, with_chart: bool) -> None:
+    """``<out>/<name>.json`` and ``.md``, and with ``with_chart`` the chart (``.svg``)."""
+    (out / f"{name}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / f"{name}.md").write_text(markdown(doc))
+    if with_chart and any(not r.get("dag_only") for r in doc["runs"]):
+        chart(doc, out / f"{name}.svg")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -987,10 +995,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:
         doc = json.loads((args.out / f"{args.name}.json").read_text(encoding="utf-8"))
         doc["notes"] = doc.get("notes", []) + args.note
-        (args.out / f"{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
-        (args.out / f"{args.name}.md").write_text(markdown(doc))
-        if any(not r.get("dag_only") for r in doc["runs"]):
-            chart(doc, args.out / f"{args.name}.svg")
+        write_results(doc, args.out, args.name, with_chart=True)
         return 0
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -1007,8 +1012,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if args.issue_grid:
         for backend, trials in ISSUE_GRID:
-            for agents in (int(a) for a in args.agents_grid.split(",")):
-                scales.append(Scale(backend, trials, agents, args.profiles, args.trials_per_task))
+            for agents in args.agents_grid.split(","):
+                try:
+                    scales.append(parse_scale(f"{backend}:{trials}:{agents}", args))
+                except argparse.ArgumentTypeError as error:
+                    parser.error(f"--issue-grid: {error}")
     if not scales:
         scales = [parse_scale("docker:1000:1", args), parse_scale("local:10000:1", args)]
     args.largest = max(scales, key=lambda s: s.trials)
@@ -1042,13 +1050,11 @@ def main(argv: list[str] | None = None) -> int:
         for scale in scales:
             doc["runs"].append(run_scale(scale, args, shim))
             # written after every scale: a long grid keeps what it measured
-            (args.out / f"{args.name}.json").write_text(json.dumps(doc, indent=2) + "\n")
-            (args.out / f"{args.name}.md").write_text(markdown(doc))
+            write_results(doc, args.out, args.name, with_chart=False)
     finally:
         if shim is not None:
             shutil.rmtree(shim, ignore_errors=True)
-    if any(not r.get("dag_only") for r in doc["runs"]):
-        chart(doc, args.out / f"{args.name}.svg")
+    write_results(doc, args.out, args.name, with_chart=True)
     print(markdown(doc))
     return 0
 
