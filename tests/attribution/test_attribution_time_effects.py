@@ -262,3 +262,74 @@ def test_equal_scores_have_no_share_to_split():
     assert res.total_variance == 0 and np.isnan(res.infra_share)
     assert np.isnan(res.infra_share_ci_low) and np.isnan(res.infra_share_ci_high)
     assert "every score is equal: there is no variance to split" in res.warnings
+
+
+# --- the bootstrap at the design cells ----------------------------------------------------------
+
+
+def _unbalanced(seed, n=400):
+    rng = np.random.default_rng(seed)
+    task = rng.integers(0, 25, n)
+    block = rng.integers(0, 4, n)
+    host = rng.integers(0, 3, n)
+    y = (rng.random(n) < 0.3 + 0.4 * (task % 2) + 0.05 * block).astype(float)
+    factors = {
+        "task": task,
+        "time_block": block,
+        "host": host,
+        "task:time_block": pd.factorize(task * 4 + block, sort=True)[0],
+    }
+    return y, factors
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_reductions_from_cell_sums_equal_those_from_the_trials(seed):
+    """Every model's fit is constant within a design cell: the reductions computed from the
+    cell sums and Σy² are the ones computed from the trials (unbalanced, with hosts)."""
+    from evalnoise.attribution.time_effects import _Henderson
+
+    rng = np.random.default_rng(seed)
+    y, factors = _unbalanced(seed)
+    hend = _Henderson(factors)
+    first, sizes = hend.cells()
+    assert sizes.sum() == y.size
+    cell = pd.factorize(pd.MultiIndex.from_arrays(list(factors.values())))[0]
+    ys = np.column_stack([y, rng.standard_normal((y.size, 3))])
+    position = np.empty(first.size, dtype=np.int64)
+    position[cell[first]] = np.arange(first.size)  # cell id → its place in hend.cells()
+    sums = np.zeros((first.size, ys.shape[1]))
+    np.add.at(sums, position[cell], ys)
+    np.testing.assert_allclose(
+        hend.reduce_cells(sums, (ys**2).sum(axis=0)), hend.reduce(ys), rtol=1e-9, atol=1e-9
+    )
+
+
+def _trial_level_bootstrap(hend, factors, sigma2, a_mat, n_boot, seed):
+    """The reference: every trial simulated (y = Σ_f u_f + e), re-estimated on the design."""
+    rng = np.random.default_rng(seed)
+    codes = list(factors.values())
+    sd = np.sqrt(sigma2)
+    y = rng.standard_normal((codes[0].size, n_boot)) * sd[-1]
+    for c, s in zip(codes, sd[:-1], strict=True):
+        y += (rng.standard_normal((int(c.max()) + 1, n_boot)) * s)[c]
+    return np.maximum(np.linalg.solve(a_mat, hend.reduce(y)).T, 0.0)
+
+
+def test_the_cell_bootstrap_has_the_law_of_the_trial_bootstrap():
+    """Simulating cell sums and the within-cell χ² gives the estimates the same distribution
+    as simulating every trial: two-sample KS per component, 4,000 replicates each."""
+    from scipy import stats
+
+    from evalnoise.attribution.time_effects import _bootstrap, _Henderson
+
+    _, factors = _unbalanced(7)
+    hend = _Henderson(factors)
+    names, a_mat, _ = hend.system()
+    sigma2 = np.array([0.04, 0.01, 0.005, 0.02, 0.15])
+    assert names == [*factors, "residual"]
+    cells = _bootstrap(hend, factors, sigma2, a_mat, 4000, seed=1)
+    trials = _trial_level_bootstrap(hend, factors, sigma2, a_mat, 4000, seed=2)
+    for i, name in enumerate(names):
+        p = stats.ks_2samp(cells[:, i], trials[:, i]).pvalue
+        assert p > 0.001, (name, p)
+        assert np.mean(cells[:, i]) == pytest.approx(np.mean(trials[:, i]), rel=0.1, abs=1e-3)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
 from evalnoise.runner.policy import TRIAL_KEY
 from evalnoise.stats.paired import benjamini_hochberg, mcnemar_exact_p
@@ -45,6 +45,10 @@ def fisher_greater(x: Any, n: Any, x_total: int, n_total: int) -> np.ndarray:
 
     the p of ``scipy.stats.fisher_exact(table, alternative="greater")``.
     """
+    # imported here, not with the module: scipy.stats costs every process that imports the
+    # attribution about a second (evalnoise.stats._distributions), and only this test needs it
+    from scipy import stats
+
     x = np.asarray(x)
     n = np.asarray(n)
     return np.asarray(stats.hypergeom.sf(x - 1, n_total, x_total, n), dtype=float)
@@ -154,7 +158,8 @@ def time_blocks(started_at: Any, n_blocks: int = 4) -> np.ndarray:
     ok = np.isfinite(t)
     n = int(ok.sum())
     if n:
-        r = stats.rankdata(t[ok], method="min") - 1
+        v = t[ok]
+        r = np.searchsorted(np.sort(v), v, side="left")  # rankdata(v, method="min") − 1
         out[ok] = (r * int(n_blocks)) // n
     return out
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from ._checks import check_probability
+from ._distributions import norm_ppf, t_ppf
 from ._tasks import task_sums
 from .proportion import wilson_interval
 
@@ -178,7 +178,7 @@ def accuracy(
     n, g = ts.n_obs, ts.n_tasks
     warnings: list[str] = []
     nan = float("nan")
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(norm_ppf(0.5 + confidence / 2.0))
     df = float(g - 1) if quantile == "t" else float("inf")
 
     if n == 0:
@@ -241,7 +241,7 @@ def accuracy(
     elif quantile == "normal":
         q = z
     else:
-        q = float(stats.t.ppf(0.5 + confidence / 2.0, g - 1))
+        q = float(t_ppf(0.5 + confidence / 2.0, g - 1))
 
     if constant:
         warnings.append(

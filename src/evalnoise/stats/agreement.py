@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ._checks import check_probability, judge_and_reference, task_codes
+from ._distributions import norm_ppf, norm_sf
 from ._results import DictResult, plain
 from .proportion import _wilson_or_nan
 
@@ -298,14 +298,14 @@ def judge_agreement(
         k_arr, po_arr, pe_arr = _kappa_from_counts(counts)
         kappa, po, pe = float(k_arr), float(po_arr), float(pe_arr)
 
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(norm_ppf(0.5 + confidence / 2.0))
     kappa_se = kappa_se0 = p_value = k_low = k_high = kappa_max = nan
     if np.isfinite(kappa):
         var, var0 = _fce_variances(counts)
         kappa_se, kappa_se0 = math.sqrt(var), math.sqrt(var0)
         k_low = max(kappa - z * kappa_se, -1.0)
         k_high = min(kappa + z * kappa_se, 1.0)
-        p_value = float(2.0 * stats.norm.sf(abs(kappa) / kappa_se0)) if kappa_se0 > 0 else nan
+        p_value = float(2.0 * norm_sf(abs(kappa) / kappa_se0)) if kappa_se0 > 0 else nan
         pj1, pr1 = (n11 + n10) / n, m1 / n
         kappa_max = (min(pj1, pr1) + min(1 - pj1, 1 - pr1) - pe) / (1.0 - pe)
     elif n:

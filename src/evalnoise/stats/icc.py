@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._checks import check_probability
+from ._distributions import f_ppf, f_sf
 from ._tasks import task_sums
 
 __all__ = ["ICCBatch", "ICCResult", "bonett_se", "icc_batch", "icc_oneway", "interpret_icc"]
@@ -390,9 +390,9 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
             ci_low = ci_high = k_low = k_high = 1.0
         else:
             f_stat = msb / msw
-            p_value = float(stats.f.sf(f_stat, df1, df2))
-            f_lower = f_stat / float(stats.f.ppf(1.0 - alpha / 2.0, df1, df2))
-            f_upper = f_stat * float(stats.f.ppf(1.0 - alpha / 2.0, df2, df1))
+            p_value = float(f_sf(f_stat, df1, df2))
+            f_lower = f_stat / float(f_ppf(1.0 - alpha / 2.0, df1, df2))
+            f_upper = f_stat * float(f_ppf(1.0 - alpha / 2.0, df2, df1))
             ci_low = (f_lower - 1.0) / (f_lower + n0 - 1.0)
             ci_high = (f_upper - 1.0) / (f_upper + n0 - 1.0)
             if msb > 0.0:

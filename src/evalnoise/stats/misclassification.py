@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ._checks import check_probability, float_array, judge_and_reference, task_codes
+from ._distributions import norm_ppf
 from ._results import DictResult
 from .proportion import _wilson_or_nan
 
@@ -231,7 +231,7 @@ def _finish(
 ) -> dict[str, Any]:
     """The fields both results share: the estimate and its interval truncated to [0, 1], the
     trial ``counts``, the level and the warnings (``notes``, this function's included)."""
-    z = float(stats.norm.ppf(0.5 + confidence / 2.0))
+    z = float(norm_ppf(0.5 + confidence / 2.0))
     low, high = raw - z * se, raw + z * se
     truncated = bool(np.isfinite(raw) and (raw < 0.0 or raw > 1.0))
     if truncated:

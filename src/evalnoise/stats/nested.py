@@ -40,7 +40,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ._checks import (
     check_finite_number,
@@ -48,6 +47,7 @@ from ._checks import (
     optional_positive_int,
     task_codes,
 )
+from ._distributions import chi2_ppf, f_ppf
 from ._results import DictResult
 from .planning import _max_count
 
@@ -212,16 +212,16 @@ def _mls_difference(
     exact χ² interval for c1·σ²_1. Ends are not clipped here.
     """
     lo_q, hi_q = alpha / 2.0, 1.0 - alpha / 2.0
-    g1 = 1.0 - n1 / stats.chi2.ppf(hi_q, n1)
-    h1 = n1 / stats.chi2.ppf(lo_q, n1) - 1.0
+    g1 = 1.0 - n1 / chi2_ppf(hi_q, n1)
+    h1 = n1 / chi2_ppf(lo_q, n1) - 1.0
     a1, b1 = c1 * s1, c2 * s2
     theta = a1 - b1
     if b1 == 0.0:
         return theta - g1 * a1, theta + h1 * a1
-    g2 = 1.0 - n2 / stats.chi2.ppf(hi_q, n2)
-    h2 = n2 / stats.chi2.ppf(lo_q, n2) - 1.0
-    f1 = stats.f.ppf(hi_q, n1, n2)
-    f2 = stats.f.ppf(lo_q, n1, n2)
+    g2 = 1.0 - n2 / chi2_ppf(hi_q, n2)
+    h2 = n2 / chi2_ppf(lo_q, n2) - 1.0
+    f1 = f_ppf(hi_q, n1, n2)
+    f2 = f_ppf(lo_q, n1, n2)
     g12 = ((f1 - 1.0) ** 2 - g1**2 * f1**2 - h2**2) / f1
     h12 = ((1.0 - f2) ** 2 - h1**2 * f2**2 - g2**2) / f2
     v_l = g1**2 * a1**2 + h2**2 * b1**2 + g12 * a1 * b1
@@ -414,8 +414,8 @@ def nested_components(
     ci_judge = nan2
     if df_judge > 0:
         ci_judge = (
-            df_judge * ms_judge / stats.chi2.ppf(1.0 - alpha / 2.0, df_judge),
-            df_judge * ms_judge / stats.chi2.ppf(alpha / 2.0, df_judge),
+            df_judge * ms_judge / chi2_ppf(1.0 - alpha / 2.0, df_judge),
+            df_judge * ms_judge / chi2_ppf(alpha / 2.0, df_judge),
         )
     ci_trial = nan2
     if np.isfinite(s2_trial):

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from evalnoise.stats._checks import check_probability, finite_scores
+from evalnoise.stats._distributions import binom_cdf, chi2_sf, t_ppf, t_sf
 from evalnoise.stats._tasks import TaskSums, task_sums
 from evalnoise.stats.planning import MDDResult, minimum_detectable_difference
 
@@ -228,8 +228,8 @@ def _paired_t(
         p = 0.0 if diff != 0 else 1.0
     else:
         t = diff / se
-        p = float(2 * stats.t.sf(abs(t), df))
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+        p = float(2 * t_sf(abs(t), df))
+    half = float(t_ppf(0.5 + confidence / 2, df)) * se
     return diff, se, t, df, p, diff - half, diff + half
 
 
@@ -299,7 +299,7 @@ def _mcnemar_counts(n01: int, n10: int, n_pairs: int, exact_threshold: int) -> M
         # trials has p = 1. No evidence of a difference either way.
         return McNemarResult(n01, n10, n_pairs, float("nan"), 1.0, 1.0, 1.0, "exact")
     chi2 = (abs(n01 - n10) - 1) ** 2 / n_disc
-    p_chi2 = float(stats.chi2.sf(chi2, 1))
+    p_chi2 = float(chi2_sf(chi2, 1))
     p_exact = float(mcnemar_exact_p(n01, n10))
     exact = n_disc < exact_threshold
     return McNemarResult(
@@ -330,7 +330,7 @@ def mcnemar_exact_p(b: Any, c: Any) -> np.ndarray:
     if np.any(b < 0) or np.any(c < 0):
         raise ValueError("discordant counts must be non-negative")
     n = b + c
-    p = np.minimum(1.0, 2.0 * stats.binom.cdf(np.minimum(b, c), n, 0.5))
+    p = np.minimum(1.0, 2.0 * binom_cdf(np.minimum(b, c), n, 0.5))
     return np.where(n == 0, 1.0, p)
 
 

@@ -20,7 +20,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._checks import (
     check_finite_number,
@@ -28,6 +27,7 @@ from ._checks import (
     check_probability,
     optional_positive_int,
 )
+from ._distributions import norm_ppf
 
 __all__ = [
     "Allocation",
@@ -267,7 +267,7 @@ def tasks_for_icc_precision(
         raise ValueError("trials must be integers >= 2")
     if not np.all((rho >= 0) & (rho <= 1)):
         raise ValueError("icc must lie in [0, 1]")
-    z = float(stats.norm.ppf(0.5 + conf / 2))
+    z = float(norm_ppf(0.5 + conf / 2))
     if ci_width is not None:
         w = np.asarray(ci_width, dtype=float)
         if not np.all(np.isfinite(w) & (w > 0)):
@@ -342,8 +342,8 @@ def minimum_detectable_difference(
         raise ValueError("variance components must be finite and >= 0")
     if not np.all((r >= -1) & (r < 1)):
         raise ValueError("paired_correlation must lie in [-1, 1)")
-    z_a = float(stats.norm.ppf(1 - a / 2))
-    z_p = float(stats.norm.ppf(pw))
+    z_a = float(norm_ppf(1 - a / 2))
+    z_p = float(norm_ppf(pw))
     variance = s2b / n + s2w / (n * t)
     se_diff = np.sqrt(2 * variance * (1 - r))
     mdd = (z_a + z_p) * se_diff
@@ -785,7 +785,7 @@ def plan_from_pilot(
         max_tasks=max_tasks,
         max_trials=max_trials,
     )
-    z = float(stats.norm.ppf(0.5 + conf / 2))
+    z = float(norm_ppf(0.5 + conf / 2))
     return PilotPlan(
         sigma2_between=s2b,
         sigma2_between_raw=float(res.sigma2_between),

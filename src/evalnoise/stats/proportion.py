@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from ._checks import check_probability
+from ._distributions import norm_ppf
 
 __all__ = ["ProportionInterval", "wilson_interval"]
 
@@ -97,7 +97,7 @@ def wilson_interval(
     if not np.all((p >= 0) & (p <= 1)):
         raise ValueError("every mean must lie in [0, 1]")
     n_eff = n / deff
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = float(norm_ppf(0.5 + confidence / 2))
     z2 = z * z
     denom = 1.0 + z2 / n_eff
     center = (p + z2 / (2 * n_eff)) / denom
