@@ -281,3 +281,35 @@ def test_chart_spec_takes_a_dataset_past_altairs_default_limit() -> None:
     # the lift is scoped to the call: altair's own default is left as it was
     with pytest.raises(alt.MaxRowsError):
         alt.Chart(frame).mark_point().encode(x="x:Q", y="y:Q").to_dict()
+
+
+def test_the_vega_bundle_is_cached_per_version_and_rebuilt_when_not_a_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vl-convert bundles anew on every call (seconds, in every report job): the bundle is
+    kept in the user cache under vl-convert's and Vega-Lite's versions; a cached file that
+    is not a bundle is replaced, and the pages are the same with or without the cache."""
+    import vl_convert as vlc
+
+    from evalnoise.report import _render
+
+    monkeypatch.setenv("EVALNOISE_CACHE_DIR", str(tmp_path))
+    fresh = vlc.javascript_bundle(vl_version=_render.VL_VERSION)
+    _render.vega_bundle.cache_clear()
+    try:
+        assert _render.vega_bundle() == fresh
+        (cached,) = (tmp_path / "vega").iterdir()
+        assert cached.name == f"bundle-{vlc.__version__}-{_render.VL_VERSION}.js"
+        assert cached.read_text(encoding="utf-8") == fresh
+
+        calls = []
+        monkeypatch.setattr(vlc, "javascript_bundle", lambda **kw: calls.append(kw) or fresh)
+        _render.vega_bundle.cache_clear()
+        assert _render.vega_bundle() == fresh and calls == []  # read from the cache
+
+        cached.write_text("truncated", encoding="utf-8")
+        _render.vega_bundle.cache_clear()
+        assert _render.vega_bundle() == fresh and len(calls) == 1
+        assert cached.read_text(encoding="utf-8") == fresh
+    finally:
+        _render.vega_bundle.cache_clear()

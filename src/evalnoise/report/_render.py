@@ -14,6 +14,7 @@ rebuilding a report from the same inputs gives byte-identical files.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import json
@@ -24,6 +25,7 @@ import altair as alt
 import vl_convert as vlc
 
 from evalnoise.atomic import atomic_open
+from evalnoise.user_cache import cache_dir
 
 #: Vega-Lite version of the bundled JavaScript and of PNG rendering: the one altair emits.
 VL_VERSION = "v" + "_".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
@@ -43,8 +45,22 @@ PNG_SCALE = 2.0
 
 @functools.cache
 def vega_bundle() -> str:
-    """The vega + vega-lite + vega-embed bundle, defining ``window.vegaEmbed``."""
-    bundle = vlc.javascript_bundle(vl_version=VL_VERSION)
+    """The vega + vega-lite + vega-embed bundle, defining ``window.vegaEmbed``.
+
+    vl-convert bundles it anew on every call (1–2 s, in every report job); it is a function
+    of vl-convert's version and the Vega-Lite version alone, so it is kept in the user cache
+    (:func:`evalnoise.user_cache.cache_dir`) under both, written atomically."""
+    cached = cache_dir() / "vega" / f"bundle-{vlc.__version__}-{VL_VERSION}.js"
+    try:
+        bundle = cached.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        bundle = ""
+    if "vegaEmbed" not in bundle:  # absent, or not a bundle (edited by hand): bundle again
+        bundle = vlc.javascript_bundle(vl_version=VL_VERSION)
+        with contextlib.suppress(OSError):  # a read-only cache: bundle every time
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_open(cached) as fh:
+                fh.write(bundle)
     if "</script" in bundle.lower():  # would end the inline <script> element early
         raise RuntimeError("the vl-convert JavaScript bundle contains '</script'")
     return bundle

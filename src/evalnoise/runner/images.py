@@ -34,6 +34,7 @@ from typing import Any
 
 from evalnoise._checkout import checkout_path
 from evalnoise._extras import require
+from evalnoise.user_cache import cache_dir as default_cache_dir
 
 BASE_IMAGE_REPOSITORY = "evalnoise-base"
 
@@ -42,7 +43,6 @@ BUILD_SCRIPT_VERSION = 1
 
 _HASH_CHARS = 12
 _INPUTS_ENV = "EVALNOISE_BASE_INPUTS"
-_CACHE_ENV = "EVALNOISE_CACHE_DIR"
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,6 @@ def default_inputs_dir() -> Path:
     no checkout.
     """
     return checkout_path("images/base", "building the base image", override_env=_INPUTS_ENV)
-
-
-def default_cache_dir() -> Path:
-    """``$EVALNOISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/evalnoise``, else ``~/.cache/evalnoise``."""
-    if os.environ.get(_CACHE_ENV):
-        return Path(os.environ[_CACHE_ENV])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "evalnoise"
 
 
 def load_base_inputs(inputs_dir: str | os.PathLike[str] | None = None) -> BaseImageInputs:
