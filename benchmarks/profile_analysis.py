@@ -3,8 +3,9 @@
 
 Reruns, in a workspace the pipeline benchmark kept (``bench_pipeline.py --keep``), every
 job of the analysis and report stages (``snakemake --forcerun`` of their rules, the trials
-and scores untouched) with each job's Python process under cProfile: a ``sitecustomize``
-on ``PYTHONPATH`` starts the profiler in a process whose script is a Snakemake job script
+and scores untouched: :func:`bench_analysis.forced_rerun`) with each job's Python process
+under cProfile: a ``sitecustomize`` on ``PYTHONPATH`` starts the profiler in a process whose
+script is a Snakemake job script
 (``.snakemake/scripts/tmp*.<rule>.py``) and writes its statistics when it exits. Writes a
 text report: per job, its wall time, the time in imports (the outermost ``_find_and_load``
 calls' cumulative time) and in reading Parquet, and its top functions by cumulative time;
@@ -27,16 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-#: The rules whose jobs are the analysis and report stages (bench_pipeline.STAGES).
-RULES = (
-    "analyze",
-    "compare",
-    "convergence",
-    "budget",
-    "attribution",
-    "summarize",
-    "report",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_analysis import RULES, forced_rerun
 
 _SITECUSTOMIZE = r"""
 import os, re, sys
@@ -101,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     # the workspace's package first, as the benchmark runs it; the hook after it
     env["PYTHONPATH"] = os.pathsep.join([str(ws / "src"), str(hook)])
     env["EVALNOISE_CPROFILE_DIR"] = str(dumps)
-    snakemake = Path(sys.executable).with_name("snakemake")
-    command = [str(snakemake), "--cores", str(args.cores), "--forcerun", *RULES]
+    command, _ = forced_rerun(ws, env, args.cores)
     t0 = time.perf_counter()
     done = subprocess.run(command, cwd=ws, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
