@@ -10,13 +10,17 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalnoise.costs import (
     JUDGE_DRIVERS,
     TRIAL_DRIVERS,
     DriverTotal,
     Prices,
+    column_total,
     combine_costs,
     cost_drivers,
     driver_total,
@@ -170,3 +174,45 @@ def test_estimate_reads_driver_dicts_and_objects_alike():
     objects = {k: DriverTotal(**v) for k, v in DRIVERS.items()}
     assert estimate_cost(objects, 10, PRICES) == estimate_cost(DRIVERS, 10, PRICES)
     assert math.isfinite(estimate_cost(objects, 10, PRICES).total)
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True, width=64),
+    st.integers(-5, 10**6).map(float),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_VALUES, max_size=40), st.sampled_from(["float64", "Float64", "f8[pyarrow]"]))
+def test_a_numeric_column_totals_as_its_values_one_by_one(values, dtype):
+    """The vectorized sum of a numeric column (200,000 Python calls at 100,000 trials,
+    before) counts exactly what driver_total counts value by value."""
+    if dtype == "f8[pyarrow]":
+        dtype = pd.ArrowDtype(pa.float64())
+    column = (
+        pd.Series(values, dtype=dtype)
+        if dtype != "float64"
+        else pd.Series([np.nan if v is None else v for v in values], dtype="float64")
+    )
+    frame = pd.DataFrame({"duration_s": column})
+    fast = column_total(frame, "duration_s")
+    slow = driver_total(column.tolist())
+    assert (fast.n, fast.missing) == (slow.n, slow.missing)
+    assert fast.total == slow.total and fast.mean == slow.mean
+
+
+def test_integer_bool_and_text_columns_and_an_absent_one():
+    frame = pd.DataFrame(
+        {
+            "calls": pd.array([1, None, 4], dtype="Int64"),
+            "flag": [True, False, True],
+            "text": ["7", None, "x"],
+            "ints": np.array([2, -1, 3], dtype=np.int64),
+        }
+    )
+    assert column_total(frame, "calls") == DriverTotal(2, 1, 5.0, 2.5)
+    assert column_total(frame, "flag") == DriverTotal(0, 3, None, None)
+    assert column_total(frame, "text") == DriverTotal(0, 3, None, None)
+    assert column_total(frame, "ints") == DriverTotal(2, 1, 5.0, 2.5)
+    assert column_total(frame, "absent") == DriverTotal(0, 3, None, None)

@@ -42,6 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "DRIVERS",
     "JUDGE_DRIVERS",
@@ -51,6 +53,7 @@ __all__ = [
     "Driver",
     "DriverTotal",
     "Prices",
+    "column_total",
     "combine_costs",
     "cost_drivers",
     "driver_label",
@@ -138,10 +141,23 @@ def driver_total(values: Iterable[Any]) -> DriverTotal:
     return DriverTotal(len(known), len(values) - len(known), total, total / len(known))
 
 
-def _column(frame: Any, name: str) -> list[Any]:
+def column_total(frame: Any, name: str) -> DriverTotal:
+    """:func:`driver_total` of a table's column (absent: not reported on any row).
+
+    A numeric column (NumPy, nullable or Arrow-backed; not bool) is summed without a Python
+    call per value: n = #(finite and ≥ 0), total = fsum of those, as :func:`driver_total`
+    counts them; any other column goes through :func:`driver_total` value by value."""
     if name not in frame.columns:
-        return [None] * len(frame)
-    return frame[name].tolist()
+        return DriverTotal(0, len(frame), None, None)
+    column = frame[name]
+    if column.dtype.kind not in "iuf":
+        return driver_total(column.tolist())
+    values = column.to_numpy(dtype=float, na_value=np.nan)
+    known = values[np.isfinite(values) & (values >= 0)]
+    if not known.size:
+        return DriverTotal(0, values.size, None, None)
+    total = math.fsum(known.tolist())
+    return DriverTotal(known.size, values.size - known.size, total, total / known.size)
 
 
 def _judge_scored(frame: Any) -> bool:
@@ -165,7 +181,7 @@ def cost_drivers(frame: Any, drivers: Sequence[Driver] | None = None) -> dict[st
         drivers = TRIAL_DRIVERS + (JUDGE_DRIVERS if _judge_scored(frame) else ())
     return {
         "trials": len(frame),
-        "drivers": {d.name: driver_total(_column(frame, d.column)).to_dict() for d in drivers},
+        "drivers": {d.name: column_total(frame, d.column).to_dict() for d in drivers},
     }
 
 
