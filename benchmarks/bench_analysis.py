@@ -64,14 +64,16 @@ import os, re, sys
 _m = re.search(r"\.snakemake/scripts/tmp[^/.]*\.(\w+)\.py$", sys.argv[0] if sys.argv else "")
 if _m and os.environ.get("EVALNOISE_JOB_TIMES"):
     import atexit, json, resource, time
+    _site = time.time()
+    # the process's age from its start time in clock ticks since boot, against
+    # CLOCK_BOOTTIME (ns): /proc/stat's btime is whole seconds, off by up to 1 s
+    with open(f"/proc/{os.getpid()}/stat") as f:
+        _ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    _age = time.clock_gettime(time.CLOCK_BOOTTIME) - _ticks / os.sysconf("SC_CLK_TCK")
 
     def _record():
-        with open(f"/proc/{os.getpid()}/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime"))
-        start = boot + start_ticks / os.sysconf("SC_CLK_TCK")
-        row = {"rule": _m.group(1), "pid": os.getpid(), "start": start, "end": time.time(),
+        row = {"rule": _m.group(1), "pid": os.getpid(), "start": _site - _age, "site": _site,
+               "end": time.time(),
                "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
         with open(os.path.join(os.environ["EVALNOISE_JOB_TIMES"], f"{os.getpid()}.json"), "w") as f:
             json.dump(row, f)
@@ -228,7 +230,7 @@ def markdown(doc: dict[str, Any]) -> str:
         cells = [f"{doc['variants'][n]['summary']['per_rule_s'].get(rule, 0):.2f}" for n in names]
         lines.append(f"| {rule} | " + " | ".join(cells) + " |")
     if doc.get("notes"):
-        lines += ["", *doc["notes"]]
+        lines += ["", "Notes:", "", *(f"- {note}" for note in doc["notes"])]
     return "\n".join(lines) + "\n"
 
 
