@@ -44,6 +44,7 @@ from bench_pipeline import (
     snakemake_bin,
     tool_env,
 )
+from pipeline_helpers import ignore_caches, no_slurm_probe
 
 #: The rules whose jobs are the analysis and report stages; Snakemake also reruns what
 #: depends on them (the manifest, the checks).
@@ -85,7 +86,7 @@ if _m and os.environ.get("EVALNOISE_JOB_TIMES"):
 def use_tree(ws: Path, tree: Path) -> None:
     """The workspace's package becomes ``tree``'s (its ``src/``)."""
     shutil.rmtree(ws / "src")
-    shutil.copytree(tree / "src", ws / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(tree / "src", ws / "src", ignore=ignore_caches)
 
 
 def forced_rerun(ws: Path, env: dict[str, str], cores: int) -> tuple[list[str], dict[str, int]]:
@@ -252,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
 
     hook = Path(tempfile.mkdtemp(prefix="evalnoise-job-times-hook-"))
     (hook / "sitecustomize.py").write_text(_SITECUSTOMIZE)
-    env = tool_env(ws, Path("/tmp/noscontrol") if Path("/tmp/noscontrol").is_dir() else None)
+    env = tool_env(ws, no_slurm_probe())
     env["PYTHONPATH"] = os.pathsep.join([str(ws / "src"), str(hook)])
     variants = {"this checkout": ROOT}
     if args.baseline:

@@ -94,6 +94,18 @@ def test_the_report_cards_and_the_pipeline_stages_do_not_draw(tmp_path):
     assert {"altair", "vl_convert"} <= set(_heavy(_loaded_after(code, tmp_path)))
 
 
+def test_the_statistics_and_the_analysis_stages_do_not_import_scipy_stats(tmp_path):
+    """scipy.stats costs about a second per process; the analysis jobs do not load it (the
+    attribution's Fisher test imports it where it runs; evalnoise.stats._distributions)."""
+    code = (
+        "import evalnoise.stats, evalnoise.analysis, evalnoise.attribution\n"
+        "import evalnoise.pipeline.stages, evalnoise.pipeline.attribution_stage"
+    )
+    modules = _loaded_after(code, tmp_path)
+    assert "evalnoise.pipeline.stages" in modules
+    assert "scipy.stats" not in modules
+
+
 def test_the_report_does_not_reexport_statistics():
     assert "wilson_interval" not in evalnoise.report.__all__
     assert not hasattr(evalnoise.report, "wilson_interval")

@@ -1,12 +1,7 @@
-"""The distribution functions from scipy.special agree with scipy.stats, and importing the
-statistics no longer imports scipy.stats (what every pipeline job paid for them)."""
+"""The distribution functions from scipy.special agree with scipy.stats (that the statistics
+no longer import scipy.stats is checked in tests/test_imports.py)."""
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +12,6 @@ from scipy import stats
 from evalnoise.attribution._common import run_seconds, time_blocks
 from evalnoise.stats import _distributions as d
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 Q = np.array([1e-12, 1e-6, 0.001, 0.025, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.975, 0.999])
 X = np.array([-40.0, -8.0, -2.5, -1.0, -0.1, 0.0, 0.1, 1.0, 1.96, 3.0, 8.0, 40.0])
 DF = np.array([1.0, 2.0, 3.5, 9.0, 29.0, 99.0, 1e3, 1e5])
@@ -107,19 +101,3 @@ def test_time_blocks_rank_ties_as_scipy_rankdata_min(starts, n_blocks):
     t = np.asarray(starts)
     expected = ((stats.rankdata(run_seconds(t), method="min") - 1) * n_blocks) // t.size
     np.testing.assert_array_equal(time_blocks(t, n_blocks), expected)
-
-
-def test_the_statistics_and_the_analysis_stages_do_not_import_scipy_stats(tmp_path):
-    """scipy.stats costs about a second per process; the analysis jobs do not load it (the
-    attribution's Fisher test imports it where it runs)."""
-    out = tmp_path / "modules.json"
-    code = (
-        "import json, sys\nimport evalnoise.stats, evalnoise.analysis, evalnoise.attribution\n"
-        "import evalnoise.pipeline.stages, evalnoise.pipeline.attribution_stage\n"
-        f"open({str(out)!r}, 'w').write(json.dumps(list(sys.modules)))"
-    )
-    env = {"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
-    modules = set(json.loads(out.read_text()))
-    assert "evalnoise.pipeline.stages" in modules
-    assert "scipy.stats" not in modules
