@@ -207,8 +207,11 @@ def _read_jsonl(p: Path) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def _to_scores(raw: pd.Series, path: str, column: str) -> np.ndarray:
-    """Scores as floats: numbers, booleans, or true/false words; anything else is an error."""
+def _to_scores(
+    raw: pd.Series, path: str, column: str, *, allow_missing: bool = False
+) -> np.ndarray:
+    """Scores as floats: numbers, booleans, or true/false words; anything else is an error.
+    A missing score is an error too, unless ``allow_missing`` (then it is NaN)."""
     if pd.api.types.is_bool_dtype(raw):
         return raw.to_numpy(dtype=float)
     if pd.api.types.is_numeric_dtype(raw):
@@ -226,11 +229,11 @@ def _to_scores(raw: pd.Series, path: str, column: str) -> np.ndarray:
                 f"score {raw.iloc[i]!r} is not a number", path=path, row=i + 1, column=column
             )
     missing = np.isnan(values)
-    if missing.any():
+    if missing.any() and not allow_missing:
         i = int(np.flatnonzero(missing)[0])
         raise InputError("score is missing", path=path, row=i + 1, column=column)
-    if not np.isfinite(values).all():
-        i = int(np.flatnonzero(~np.isfinite(values))[0])
+    if np.isinf(values).any():
+        i = int(np.flatnonzero(np.isinf(values))[0])
         raise InputError(f"score {values[i]} is not finite", path=path, row=i + 1, column=column)
     out = (values < 0) | (values > 1)
     if out.any():

@@ -82,20 +82,28 @@ def with_outcomes(
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The rows that count (a failed trial without a score counts as incorrect, as the
     pipeline's ``as_incorrect`` policy does; an ``ok`` trial without a score is unscored and
-    left out), and each group's rows with the columns :func:`outcome_counts` reads."""
+    left out), and each group's rows with the columns :func:`outcome_counts` and
+    :func:`evalnoise.analysis.failure_readings` read (``task_id``, ``status``,
+    ``exit_code``, ``score``)."""
     import numpy as np
     import pandas as pd
+
+    from evalnoise.tables import _to_scores
 
     if status not in raw.columns:
         return raw, {}
     score = raw[columns.score] if columns.score in raw.columns else pd.Series(np.nan, raw.index)
     missing = score.isna() | score.astype("string").str.strip().eq("")
     state = raw[status].astype(str)
+    values = _to_scores(score.mask(missing), path, columns.score, allow_missing=True)
     view = pd.DataFrame(
         {
+            "task_id": raw[columns.task].astype(str).to_numpy()
+            if columns.task in raw.columns
+            else "",
             "status": state.to_numpy(),
             "exit_code": raw["exit_code"].to_numpy() if "exit_code" in raw else np.nan,
-            "score": np.where(missing.to_numpy(), np.nan, 0.0),
+            "score": values,
         }
     )
     groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
@@ -178,7 +186,10 @@ def run(args: argparse.Namespace) -> int:
         analyze_frame,
         convergence_records,
         explain_fixed_seed,
+        failure_readings,
+        readings_text,
         reporting_line,
+        withheld_record,
     )
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
@@ -199,8 +210,20 @@ def run(args: argparse.Namespace) -> int:
         if record["group"] in seeded:
             explain_fixed_seed(record, seeded[record["group"]])
         if record["group"] in per_group:
-            outcomes = outcome_counts(per_group[record["group"]])
+            view = per_group[record["group"]]
+            outcomes = outcome_counts(view)
             health = assess_health(outcomes, max_failure_rate=args.max_failure_rate)
+            readings = failure_readings(
+                view,
+                confidence=args.confidence,
+                cluster_se=args.cluster_se,
+                quantile=args.quantile,
+            )
+            if not health.valid:
+                # not a measurement of the agent: no headline, the reason in its place
+                reason = "not a measurement of the agent (" + "; ".join(health.reasons) + ")"
+                record.update(withheld_record(record, reason))
+            record["readings"] = readings
             record["outcomes"] = outcomes
             record["health"] = health.to_dict()
     conv = (
@@ -262,6 +285,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"  outcomes: {_outcome_text(r['outcomes'])}")
             if not r["health"]["valid"]:
                 print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
+            o = r["outcomes"]
+            if r.get("withheld") or o["trials"] - o["ok"] - o["unscored"]:
+                print(f"  readings: {readings_text(r['readings'])}")
         summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:
             print("".join(f"  {line}\n" for line in attribution_lines(summary)), end="")

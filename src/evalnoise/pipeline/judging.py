@@ -4,7 +4,8 @@ For one agent × resource profile, the LLM judge's scores (``results/judged/``) 
 beside the reference scorer's (``results/scores/``) on the same trials:
 
 - **parse**: how many trials sent to the judge came back with a verdict (``ok``), and how
-  many were ``judge_error`` (the structured reply did not parse, or the server failed);
+  many were ``judge_error`` — *unjudged*: split into calls that got no reply (the server
+  failed) and replies that did not parse; the parse rate is over the replies;
 - **accuracy by the judge**: the group's accuracy computed from the judge's scores with
   the same infra policy and estimator as the headline
   (:func:`evalnoise.pipeline.stages.analyze_group`);
@@ -55,6 +56,7 @@ def judge_quality(
     from evalnoise.pipeline.collect import load_group, read_scores
     from evalnoise.pipeline.plan import group_label
     from evalnoise.pipeline.stages import group_estimates
+    from evalnoise.scorers.judge import CALL_FAILED, JUDGE_ERROR
     from evalnoise.stats import judge_agreement, judge_agreement_by_level, nested_components
 
     def mine(frame: pd.DataFrame) -> pd.DataFrame:
@@ -62,11 +64,19 @@ def judge_quality(
 
     judged_paths = list(judged_paths)
     reference = mine(read_scores(reference_paths))
-    judged = mine(read_scores(judged_paths))
-    sent = judged[~judged["judge_status"].isin(["skipped_infra"]) & judged["judge_status"].notna()]
+    # with the explanation: it tells a failed call from an unparseable reply
+    judged = mine(read_scores(judged_paths, payload=True))
+    # infra outcomes and crashes are never sent to the judge: there is no answer to judge
+    skipped = judged["judge_status"].isin(["skipped_infra", "skipped_crash"])
+    sent = judged[~skipped & judged["judge_status"].notna()]
     statuses = {str(k): int(v) for k, v in sent["judge_status"].value_counts().items()}
     n_sent = len(sent)
     parsed = statuses.get("ok", 0) + statuses.get("no_prediction", 0)
+    # a judge_error is either a call that got no reply (the server failed) or a reply that
+    # did not parse: both leave the trial unjudged, only the second counts against parsing
+    errors = sent[sent["judge_status"] == JUDGE_ERROR]
+    call_failures = int(errors["judge_explanation"].fillna("").str.startswith(CALL_FAILED).sum())
+    replied = n_sent - call_failures
 
     group = load_group(judged_paths, tasks_path, agent, resource_profile, policy)
     accuracy = group_estimates(group.frame, group.group, options)
@@ -97,7 +107,11 @@ def judge_quality(
         "samples": int(judge.get("samples", 1)),
         "sent": n_sent,
         "statuses": statuses,
-        "parse_rate": parsed / n_sent if n_sent else None,
+        # parsed share of the replies that came back; unjudged = every judge_error
+        "parse_rate": parsed / replied if replied else None,
+        "unjudged": len(errors),
+        "call_failures": call_failures,
+        "unparsed": len(errors) - call_failures,
         "accuracy": accuracy,
         "paired_trials": len(both),
         "agreement": None,

@@ -14,17 +14,20 @@ Outputs are deterministic (sorted, no timestamps), so reruns do not churn DVC ha
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from evalnoise.analysis import (
     compare_all_pairs,
+    failure_readings,
     group_stats,
     holm_into,
+    readings_text,
     reporting_line,
     undefined_group_record,
+    withheld_record,
 )
 from evalnoise.attribution.text import attribution_lines, resource_line
 from evalnoise.outcomes import OUTCOMES
@@ -126,6 +129,11 @@ def group_estimates(frame: pd.DataFrame, group: str, options: Mapping[str, Any])
     )
 
 
+def not_a_measurement(verdict: Any) -> str:
+    """Why a group that failed its health check has no headline number."""
+    return "not a measurement of the agent (" + "; ".join(verdict.reasons) + ")"
+
+
 def group_health(
     data: GroupData, health: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, int], Any, dict[str, int]]:
@@ -173,8 +181,22 @@ def analyze_group(
 
     outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
+    withheld = None if verdict.valid else not_a_measurement(verdict)
+
+    def estimates(frame: pd.DataFrame, attempts: pd.DataFrame) -> dict[str, Any]:
+        record = group_estimates(frame, data.group, options)
+        if withheld is not None:
+            record = withheld_record(record, withheld)
+        record["readings"] = failure_readings(
+            attempts,
+            confidence=options["confidence"],
+            cluster_se=options["cluster_se"],
+            quantile=options["quantile"],
+        )
+        return record
+
     overall = {
-        **group_estimates(data.frame, data.group, options),
+        **estimates(data.frame, data.attempts),
         **ident,
         "outcomes": outcomes,
         "health": verdict.to_dict(),
@@ -187,7 +209,7 @@ def analyze_group(
             rows = known[known["level"].astype(str) == level]
             levels.append(
                 {
-                    **group_estimates(part, data.group, options),
+                    **estimates(part, rows),
                     **ident,
                     "level": level,
                     "outcomes": outcome_counts(rows),
@@ -195,7 +217,7 @@ def analyze_group(
             )
     per_task = (
         per_task_table(data.frame, confidence=options["confidence"])
-        if not data.frame.empty
+        if not data.frame.empty and withheld is None
         else pd.DataFrame()
     )
     counts = data.frame.groupby("task").size()
@@ -281,12 +303,17 @@ def compare_groups(
     return record
 
 
-def convergence_table(data: GroupData, options: Mapping[str, Any]) -> pd.DataFrame:
+def convergence_table(
+    data: GroupData, options: Mapping[str, Any], health: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
     """ICC convergence over trials (columns :data:`CONVERGENCE_COLUMNS`): the records of
     :func:`evalnoise.analysis.convergence_records` (what the report's chart reads) with the
-    group's agent and resource profile."""
+    group's agent and resource profile. Empty for a group that is not a measurement of the
+    agent (:func:`group_health` with the config's ``health``): its ICC is withheld."""
     from evalnoise.analysis import convergence_records
 
+    if health is not None and not group_health(data, health)[1].valid:
+        return pd.DataFrame(columns=list(CONVERGENCE_COLUMNS))
     opts = options["convergence"]
     rows = convergence_records(
         data.frame, n_subsamples=opts["subsamples"], seed=opts["seed"], tolerance=opts["tolerance"]
@@ -382,9 +409,19 @@ def outcome_line(outcomes: Mapping[str, int]) -> str:
     return f"{outcomes.get('trials', 0)} trials: " + ", ".join(parts)
 
 
+def failed_trials(outcomes: Mapping[str, int]) -> int:
+    """Trials that ended in a failure: not ``ok`` and not merely ``unscored``."""
+    return (
+        int(outcomes.get("trials", 0))
+        - int(outcomes.get("ok", 0))
+        - int(outcomes.get("unscored", 0))
+    )
+
+
 def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per group that is not a measurement of the agent, and per group with
-    unscored trials (a changed denominator is never silent); empty when all is well."""
+    """One line per group that is not a measurement of the agent, and per reason a group is
+    incomplete (unscored or unjudged trials: a changed denominator is never silent); empty
+    when all is well."""
     problems = []
     for s in stats:
         health, outcomes = s["health"], s["outcomes"]
@@ -392,12 +429,33 @@ def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:
             problems.append(
                 f"{s['group']}: NOT A MEASUREMENT OF THE AGENT — " + "; ".join(health["reasons"])
             )
-        if outcomes.get("unscored"):
-            problems.append(
-                f"{s['group']}: {outcomes['unscored']} of {outcomes['trials']} trials unscored "
-                "(judge_error); rerun to judge them again"
-            )
+        incomplete = health.get("incomplete")
+        if incomplete is None and outcomes.get("unscored"):  # a record from before 'incomplete'
+            incomplete = [f"{outcomes['unscored']} of {outcomes['trials']} trials unscored"]
+        problems.extend(f"{s['group']}: {reason}" for reason in incomplete or ())
     return problems
+
+
+def with_judge(stats: Mapping[str, Any], judged: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A group's stats with its judge stage's verdicts counted: ``outcomes["unjudged"]``
+    (trials the judge left without a verdict) and the health that follows
+    (:func:`evalnoise.outcomes.assess_health`: incomplete while any is unjudged)."""
+    if judged is None:
+        return dict(stats)
+    from evalnoise.outcomes import Health, assess_health
+
+    outcomes = {**stats["outcomes"], "unjudged": int(judged.get("unjudged") or 0)}
+    old = stats["health"]
+    health = assess_health(outcomes, expected=bool(old.get("expected")))
+    merged = Health(
+        valid=bool(old["valid"]),
+        failure_rate=float(old["failure_rate"]),
+        reasons=tuple(old["reasons"]),
+        expected=bool(old.get("expected")),
+        incomplete=health.incomplete,
+    ).to_dict()
+    overall = {**stats["overall"], "outcomes": outcomes, "health": merged}
+    return {**stats, "outcomes": outcomes, "health": merged, "overall": overall}
 
 
 def summarize(
@@ -419,8 +477,11 @@ def summarize(
     ``problems`` (what makes the run fail) and ``metrics`` (the DVC metrics dict)."""
     from evalnoise.costs import combine_costs
 
-    stats = sorted(stats, key=lambda s: (s["agent"], s["resource_profile"]))
     judged = {r["group"]: judge_summary(r) for r in judge}
+    stats = sorted(
+        (with_judge(s, judged.get(s["group"])) for s in stats),
+        key=lambda s: (s["agent"], s["resource_profile"]),
+    )
     judge_costs = {r["group"]: r.get("costs") for r in judge}
     groups = [
         {
@@ -456,7 +517,7 @@ def summarize(
         out = pd.concat(frames, ignore_index=True)
         return out.sort_values(["group", by], kind="mergesort").reset_index(drop=True)
 
-    problems = health_problems(stats) + judge_problems(judged.values())
+    problems = health_problems(stats)
     lines = []
     if problems:
         lines.append("!! " + "\n!! ".join(problems))
@@ -468,6 +529,9 @@ def summarize(
         for r in s["levels"]:
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
+        shown = readings_text(s["overall"].get("readings"))
+        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"])):
+            lines.append(f"  readings: {shown}")
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']], confidence)}")
         if attribution and s["group"] in attribution:
@@ -522,6 +586,11 @@ def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "samples": record["samples"],
         "sent": record["sent"],
         "judge_errors": int((record.get("statuses") or {}).get("judge_error", 0)),
+        "unjudged": int(
+            record.get("unjudged", (record.get("statuses") or {}).get("judge_error", 0))
+        ),
+        "call_failures": record.get("call_failures"),
+        "unparsed": record.get("unparsed"),
         "parse_rate": record.get("parse_rate"),
         "accuracy": accuracy.get("mean"),
         "ci_low": accuracy.get("ci_low"),
@@ -551,16 +620,6 @@ def judge_line(j: Mapping[str, Any], confidence: float = 0.95) -> str:
     from evalnoise.report.cards import judge_text
 
     return judge_text(j, f"{confidence:.0%}")
-
-
-def judge_problems(judged: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Trials the judge could not score: never a silent change of the judge's denominator."""
-    return [
-        f"judge: {j['judge_errors']} of {j['sent']} trials unjudged (judge_error); rerun to "
-        "judge them again"
-        for j in judged
-        if j["judge_errors"]
-    ]
 
 
 def _num(value: Any, digits: int = 6) -> float | None:
@@ -593,10 +652,31 @@ def metrics(
             "infra_error_rate": _num(infra["infra_error_rate_attempts"]),
             "n_tasks": int(rec["n_tasks"]),
             "n_trials": int(rec["n_obs"]),
-            "valid": bool(s["health"]["valid"]),
+            # a measurement of the agent with every trial decided by its scorers
+            "valid": bool(s["health"]["valid"]) and not s["health"].get("incomplete"),
+            "measurement": bool(s["health"]["valid"]),
             "expected_failures": bool(s["health"]["expected"]),
-            "outcomes": {k: int(s["outcomes"][k]) for k in (*OUTCOMES, "trials")},
+            "outcomes": {
+                k: int(s["outcomes"][k])
+                for k in (*OUTCOMES, "trials", "unjudged")
+                if k in s["outcomes"]
+            },
         }
+        if s["health"].get("incomplete"):
+            groups[s["group"]]["incomplete"] = list(s["health"]["incomplete"])
+        if rec.get("withheld"):
+            # no headline: say why beside the nulls
+            groups[s["group"]]["withheld"] = rec["withheld"]
+        if rec.get("withheld") or failed_trials(s["outcomes"]):
+            groups[s["group"]]["readings"] = {
+                name: {
+                    "accuracy": _num(r["mean"]),
+                    "ci_low": _num(r["ci_low"]),
+                    "ci_high": _num(r["ci_high"]),
+                    "n_trials": int(r["n_trials"]),
+                }
+                for name, r in (rec.get("readings") or {}).items()
+            }
         if attribution and "infra_share" in attribution.get(s["group"], {}):
             a = attribution[s["group"]]
             groups[s["group"]]["infra_share"] = _num(a["infra_share"])
@@ -607,6 +687,7 @@ def metrics(
             groups[s["group"]]["judge"] = {
                 k: _num(j[k]) for k in ("accuracy", "kappa", "parse_rate", "share_judge")
             }
+            groups[s["group"]]["judge"]["unjudged"] = int(j.get("unjudged") or 0)
     pairs = {}
     for r in comparisons:
         name = f"{r['kind']}:{r['within']}:{r['a']}-vs-{r['b']}"
@@ -617,7 +698,7 @@ def metrics(
             "p_holm": _num(r.get("p_paired_holm")),
         }
     return {
-        "valid": not health_problems(stats) and not judge_problems((judged or {}).values()),
+        "valid": not health_problems(stats),
         "groups": dict(sorted(groups.items())),
         "comparisons": dict(sorted(pairs.items())),
     }

@@ -446,6 +446,8 @@ def _card_html(card: Mapping[str, Any], stem: str) -> str:
         for k, v, struck in card_fields(card)
     )
     line = card["reporting_line"]
+    # a withheld headline's line says why there is no number: nothing to strike through
+    struck_line = invalid and not card["metrics"].get("accuracy_withheld")
     parts = [
         f'<article class="card{" invalid" if invalid else ""}" id="card-{html.escape(stem)}"'
         f' data-valid="{_valid_attr(card.get("valid"))}">',
@@ -453,7 +455,7 @@ def _card_html(card: Mapping[str, Any], stem: str) -> str:
         _banner_html(card),
         (
             f'<p class="line not-measurement">{_struck(line, code=True)}</p>'
-            if invalid
+            if struck_line
             else f'<pre class="line">{html.escape(line)}</pre>'
         ),
         f'<table class="kv">\n{rows}\n</table>',
@@ -1129,12 +1131,20 @@ def _index_html(
     summary = []
     for stem, card in cards:
         link = f'<a href="#card-{html.escape(stem)}">{html.escape(card_title(card))}</a>'
-        if card.get("valid") is False:
+        if card.get("valid") is False and card["metrics"].get("accuracy_withheld"):
+            line = html.escape(card["reporting_line"])
+            summary.append(f'<tr class="invalid"><td>{link}</td><td><code>{line}</code></td></tr>')
+        elif card.get("valid") is False:
             line = _struck(card["reporting_line"], code=True)
             summary.append(f'<tr class="invalid"><td>{link}</td><td>{line}</td></tr>')
         else:
             line = html.escape(card["reporting_line"])
             summary.append(f"<tr><td>{link}</td><td><code>{line}</code></td></tr>")
+        readings = {k: v for k, v, _ in card_fields(card)}.get("Readings")
+        if readings:
+            # labelled readings beside (never instead of) the headline
+            text = html.escape("readings: " + readings)
+            summary.append(f'<tr class="readings"><td></td><td>{text}</td></tr>')
         if card.get("judge"):
             # accuracy by the LLM judge beside the reference, its kappa and variance share
             judge = html.escape(judge_text(card["judge"], f"{context.confidence:.0%}"))

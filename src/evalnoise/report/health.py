@@ -116,6 +116,7 @@ def health_of(record: Mapping[str, Any]) -> dict[str, Any]:
             "expected": False,
             "failure_rate": None,
             "reasons": [],
+            "incomplete": [],
             "crash_signals": crash_signals,
         }
     rate = raw.get("failure_rate")
@@ -128,6 +129,7 @@ def health_of(record: Mapping[str, Any]) -> dict[str, Any]:
         "expected": bool(_flag(raw.get("expected"))),
         "failure_rate": rate,
         "reasons": [str(r) for r in raw.get("reasons") or ()],
+        "incomplete": [str(r) for r in raw.get("incomplete") or ()],
         "crash_signals": crash_signals,
     }
 
@@ -160,9 +162,9 @@ def status_text(health: Mapping[str, Any]) -> str:
         return "not assessed (outcomes not recorded)"
     if health.get("valid") is False:
         return "NOT A MEASUREMENT of the agent"
-    if health.get("expected"):
-        return EXPECTED_NOTE
-    return "measurement"
+    incomplete = health.get("incomplete") or ()
+    base = EXPECTED_NOTE if health.get("expected") else "measurement"
+    return base + (" — INCOMPLETE: " + "; ".join(incomplete) if incomplete else "")
 
 
 def _n(value: int | None) -> str:

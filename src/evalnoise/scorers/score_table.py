@@ -5,7 +5,10 @@ Rules, in order, for each trial:
 1. An infrastructure outcome (``timeout``, ``oom_killed``, ``infra_error``) is not scored:
    ``correct`` and ``score`` are null, ``judge_status='skipped_infra'``. How such trials
    count toward accuracy is the analysis's declared infra policy, not the scorer's.
-2. ``agent_error`` is the agent's failure: ``correct=False``, ``score=0``.
+2. A crash (``agent_error`` with a fault-signal exit, :func:`evalnoise.outcomes.crash_signal`)
+   gave no answer: ``correct`` and ``score`` are null, ``judge_status='skipped_crash'``; the
+   analysis's infra policy decides how it counts, and a group with one has no headline.
+   Any other ``agent_error`` is the agent's failure: ``correct=False``, ``score=0``.
 3. An ``ok`` trial is scored by the chosen scorer against the task's ``answer`` (an empty
    prediction is incorrect; the judge is not asked about it).
 
@@ -33,11 +36,15 @@ import pandas as pd
 import pyarrow as pa
 
 from evalnoise.errors import InputError
+from evalnoise.outcomes import crash_signal_name
 from evalnoise.schema import INFRA_STATUSES, SCORES, TRIALS, conform
 from evalnoise.scorers.deterministic import DETERMINISTIC_SCORERS
 from evalnoise.scorers.judge import SKIPPED_INFRA, LLMJudge
 
-__all__ = ["SCORER_NAMES", "score_trials"]
+__all__ = ["SCORER_NAMES", "SKIPPED_CRASH", "score_trials"]
+
+#: ``judge_status`` of a crashed trial: there was no answer to score
+SKIPPED_CRASH = "skipped_crash"
 
 SCORER_NAMES = (*DETERMINISTIC_SCORERS, "judge", "recorded")
 
@@ -115,6 +122,10 @@ def score_trials(
             correct, score = None, None
             judge_status = SKIPPED_INFRA
             explanation = f"infrastructure outcome {status!r}: not scored"
+        elif status == "agent_error" and (signal := crash_signal_name(row.get("exit_code"))):
+            correct, score = None, None
+            judge_status = SKIPPED_CRASH
+            explanation = f"agent_error: crashed ({signal}); no answer, not scored"
         elif status == "agent_error":
             correct, score = False, 0.0
             explanation = "agent_error: scored incorrect"

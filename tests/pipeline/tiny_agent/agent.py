@@ -4,7 +4,8 @@ The rate is a hash of (TINY_SKILL, task id) in [0, 1], or $TINY_RATE when set (1
 right, 0 = always wrong); whether this trial is right is drawn from the trial seed
 ($EVALNOISE_SEED). Word problems (no expression) get a guess. Optional $TINY_SLEEP_S seconds
 of work first (the end-to-end test kills a run mid-way). $TINY_CRASH=segv makes it kill
-itself with SIGSEGV, as a native library that crashes on this CPU would.
+itself with SIGSEGV, as a native library that crashes on this CPU would; $TINY_CRASH=segv-odd
+only on odd trial indices (the canary's trial 0 passes, half the sweep crashes).
 """
 
 import hashlib
@@ -20,7 +21,9 @@ question = os.environ.get("EVALNOISE_QUESTION", "")
 task_id = os.environ["EVALNOISE_TASK_ID"]
 seed = int(os.environ["EVALNOISE_SEED"])
 time.sleep(float(os.environ.get("TINY_SLEEP_S", "0")))
-if os.environ.get("TINY_CRASH") == "segv":
+crash = os.environ.get("TINY_CRASH")
+# segv-odd: crash on odd trial indices only, so trial 0 (the canary's) passes
+if crash == "segv" or (crash == "segv-odd" and int(os.environ["EVALNOISE_TRIAL"]) % 2):
     print("tiny: about to crash (TINY_CRASH=segv)", file=sys.stderr, flush=True)
     os.kill(os.getpid(), signal.SIGSEGV)
 skill = os.environ.get("TINY_SKILL", "0")
