@@ -7,6 +7,7 @@ row (1-based, counting data rows, as a spreadsheet user would) and the column.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -156,7 +157,13 @@ def read_any(path: str | Path) -> pd.DataFrame:
             if p.stat().st_size == 0:
                 raise InputError("the file is empty", path=str(p))
             sep = "\t" if suffix.endswith(".tsv") else ","
-            return pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+            return pd.read_csv(
+                io.StringIO(read_text_utf8(p)),
+                sep=sep,
+                dtype=str,
+                keep_default_na=False,
+                na_values=[""],
+            )
         if suffix.endswith(".jsonl") or suffix.endswith(".ndjson") or suffix.endswith(".json"):
             return _read_jsonl(p)
     except InputError:
@@ -189,21 +196,34 @@ def _read_parquet(p: Path) -> pd.DataFrame:
     return frame
 
 
+def read_text_utf8(p: Path) -> str:
+    """The file's text as UTF-8 (a leading byte-order mark dropped). A byte that is no
+    UTF-8 is an :class:`InputError` naming its line (1-based, as an editor counts) and its
+    byte offset in the file, never the offset inside some buffer."""
+    data = p.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"line {line}: byte 0x{data[exc.start]:02x} at offset {exc.start} of the file is "
+            f"not UTF-8 ({exc.reason}); save the file as UTF-8",
+            path=str(p),
+        ) from None
+
+
 def _read_jsonl(p: Path) -> pd.DataFrame:
     records = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"line {lineno} is not valid JSON: {exc.msg}", path=str(p)
-                ) from exc
-            if not isinstance(obj, dict):
-                raise InputError(f"line {lineno} is not a JSON object", path=str(p))
-            records.append(obj)
+    for lineno, line in enumerate(read_text_utf8(p).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"line {lineno} is not valid JSON: {exc.msg}", path=str(p)) from exc
+        if not isinstance(obj, dict):
+            raise InputError(f"line {lineno} is not a JSON object", path=str(p))
+        records.append(obj)
     return pd.DataFrame.from_records(records)
 
 

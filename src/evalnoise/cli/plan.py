@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.cli._columns import add_column_options, columns_from
+from evalnoise.cli._columns import add_column_options, announce, resolved_columns
 from evalnoise.errors import InputError
 from evalnoise.formatting import dumps, fmt, table
 from evalnoise.stats import (
@@ -452,7 +452,11 @@ def _trial_cost(args: argparse.Namespace, raw: pd.DataFrame, path: str) -> tuple
 def _run_pilot(args: argparse.Namespace) -> int:
     path = str(args.from_path)
     raw = read_any(path)
-    trials = validate_trials(raw, columns_from(args), path=path)
+    # the roles a file stores (evalnoise import: the group column among them) as analyze
+    # reads them, so a multi-agent table plans per agent, each plan named
+    columns, used = resolved_columns(raw, args, path=path)
+    trials = validate_trials(raw, columns, path=path)
+    announce("plan", used)
     money = _money_mode(args)
     plans = []
     for group, rows in trials.groupby("group", sort=False):
@@ -494,7 +498,7 @@ def _run_pilot(args: argparse.Namespace) -> int:
         if i:
             print()
         pl = plan["pilot"]
-        head = f"group {plan['group']}: " if args.group else ""
+        head = f"group {plan['group']}: " if columns.group else ""
         print(
             f"{head}pilot of {pl['n_tasks']} tasks, {pl['n_obs']} trials: σ²_between = "
             f"{pl['sigma2_between']:.4g}, σ²_within = {pl['sigma2_within']:.4g}, "
