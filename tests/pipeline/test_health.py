@@ -69,6 +69,10 @@ def test_canary_stops_a_crashing_agent_before_its_sweep(tmp_path, engine):
     rows = [r for rows in journals(ws).values() for r in rows]
     assert not [r for r in rows if r["agent"] == "crasher"]
     assert not (ws / "results" / "trials" / "crasher" / "canary.json").exists()
+    # a verdict is not retried (issue 21.3): the profile's retries: 2 ran it once, not 3 ×
+    log = _read(ws, "results/logs/canary/crasher.log")
+    assert log.count("canary failed: agent 'crasher'") == 1, log[-3000:]
+    assert out.count("Error in rule canary") == 1
 
 
 def test_without_canary_a_crashed_group_is_flagged_everywhere(tmp_path, engine):
@@ -111,6 +115,10 @@ def test_without_canary_a_crashed_group_is_flagged_everywhere(tmp_path, engine):
     cards = list((ws / "results" / "report").rglob("*crasher*3x*.json"))
     assert cards, "no card of crasher@3x"
     assert json.loads(cards[0].read_text())["valid"] is False
+
+    # the check's verdict ran once, not once per retry of the profile (issue 21.3)
+    assert _read(ws, "results/logs/check.log").count("the run finished, but") == 1
+    assert out.count("Error in rule check") == 1
 
     # a rerun changes nothing and fails the same way (the check is the last rule)
     again = run_tool(ws, "snakemake", "--cores", "2", check=False, timeout=600)
