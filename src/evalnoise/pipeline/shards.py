@@ -280,9 +280,12 @@ def _judge(
     model: str | None,
     cache_path: str | os.PathLike[str] | None,
     numeric: Mapping[str, Any] | None = None,
+    alive: Any = None,
 ) -> Any:
     """The :class:`evalnoise.scorers.LLMJudge` of the config's ``scorer.judge`` section; in
-    ``extract`` mode it compares with the numeric scorer's options ``numeric``."""
+    ``extract`` mode it compares with the numeric scorer's options ``numeric``. ``alive``
+    (the managed server's process check) lets the client fail every remaining call at once
+    when the server died (:class:`evalnoise.models.ChatClient`)."""
     from evalnoise.models import ChatClient
     from evalnoise.scorers import DEFAULT_TEMPLATE, LLMJudge
     from evalnoise.scorers.deterministic import numeric as numeric_scorer
@@ -296,6 +299,7 @@ def _judge(
         model=judge["model"] or model,
         api_key_env=judge["api_key_env"],
         max_tokens=judge["max_tokens"],
+        alive=alive if not judge["base_url"] else None,
     )
     options = dict(numeric or {})
 
@@ -380,6 +384,7 @@ def score_shard(
                 running.model if running else None,
                 judge_cache,
                 scorer.get("numeric"),
+                alive=running.alive if running else None,
             )
             try:
                 table = score_trials(trials, tasks, "judge", judge=judge)
