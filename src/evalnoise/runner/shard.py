@@ -11,7 +11,10 @@ concurrency (threads) and a tqdm progress bar on stderr, and is safe to kill at 
 - **Resume.** On start the journal is read (a torn last line — a write cut by SIGKILL — is
   cut off), finished trials are skipped, and a trial whose last attempt the infra policy
   wants retried continues with the next attempt. A shard killed with SIGKILL and run again
-  ends with exactly one row per (task, trial, attempt): none lost, none duplicated.
+  ends with exactly one row per (task, trial, attempt): none lost, none duplicated. A trial
+  that ended ``infra_error`` while the engine itself stopped answering is not journaled: the
+  shard stops with :class:`EngineUnavailable` and a resume runs it again (the harness
+  failed, the trial has no outcome).
 - **Order.** The (task, trial) pairs run in the shard's seeded random order
   (:func:`evalnoise.runner.seeds.trial_order`: keyed by the run seed, agent, resource
   profile, task and trial — never by paths or the shard id, so every checkout and every
@@ -459,13 +462,16 @@ def _run(
             for future in done:
                 key, attempt = running.pop(future)
                 row = future.result()
+                if row["status"] == "infra_error":
+                    # Before the row is journaled: if the engine itself is gone, this row is
+                    # the harness's failure, not the trial's outcome. check() raises
+                    # EngineUnavailable, the row is dropped, and a resume runs the trial again.
+                    backend.check()
                 row[_FINGERPRINT] = fingerprints[key[0]]
                 journal.append(_encode_row(row))
                 attempts.setdefault(key, {})[attempt] = json.loads(_encode_row(row))
                 ran += 1
                 statuses[row["status"]] += 1
-                if row["status"] == "infra_error":
-                    backend.check()  # raises EngineUnavailable: stop, don't burn trials
                 if should_retry(policy, row["status"], attempt):
                     retry = request.trial_request(plan[key], key[1], attempt + 1)
                     nxt = pool.submit(backend.run_trial, retry)
