@@ -33,8 +33,6 @@ rule build_image:
         "results/logs/build_image/{agent}.log",
     # before every block's shards: no group's later block waits behind another's canary
     priority: pipeline_settings.setup_priority(PLAN.blocks)
-    # a verdict, not a transient fault: the profile's retries would only repeat it
-    retries: 0
     conda:
         ENV
     params:
@@ -54,6 +52,8 @@ rule canary:
         "results/logs/canary/{agent}.log",
     # before every block's shards: no group's later block waits behind another's canary
     priority: pipeline_settings.setup_priority(PLAN.blocks)
+    # a verdict, not a transient fault: the profile's retries would only repeat it
+    retries: 0
     conda:
         ENV
     resources:

@@ -70,9 +70,8 @@ def test_canary_stops_a_crashing_agent_before_its_sweep(tmp_path, engine):
     assert not [r for r in rows if r["agent"] == "crasher"]
     assert not (ws / "results" / "trials" / "crasher" / "canary.json").exists()
     # a verdict is not retried (issue 21.3): the profile's retries: 2 ran it once, not 3 ×
-    log = _read(ws, "results/logs/canary/crasher.log")
-    assert log.count("canary failed: agent 'crasher'") == 1, log[-3000:]
     assert out.count("Error in rule canary") == 1
+    assert "Trying to restart job" not in out
 
 
 def test_without_canary_a_crashed_group_is_flagged_everywhere(tmp_path, engine):
@@ -117,7 +116,6 @@ def test_without_canary_a_crashed_group_is_flagged_everywhere(tmp_path, engine):
     assert json.loads(cards[0].read_text())["valid"] is False
 
     # the check's verdict ran once, not once per retry of the profile (issue 21.3)
-    assert _read(ws, "results/logs/check.log").count("the run finished, but") == 1
     assert out.count("Error in rule check") == 1
 
     # a rerun changes nothing and fails the same way (the check is the last rule)

@@ -310,6 +310,10 @@ def _canonical(
         )
     if exists["host"]:
         out["host"] = trials[cols.host].to_numpy()
+    if "exit_code" in trials.columns:
+        # tells a crash from another agent error: the policies count crashes as they count
+        # infra outcomes (evalnoise.runner.policy)
+        out["exit_code"] = pd.to_numeric(trials["exit_code"], errors="coerce").to_numpy()
     for role in ("memory_limit_bytes", "peak_memory_bytes"):
         name = getattr(cols, role)
         if _exists(trials, name):

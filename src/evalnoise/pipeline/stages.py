@@ -508,7 +508,12 @@ def summarize(
         record["mcnemar"] = dict(record["mcnemar"])
     _holm(comparisons)
     profiles = pd.DataFrame([_profile_row(s) for s in stats], columns=list(PROFILE_COLUMNS))
-    per_task = pd.DataFrame([row for s in stats for row in s["per_task"]])
+    from evalnoise.analysis import PER_TASK_COLUMNS
+
+    # with columns also when empty (every group withheld): readers get a header, not nothing
+    per_task = pd.DataFrame(
+        [row for s in stats for row in s["per_task"]], columns=list(PER_TASK_COLUMNS)
+    )
 
     def concat(frames: Sequence[pd.DataFrame], columns: Sequence[str], by: str) -> pd.DataFrame:
         frames = [f for f in frames if len(f)]
