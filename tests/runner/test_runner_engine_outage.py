@@ -60,7 +60,7 @@ class PrivateEngine:
             str(self.root / "docker.pid"),
             *extra,
         ]
-        log = open(self.root / "dockerd.log", "ab")  # noqa: SIM115 - the daemon writes it
+        log = open(self.root / "dockerd.log", "ab")  # the daemon writes it; closed here
         self.proc = subprocess.Popen(args, stdout=log, stderr=log, start_new_session=True)
         log.close()
         deadline = time.monotonic() + 60
