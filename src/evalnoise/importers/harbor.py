@@ -34,8 +34,8 @@ Mapping, per trial:
   exception recorded, the trial's then the steps', as Harbor's ``failure_cause`` does):
   :data:`STATUS_OF_EXCEPTION`, one table drawn from Harbor's own taxonomy
   (``harbor/models/trial/error_policy.py``, ``harbor/trial/errors.py``). An exception type
-  not in the table gets the status of the phase it happened in (:data:`STATUS_OF_PHASE`,
-  from ``exception_info.occurred_at`` against the phase timings) and is counted under
+  not in the table gets the status of the phase it happened in (:data:`STATUS_OF_PHASE`:
+  the last phase that had started by ``exception_info.occurred_at``) and is counted under
   ``unclassified_exception_types``. The exception type is kept in ``error``, its message in
   ``exception_message``, the phase in ``error_phase``.
 - ``prompt_tokens`` = ``n_input_tokens`` (Harbor counts cached tokens in it),
@@ -253,9 +253,9 @@ STATUS_OF_EXCEPTION: dict[str, str] = {
 PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier")
 
 #: Status of an exception type the table does not know, by the phase it happened in
-#: (``None``: outside every phase, e.g. while Harbor collected artifacts or stopped the
-#: environment). Anything else Harbor raises in the agent's phase is the agent's (as
-#: Terminal-Bench's ``unknown_agent_error``).
+#: (``None``: before any phase started, e.g. while Harbor loaded the task). Anything else
+#: raised once the agent's phase has started is the agent's (as Terminal-Bench's
+#: ``unknown_agent_error``), unless the verifier had started.
 STATUS_OF_PHASE: dict[str | None, str] = {
     "environment_setup": "infra_error",
     "agent_setup": "infra_error",
@@ -263,6 +263,7 @@ STATUS_OF_PHASE: dict[str | None, str] = {
     "verifier": VERIFIER_ERROR,
     None: "infra_error",
 }
+_PHASE_NAMES = {None: "before any phase"}
 
 DEFAULT_REWARD = "reward"
 _MESSAGE_CHARS = 2000
@@ -284,13 +285,14 @@ EXTRA_TYPES = {
 
 def _status_rule() -> str:
     parts = [f"{', '.join(names)} → {status} ({why})" for status, why, names in _GROUPS]
-    phases = ", ".join(f"{p or 'outside every phase'} → {s}" for p, s in STATUS_OF_PHASE.items())
+    phases = ", ".join(f"{_PHASE_NAMES.get(p, p)} → {s}" for p, s in STATUS_OF_PHASE.items())
     return (
         "no exception_info → ok; else exception_info.exception_type (multi-step: the first "
         "recorded, trial then steps): "
         + "; ".join(parts)
-        + f"; any other type by the phase its occurred_at falls in: {phases}. The type is "
-        "kept in `error`, the phase in `error_phase`"
+        + "; any other type by the phase the trial was in (the last phase that had started "
+        f"by exception_info.occurred_at): {phases}. The type is kept in `error`, the phase "
+        "in `error_phase`"
     )
 
 
@@ -548,14 +550,18 @@ def _exceptions(record: dict, where: Where) -> list[tuple[dict, dict, str]]:
 
 
 def _phase_of(occurred: datetime | None, holder: dict, where: Where, prefix: str) -> str | None:
-    """The phase whose [started_at, finished_at] holds ``occurred`` (an open end: still on)."""
+    """The phase the trial was in when the exception was recorded: the last one (in
+    :data:`PHASES` order) that had started by ``occurred``. Harbor stops a phase's clock in a
+    ``finally`` and records the exception just after (measured: 2–17 ms later), so the phase
+    that raised has always finished by ``occurred_at``; None before any phase started."""
     if occurred is None:
         return None
+    current = None
     for phase in PHASES:
-        start, end = _timing(holder, phase, where, prefix)
-        if start is not None and start <= occurred and (end is None or occurred <= end):
-            return phase
-    return None
+        start, _ = _timing(holder, phase, where, prefix)
+        if start is not None and start <= occurred:
+            current = phase
+    return current
 
 
 def _usage(record: dict, where: Where) -> tuple[int | None, int | None, int | None, float | None]:
