@@ -50,7 +50,13 @@ def main(argv: list[str]) -> int:
     work = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="harbor-jobs-"))
     for job, agent, attempts in JOBS:
         run = run_harbor(
-            TASKS, jobs_dir=work, job_name=job, agent=agent, n_attempts=attempts, n_concurrent=2
+            TASKS,
+            jobs_dir=work,
+            job_name=job,
+            agent=agent,
+            n_attempts=attempts,
+            n_concurrent=2,
+            init=False,
         )
         excerpt(run.job_dir, HERE / "jobs" / job)
         print(f"{job}: {run.by_task()} ({run.wall_seconds:.0f} s) -> {run.job_dir}")
