@@ -7,7 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -262,6 +262,56 @@ def test_an_unknown_exception_takes_the_status_of_its_phase(
     assert (row["status"], row["error"], row["error_phase"]) == (status, "RuntimeError", phase)
     assert row["score"] == 1.0  # the verifier's reward stays; the status flags the trial
     assert result.metadata["counts"]["unclassified_exception_types"] == {"RuntimeError": 1}
+
+
+def test_old_harbor_local_occurred_at_beside_utc_phase_times(job_copy: Path) -> None:
+    """Harbor before 0.10 wrote occurred_at as naive local time (datetime.now()) and the phase
+    times in UTC: on a machine 5 h behind UTC the naive stamp lies before every phase. The
+    phase is then the last one that started (the exception ended the trial there)."""
+    path = _greet(job_copy)
+
+    def change(d: dict) -> None:
+        local = _ts(d["agent_execution"]["finished_at"]) - timedelta(hours=5)
+        d["verifier"] = None
+        d["verifier_result"] = None
+        d["exception_info"] = {
+            "exception_type": "KeyError",
+            "exception_message": "'choices'",
+            "exception_traceback": "",
+            "occurred_at": local.replace(tzinfo=None).isoformat(),
+        }
+
+    _edit(path, change)
+    row = import_trials("harbor", [path]).table.to_pylist()[0]
+    assert (row["status"], row["error_phase"], row["score"]) == (
+        "agent_error",
+        "agent_execution",
+        None,
+    )
+
+
+def test_all_naive_timestamps_compare_with_each_other(job_copy: Path) -> None:
+    """Harbor 0.1.2 wrote every time naive: they are comparable among themselves."""
+    path = _greet(job_copy)
+
+    def naive(text: str) -> str:
+        return _ts(text).replace(tzinfo=None).isoformat()
+
+    def change(d: dict) -> None:
+        for key in ("started_at", "finished_at"):
+            d[key] = naive(d[key])
+        for phase in hb.PHASES:
+            d[phase] = {k: naive(v) for k, v in d[phase].items()}
+        d["exception_info"] = {
+            "exception_type": "OSError",
+            "exception_message": "disk full",
+            "exception_traceback": "",
+            "occurred_at": d["environment_setup"]["finished_at"],
+        }
+
+    _edit(path, change)
+    row = import_trials("harbor", [path]).table.to_pylist()[0]
+    assert (row["status"], row["error_phase"]) == ("infra_error", "environment_setup")
 
 
 def test_an_exception_before_any_phase_is_infra(job_copy: Path) -> None:

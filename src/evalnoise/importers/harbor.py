@@ -35,15 +35,16 @@ Mapping, per trial:
   :data:`STATUS_OF_EXCEPTION`, one table drawn from Harbor's own taxonomy
   (``harbor/models/trial/error_policy.py``, ``harbor/trial/errors.py``). An exception type
   not in the table gets the status of the phase it happened in (:data:`STATUS_OF_PHASE`:
-  the last phase that had started by ``exception_info.occurred_at``) and is counted under
-  ``unclassified_exception_types``. The exception type is kept in ``error``, its message in
-  ``exception_message``, the phase in ``error_phase``.
+  the last phase that had started by ``exception_info.occurred_at``, see :func:`_phase_of`)
+  and is counted under ``unclassified_exception_types``. The exception type is kept in
+  ``error``, its message in ``exception_message``, the phase in ``error_phase``.
 - ``prompt_tokens`` = ``n_input_tokens`` (Harbor counts cached tokens in it),
   ``completion_tokens`` = ``n_output_tokens``; ``cache_tokens`` and ``cost_usd`` extra
   columns (for multi-step trials, summed over the steps as Harbor does).
 - ``started_at``/``ended_at``/``duration_s`` from ``started_at``/``finished_at``; each phase's
   seconds in ``environment_setup_s``, ``agent_setup_s``, ``agent_execution_s``,
-  ``verifier_s``.
+  ``verifier_s``. A timestamp without a zone (Harbor 0.1.2 wrote local times so) is read as
+  UTC.
 
 Verifier failures get :data:`VERIFIER_ERROR`, today ``infra_error``: the trial table has no
 ``verifier_error`` status yet. When it has, change that one constant.
@@ -549,17 +550,41 @@ def _exceptions(record: dict, where: Where) -> list[tuple[dict, dict, str]]:
     return out
 
 
-def _phase_of(occurred: datetime | None, holder: dict, where: Where, prefix: str) -> str | None:
-    """The phase the trial was in when the exception was recorded: the last one (in
-    :data:`PHASES` order) that had started by ``occurred``. Harbor stops a phase's clock in a
-    ``finally`` and records the exception just after (measured: 2–17 ms later), so the phase
-    that raised has always finished by ``occurred_at``; None before any phase started."""
-    if occurred is None:
-        return None
-    current = None
+def _has_zone(value: Any) -> bool:
+    """Whether a timestamp string carries its UTC offset (``Z`` or ``±hh:mm``)."""
+    text = value.strip() if isinstance(value, str) else ""
+    return text.endswith("Z") or (len(text) > 19 and ("+" in text[19:] or "-" in text[19:]))
+
+
+def _phase_of(info: dict, holder: dict, where: Where, prefix: str) -> str | None:
+    """The phase the trial was in when the exception was recorded.
+
+    The last phase (in :data:`PHASES` order) that had started by ``occurred_at``: Harbor stops
+    a phase's clock in a ``finally`` and records the exception just after (measured: 2–17 ms
+    later), so the phase that raised has always finished by then. Harbor before 0.10 wrote
+    ``occurred_at`` in local time without a zone (``datetime.now()``) beside phase times in
+    UTC; when the two do not both carry a zone they cannot be compared, and the phase is the
+    last one that started at all (an exception the table does not know ends the trial in the
+    phase that raised it). None: no phase had started.
+    """
+    raw = info.get("occurred_at")
+    occurred = parse_timestamp(raw, where, prefix + "exception_info.occurred_at")
+    starts: list[tuple[str, datetime, Any]] = []
     for phase in PHASES:
+        timing = _obj(holder, phase, where, prefix + phase) or {}
         start, _ = _timing(holder, phase, where, prefix)
-        if start is not None and start <= occurred:
+        if start is not None:
+            starts.append((phase, start, timing.get("started_at")))
+    if not starts:
+        return None
+    comparable = occurred is not None and all(
+        _has_zone(text) == _has_zone(raw) for _, _, text in starts
+    )
+    if not comparable:
+        return starts[-1][0]
+    current = None
+    for phase, start, _ in starts:
+        if start <= occurred:  # type: ignore[operator]
             current = phase
     return current
 
@@ -650,10 +675,7 @@ def _parse(path: Path, index: int | None, record: Any, unclassified: dict[str, i
         )
         raw_message = info.get("exception_message")
         message = None if raw_message is None else str(raw_message)[:_MESSAGE_CHARS]
-        occurred = parse_timestamp(
-            info.get("occurred_at"), where, prefix + "exception_info.occurred_at"
-        )
-        phase = _phase_of(occurred, holder, where, prefix)
+        phase = _phase_of(info, holder, where, prefix)
         if error in STATUS_OF_EXCEPTION:
             status = STATUS_OF_EXCEPTION[error]
         else:
