@@ -265,7 +265,7 @@ def test_an_unknown_exception_takes_the_status_of_its_phase(
 
 
 def test_old_harbor_local_occurred_at_beside_utc_phase_times(job_copy: Path) -> None:
-    """Harbor before 0.10 wrote occurred_at as naive local time (datetime.now()) and the phase
+    """Harbor 0.9 and before wrote occurred_at as naive local time (datetime.now()) and the phase
     times in UTC: on a machine 5 h behind UTC the naive stamp lies before every phase. The
     phase is then the last one that started (the exception ended the trial there)."""
     path = _greet(job_copy)

@@ -561,7 +561,7 @@ def _phase_of(info: dict, holder: dict, where: Where, prefix: str) -> str | None
 
     The last phase (in :data:`PHASES` order) that had started by ``occurred_at``: Harbor stops
     a phase's clock in a ``finally`` and records the exception just after (measured: 2–17 ms
-    later), so the phase that raised has always finished by then. Harbor before 0.10 wrote
+    later), so the phase that raised has always finished by then. Harbor 0.9 and before wrote
     ``occurred_at`` in local time without a zone (``datetime.now()``) beside phase times in
     UTC; when the two do not both carry a zone they cannot be compared, and the phase is the
     last one that started at all (an exception the table does not know ends the trial in the
