@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install Harbor (the Terminal-Bench 2.0 harness, PyPI `harbor`) beside evalnoise, for the
-# compatibility checks (tests/compat/) and for producing Harbor job outputs by hand. Not part
-# of tools/setup.sh: evalnoise never needs Harbor to run.
+# compatibility checks (tests/compat/) and for producing Harbor job outputs by hand.
+# tools/setup.sh calls it and goes on without Harbor when it fails: evalnoise never needs
+# Harbor to run.
 #
 #   tools/install-harbor.sh            install (or check) and print the wrapper's path
 #   tools/install-harbor.sh --prefix   print the install folder only, install nothing

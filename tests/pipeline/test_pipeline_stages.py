@@ -230,6 +230,19 @@ def test_import_statuses_and_errors(tmp_path):
     assert frame["trial"].tolist() == [0, 1, 0, 1]
     assert frame.loc[1, "status"] == "timeout" and pd.isna(frame.loc[1, "score"])
     assert import_groups(str(path), columns) == [("x", "1x")]
+    # an agent error that left no score (a Harbor agent crash) imports as the agent's
+    # failure, as the pipeline's scorer counts one, instead of stopping the import
+    errored = tmp_path / "agent_error.csv"
+    pd.DataFrame(
+        {
+            "task_id": ["a", "b"],
+            "trial": [0, 0],
+            "correct": [1, None],
+            "status": ["ok", "agent_error"],
+        }
+    ).to_csv(errored, index=False)
+    _, _, scores = import_table(str(errored), dict(COLUMNS, status="status"))
+    assert scores.to_pandas()["score"].tolist() == [1.0, 0.0]
     with pytest.raises(InputError, match="column 'nope'"):
         import_groups(str(path), dict(columns, status="nope"))
     bad = tmp_path / "bad.csv"
