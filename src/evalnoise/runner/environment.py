@@ -127,7 +127,7 @@ from evalnoise.runner.exec_protocol import (
     parse_message,
     response,
 )
-from evalnoise.runner.resources import allocate, docker_resource_kwargs
+from evalnoise.runner.resources import Allocation, allocate, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.task_images import TaskImage, TaskImageCache
 from evalnoise.runner.trial import EngineUnavailable, TrialRequest, base_row, finish_row, utc_now
@@ -204,7 +204,6 @@ class _Run:
     timed_out: bool = False
     duration_s: float = 0.0
     killed: bool = True  # False: a timed-out command could not be stopped
-    error: str | None = None  # engine error while running it
 
 
 def _read_tail(path: Path) -> str | None:
@@ -504,16 +503,11 @@ class EnvironmentBackend:
         row["image"] = image.tag
         row["image_digest"] = image.image_id
         if not image.ok:
+            self.check()  # an engine that went away is not the task's build failure
             row.update(status="infra_error", phase="build", error=image.failure_text())
             return finish_row(row, secrets)
-        return self._run_container(
-            request,
-            row,
-            _Trial(task, kind, env, verifier_env, solution_env, allocation.time_limit_s),
-            image,
-            secrets,
-            allocation.memory_limit_bytes,
-        )
+        trial = _Trial(task, kind, env, verifier_env, solution_env, allocation)
+        return self._run_container(request, row, trial, image, secrets)
 
     def _run_container(
         self,
@@ -522,7 +516,6 @@ class EnvironmentBackend:
         trial: _Trial,
         image: TaskImage,
         secrets: dict[str, str],
-        memory_limit: int | None,
     ) -> dict[str, Any]:
         import docker.errors
         import requests.exceptions
@@ -556,7 +549,7 @@ class EnvironmentBackend:
                 log_config=LogConfig(
                     type="json-file", config={"max-size": LOG_MAX_SIZE, "max-file": "1"}
                 ),
-                **docker_resource_kwargs_for(row),
+                **docker_resource_kwargs(trial.allocation),
             )
             try:
                 container_id = api.create_container(
@@ -590,7 +583,7 @@ class EnvironmentBackend:
                 )
                 box = _Container(api, container_id, cgroup_dir, main_pid)
                 phase = "agent"
-                self._phases(request, row, trial, box, scratch, secrets, memory_limit, texts)
+                self._phases(request, row, trial, box, scratch, secrets, texts)
                 phase = "verifier"
                 row["duration_s"] = time.monotonic() - started
                 row["peak_memory_bytes"] = box.peak()
@@ -622,7 +615,6 @@ class EnvironmentBackend:
         box: _Container,
         scratch: Path,
         secrets: dict[str, str],
-        memory_limit: int | None,
         texts: dict[str, str | None],
     ) -> None:
         """The agent phase, then the verifier phase; fills ``row`` (module docstring)."""
@@ -650,11 +642,13 @@ class EnvironmentBackend:
             status = "oom_killed"
             error = _join(
                 f"the kernel killed a process of the agent phase at the memory limit "
-                f"({memory_limit} bytes)",
+                f"({trial.allocation.memory_limit_bytes} bytes)",
                 error,
             )
         if status:
             row.update(status=status, phase="agent", error=error)
+        else:
+            row["error"] = error  # a note (a malformed usage report), not a failure
         if not outcome.stopped:
             row["error"] = _join(
                 row["error"], "the agent's processes could not be stopped: verifier not run"
@@ -906,12 +900,15 @@ class EnvironmentBackend:
         if oom:
             message = "the kernel killed a process of the verifier phase at the memory limit"
             if row["status"] is None:
-                row.update(status="oom_killed", phase="verifier", error=_join(message, problem))
+                error = _join(message, problem, row["error"])
+                row.update(status="oom_killed", phase="verifier", error=error)
             else:
                 row["error"] = _join(row["error"], f"verifier: {message}")
         elif problem:
             if row["status"] is None:
-                row.update(status="verifier_error", phase="verifier", error=problem)
+                row.update(
+                    status="verifier_error", phase="verifier", error=_join(problem, row["error"])
+                )
             else:
                 row["error"] = _join(row["error"], f"verifier: {problem}")
         elif row["status"] is None:
@@ -927,7 +924,11 @@ class _Trial:
     env: dict[str, str]
     verifier_env: dict[str, str]
     solution_env: dict[str, str]
-    agent_time_limit_s: float
+    allocation: Allocation
+
+    @property
+    def agent_time_limit_s(self) -> float:
+        return self.allocation.time_limit_s
 
 
 @dataclass
@@ -952,21 +953,6 @@ def _exit_status(returncode: int | None) -> int | None:
     if returncode is None:
         return None
     return 128 - returncode if returncode < 0 else returncode
-
-
-def docker_resource_kwargs_for(row: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`docker_resource_kwargs` of the allocation recorded in ``row``."""
-    from evalnoise.runner.resources import Allocation
-
-    return docker_resource_kwargs(
-        Allocation(
-            cpu_shares=row["cpu_shares"],
-            cpu_quota_cpus=row["cpu_quota_cpus"],
-            memory_reservation_bytes=row["memory_reservation_bytes"],
-            memory_limit_bytes=row["memory_limit_bytes"],
-            time_limit_s=row["time_limit_s"],
-        )
-    )
 
 
 class _LineReader:

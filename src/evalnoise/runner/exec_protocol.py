@@ -13,16 +13,17 @@ agent → runner (stdout)::
 
 runner → agent (stdin), one line per ``exec``::
 
-    {"exit_code": 0, "output": "<stdout and stderr interleaved, capped>",
+    {"exit_code": 0, "output": "<stdout and stderr as they arrived, capped>",
      "timed_out": false, "truncated_bytes": 0, "duration_s": 0.04}
 
 The runner runs each command as ``bash -c <command>`` in the task's container, as the task's
 agent user, in its working directory, with no stdin. ``timeout_s`` is optional (default and
 ceiling: what is left of the agent timeout); a command past it is killed with its children
-(``exit_code`` 137, ``timed_out`` true). Output longer than the cap keeps its head and tail
-with a marker between; ``truncated_bytes`` counts what was left out. Lines on stdout that are
-not a JSON object, or objects that are neither an ``exec`` nor a ``done``, end the trial as
-``agent_error`` (the agent does not follow the protocol).
+(``exit_code`` 137, ``timed_out`` true). Stdout and stderr are merged in the order the engine
+delivers them (each in order; between the two, order is not guaranteed). Output longer than
+the cap keeps its head and tail with a marker between; ``truncated_bytes`` counts what was left
+out. Lines on stdout that are not a JSON object, or objects that are neither an ``exec`` nor
+a ``done``, end the trial as ``agent_error`` (the agent does not follow the protocol).
 """
 
 from __future__ import annotations
