@@ -226,7 +226,42 @@ def test_task_users_and_env(env_backend, tmp_path, monkeypatch):
     assert row["status"] == "ok" and row["reward"] == 1.0, row["error"]
     assert "token=[REDACTED] mode=m1" in row["stdout_tail"]
     assert "s3cr3t-value" not in repr(row)
-    assert "CapEff:\t0000000000000000" in row["verifier_output_tail"]
+    # a task that switches users: its root verifier holds USER_SWITCH_CAPS, nothing more
+    # (CHOWN 0, DAC_OVERRIDE 1, FOWNER 3, SETGID 6, SETUID 7: 0b11001011)
+    assert "CapEff:\t00000000000000cb" in row["verifier_output_tail"]
+
+
+def test_single_user_task_has_no_capabilities(env_backend, tmp_path):
+    folder = make_env_task(
+        tmp_path,
+        "nocaps",
+        solve_sh="grep CapEff /proc/self/status; id -u\n",
+        test_sh="grep CapEff /proc/self/status\n" + REWARD_ONE,
+    )
+    row = env_trial(env_backend, folder, "oracle")
+    assert row["status"] == "ok"
+    assert row["stdout_tail"] == "CapEff:\t0000000000000000\n0\n"
+    assert row["verifier_output_tail"] == "CapEff:\t0000000000000000\n"
+
+
+def test_image_user_is_the_default_and_root_verifier_reads_its_files(env_backend, tmp_path):
+    """An image whose USER is not root: the agent runs as that user by default; a root
+    verifier ([verifier].user) can still read the files the agent made private."""
+    folder = make_env_task(
+        tmp_path,
+        "imageuser",
+        dockerfile="ARG BASE\nFROM ${BASE}\nRUN useradd -m -u 1001 worker\nUSER worker\n"
+        "WORKDIR /home/worker\n",
+        solve_sh="umask 077; id -un > mine.txt; grep CapEff /proc/self/status\n",
+        test_sh="""\
+        [ "$(cat /home/worker/mine.txt)" = worker ] && echo 1 > /logs/verifier/reward.txt
+        """,
+    )
+    toml = (folder / "task.toml").read_text().replace("[verifier]\n", '[verifier]\nuser = "root"\n')
+    (folder / "task.toml").write_text(toml)
+    row = env_trial(env_backend, folder, "oracle")
+    assert (row["status"], row["reward"]) == ("ok", 1.0), row["error"]
+    assert row["stdout_tail"] == "CapEff:\t0000000000000000\n"  # the agent's user: none
 
 
 def test_unset_env_variable_is_infra_error(env_backend, tmp_path):

@@ -76,9 +76,17 @@ as OOM-killed. ``peak_memory_bytes`` is the container cgroup's high-water mark (
 v2, ``memory.max_usage_in_bytes`` v1) over the whole trial, when readable.
 
 **Sandbox**: ``network_mode=none`` always (Harbor's network settings are checked when the task
-is loaded); ``cap_drop=ALL`` — the runner switches users with ``docker exec --user``, which
-the runtime does before it drops capabilities, so a task's user switching needs none
-(``Sandbox.cap_add`` adds some back for a task that does more as root, e.g. ``chown``);
+is loaded); ``cap_drop=ALL``. The runner itself switches users with ``docker exec --user``,
+which the runtime does before it applies the capability sets, so that needs none. A task that
+runs as more than one user (:func:`switches_users`: ``[agent].user``/``[verifier].user``, or
+an image whose ``USER`` is not root) gets :data:`USER_SWITCH_CAPS` back — what a root verifier
+needs to read a file the agent's user made private, ``chown`` it, or ``su`` to that user —
+and only its root processes hold them (Docker gives non-root users no effective
+capabilities). A single-user task keeps none, even as root: root then owns its own files
+and nothing more. (The container itself is created as root — its only process is the idle
+one — because the engine derives every exec's capabilities from the container's user: a
+container created as the image's non-root ``USER`` would leave a root verifier none.)
+``Sandbox.cap_add`` adds capabilities to every task. Then
 ``no-new-privileges``; a PID limit; a writable container layer (the agent must change the
 environment); the task's user (the image's ``USER`` or ``[agent].user``/``[verifier].user``),
 never the QA sandbox's read-only root and ``nobody``. ``[environment].storage_mb`` is
@@ -155,6 +163,10 @@ EXTRA_COLUMNS = (
     "agent_steps",
     "task_digest",
 )
+#: What root needs in a task that switches users: to reach, chown and chmod the other
+#: user's files (CHOWN, DAC_OVERRIDE, FOWNER) and to become that user itself (SETUID, SETGID:
+#: a verifier's ``su``/``runuser``). Only processes running as root ever hold them.
+USER_SWITCH_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID")
 #: Seconds a killed command or agent has to disappear before the runner stops waiting.
 KILL_GRACE_S = 10.0
 LOG_MAX_SIZE = "1m"
@@ -190,8 +202,10 @@ class Sandbox:
     """Container settings of environment trials beyond the task's and the profile's."""
 
     pids_limit: int = 1024
-    #: capabilities added back after ``cap_drop=ALL`` (none by default; see module docstring)
+    #: capabilities added back after ``cap_drop=ALL`` for every task (none by default)
     cap_add: tuple[str, ...] = ()
+    #: added back for a task that switches users (module docstring, "Sandbox")
+    user_switch_caps: tuple[str, ...] = USER_SWITCH_CAPS
     #: bytes of a command's output returned to an external agent
     exec_output_bytes: int = DEFAULT_OUTPUT_BYTES
 
@@ -506,7 +520,10 @@ class EnvironmentBackend:
             self.check()  # an engine that went away is not the task's build failure
             row.update(status="infra_error", phase="build", error=image.failure_text())
             return finish_row(row, secrets)
-        trial = _Trial(task, kind, env, verifier_env, solution_env, allocation)
+        cap_add = self.sandbox.cap_add
+        if switches_users(task, image):
+            cap_add += tuple(c for c in self.sandbox.user_switch_caps if c not in cap_add)
+        trial = _Trial(task, kind, env, verifier_env, solution_env, allocation, cap_add, image.user)
         return self._run_container(request, row, trial, image, secrets)
 
     def _run_container(
@@ -536,7 +553,7 @@ class EnvironmentBackend:
             host_config = api.create_host_config(
                 network_mode="none",
                 cap_drop=["ALL"],
-                cap_add=list(self.sandbox.cap_add) or None,
+                cap_add=list(trial.cap_add) or None,
                 security_opt=["no-new-privileges"],
                 pids_limit=self.sandbox.pids_limit,
                 init=True,
@@ -565,6 +582,10 @@ class EnvironmentBackend:
                         "evalnoise.attempt": str(request.attempt),
                     },
                     environment=trial.env or None,
+                    # root, whatever the image's USER: the engine derives every exec's
+                    # capabilities from the container's user, and a root phase of a task that
+                    # switches users needs its own (each phase runs as its user, below)
+                    user="0:0",
                     working_dir=trial.task.workdir,
                     host_config=host_config,
                 )["Id"]
@@ -673,7 +694,7 @@ class EnvironmentBackend:
         box.api.put_archive(box.id, "/", _tar_dir(task.solution_dir, "solution", ("solve.sh",)))
         run = box.run(
             "(/solution/solve.sh) > /logs/agent/oracle.txt 2>&1",
-            user=task.agent_user,
+            user=trial.agent_user,
             env={**trial.solution_env, "DEBIAN_FRONTEND": "noninteractive"},
             timeout_s=trial.agent_time_limit_s,
             on_timeout="all",
@@ -706,7 +727,7 @@ class EnvironmentBackend:
         payload = request.payload(limit)
         payload.pop("output_path", None)
         payload.update(
-            kind="environment", protocol=PROTOCOL, workdir=task.workdir, user=task.agent_user
+            kind="environment", protocol=PROTOCOL, workdir=task.workdir, user=trial.agent_user
         )
         contract.write_task_file(task_path, payload)
         env = {
@@ -774,7 +795,7 @@ class EnvironmentBackend:
                 output = CappedOutput(self.sandbox.exec_output_bytes)
                 run = box.run(
                     message.command,
-                    user=task.agent_user,
+                    user=trial.agent_user,
                     env=None,
                     timeout_s=min(wanted, left),
                     output=output,
@@ -871,7 +892,7 @@ class EnvironmentBackend:
         limit = row["verifier_time_limit_s"]
         run = box.run(
             "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1",
-            user=task.verifier_user,
+            user=trial.verifier_user,
             env=trial.verifier_env,
             timeout_s=limit,
             on_timeout="none",
@@ -925,10 +946,21 @@ class _Trial:
     verifier_env: dict[str, str]
     solution_env: dict[str, str]
     allocation: Allocation
+    cap_add: tuple[str, ...] = ()
+    #: the image's configured USER (None: root), the default of both phases
+    image_user: str | None = None
 
     @property
     def agent_time_limit_s(self) -> float:
         return self.allocation.time_limit_s
+
+    @property
+    def agent_user(self) -> str:
+        return self.task.agent_user or self.image_user or "0:0"
+
+    @property
+    def verifier_user(self) -> str:
+        return self.task.verifier_user or self.image_user or "0:0"
 
 
 @dataclass
@@ -946,6 +978,15 @@ class _AgentOutcome:
     sigkilled: bool = False
     steps: int | None = None
     usage: dict[str, int | None] = field(default_factory=dict)
+
+
+def switches_users(task: HarborTask, image: TaskImage) -> bool:
+    """Whether a task runs as more than one user: it names ``[agent].user`` or
+    ``[verifier].user``, or its image's ``USER`` is not root (then a root phase handles the
+    other user's files, or the other way round)."""
+    if task.agent_user or task.verifier_user:
+        return True
+    return (image.user or "root").split(":")[0] not in ("root", "0")
 
 
 def _exit_status(returncode: int | None) -> int | None:

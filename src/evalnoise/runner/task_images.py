@@ -60,7 +60,8 @@ class TaskImage:
 
     ``tag`` is what containers are created from; ``image_id`` the engine's id of it;
     ``built`` whether this call built it (False: cached, or a prebuilt ``docker_image``);
-    ``source`` is ``"dockerfile"`` or ``"docker_image"``. When ``ok`` is False, ``error``
+    ``source`` is ``"dockerfile"`` or ``"docker_image"``; ``user`` the image's configured
+    ``USER`` (None: root). When ``ok`` is False, ``error``
     says why and ``log_tail`` holds the end of the build log (None if no build ran).
     """
 
@@ -73,6 +74,7 @@ class TaskImage:
     duration_s: float = 0.0
     error: str | None = None
     log_tail: str | None = None
+    user: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,13 +122,24 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _image_id(client: Any, ref: str) -> str | None:
+def _image(client: Any, ref: str) -> Any:
     import docker.errors
 
     try:
-        return client.images.get(ref).id
+        return client.images.get(ref)
     except docker.errors.ImageNotFound:
         return None
+
+
+def _image_id(client: Any, ref: str) -> str | None:
+    image = _image(client, ref)
+    return None if image is None else image.id
+
+
+def _found(task: HarborTask, image: Any, ref: str, **fields: Any) -> TaskImage:
+    """A usable :class:`TaskImage` of the engine's ``image`` (with its configured user)."""
+    user = (image.attrs.get("Config") or {}).get("User") or None
+    return TaskImage(task.name, True, ref, image.id, user=user, **fields)
 
 
 def _run_build(
@@ -207,8 +220,8 @@ def ensure_task_image(
     try:
         client = engine_client(client, purpose="building task images")
         if task.docker_image is not None:
-            image_id = _image_id(client, task.docker_image)
-            if image_id is None:
+            image = _image(client, task.docker_image)
+            if image is None:
                 return TaskImage(
                     task.name,
                     False,
@@ -217,7 +230,7 @@ def ensure_task_image(
                     error=f"image {task.docker_image!r} ([environment].docker_image) is not in "
                     "the engine, and nothing can be pulled here",
                 )
-            return TaskImage(task.name, True, task.docker_image, image_id, source="docker_image")
+            return _found(task, image, task.docker_image, source="docker_image")
         args = dict(build_args or {})
         if "BASE" not in args:
             if base is None:
@@ -236,9 +249,9 @@ def ensure_task_image(
         tag = task_image_tag(task, base_id, args)
         cache = Path(cache_dir or default_cache_dir()) / "task-images"
         with _locked(cache / f"{tag.replace(':', '_').replace('/', '_')}.lock"):
-            existing = _image_id(client, tag)
+            existing = _image(client, tag)
             if existing is not None:
-                return TaskImage(task.name, True, tag, existing)
+                return _found(task, existing, tag)
             labels = {
                 "evalnoise.task": task.name,
                 "evalnoise.task.digest": task.digest,
@@ -246,18 +259,18 @@ def ensure_task_image(
             }
             limit = float(timeout_s if timeout_s is not None else task.build_timeout_s)
             ok, log, error = _run_build(task.build_context, tag, args, labels, limit)
-            image_id = _image_id(client, tag) if ok else None
-            if ok and image_id is None:
+            built = _image(client, tag) if ok else None
+            if ok and built is None:
                 ok, error = False, f"the build reported success but {tag} is not in the engine"
+            if ok:
+                return _found(task, built, tag, built=True, duration_s=time.monotonic() - started)
             return TaskImage(
                 task.name,
-                ok,
+                False,
                 tag,
-                image_id,
-                built=ok,
                 duration_s=time.monotonic() - started,
                 error=error,
-                log_tail=None if ok else tail(log, BUILD_LOG_TAIL_BYTES),
+                log_tail=tail(log, BUILD_LOG_TAIL_BYTES),
             )
     except (docker.errors.DockerException, OSError, RuntimeError, LookupError) as exc:
         return TaskImage(

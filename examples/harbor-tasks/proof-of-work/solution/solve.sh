@@ -3,7 +3,7 @@
 python3 - <<'EOF'
 import hashlib
 
-prefix, shift = b"evalnoise-", 256 - 22
+prefix, shift = b"evalnoise-", 256 - 16
 n = 0
 while int.from_bytes(hashlib.sha256(b"%s%d" % (prefix, n)).digest(), "big") >> shift:
     n += 1
