@@ -102,43 +102,32 @@ lines), ``stderr_tail`` the external agent's stderr.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import selectors
 import shutil
 import signal
-import subprocess
-import tarfile
 import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.container_procs import keepers, kill_all_except, kill_tree, members, oom_kills
 from evalnoise.runner.docker_backend import (
     CGROUP_ROOT,
     SHARD_LABEL,
     cgroup_version,
     container_memory_dir,
-    read_peak,
 )
-from evalnoise.runner.exec_protocol import (
-    DEFAULT_OUTPUT_BYTES,
-    PROTOCOL,
-    CappedOutput,
-    Done,
-    parse_message,
-    response,
-)
+from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
+from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
 from evalnoise.runner.resources import Allocation, allocate, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.task_images import TaskImage, TaskImageCache
 from evalnoise.runner.trial import EngineUnavailable, TrialRequest, base_row, finish_row, utc_now
+from evalnoise.runner.trial_container import TrialContainer, read_tail, tar_dir
 from evalnoise.tasks.harbor import (
     HarborTask,
     HarborTaskError,
@@ -167,11 +156,8 @@ EXTRA_COLUMNS = (
 #: user's files (CHOWN, DAC_OVERRIDE, FOWNER) and to become that user itself (SETUID, SETGID:
 #: a verifier's ``su``/``runuser``). Only processes running as root ever hold them.
 USER_SWITCH_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID")
-#: Seconds a killed command or agent has to disappear before the runner stops waiting.
-KILL_GRACE_S = 10.0
 LOG_MAX_SIZE = "1m"
 _MAIN_COMMAND = ("sleep", "infinity")
-_TAIL_READ_BYTES = 1 << 20
 
 
 def _short(text: Any, limit: int = 500) -> str:
@@ -208,138 +194,6 @@ class Sandbox:
     user_switch_caps: tuple[str, ...] = USER_SWITCH_CAPS
     #: bytes of a command's output returned to an external agent
     exec_output_bytes: int = DEFAULT_OUTPUT_BYTES
-
-
-@dataclass
-class _Run:
-    """What one command run in the container came to."""
-
-    exit_code: int | None = None
-    timed_out: bool = False
-    duration_s: float = 0.0
-    killed: bool = True  # False: a timed-out command could not be stopped
-
-
-def _read_tail(path: Path) -> str | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        size = os.fstat(fd).st_size
-        os.lseek(fd, max(0, size - _TAIL_READ_BYTES), os.SEEK_SET)
-        return os.read(fd, _TAIL_READ_BYTES).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
-
-
-def _tar_dir(source: Path, target: str, executable: tuple[str, ...] = ()) -> bytes:
-    """A tar of ``source`` placed at ``target`` (relative to /): owned by root, files world
-    readable, directories world listable, ``executable`` (relative paths) mode 0755."""
-    buffer = io.BytesIO()
-
-    def clean(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        relative = info.name[len(target) + 1 :]
-        if info.isdir():
-            info.mode = 0o755
-        elif info.isfile():
-            info.mode = 0o755 if (relative in executable or info.mode & 0o100) else 0o644
-        return info
-
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        archive.add(str(source), arcname=target, filter=clean)
-    return buffer.getvalue()
-
-
-class _Container:
-    """One trial's container: runs commands in it with deadlines, reads its cgroup."""
-
-    def __init__(self, api: Any, container_id: str, cgroup_dir: Path | None, main_pid: int):
-        self.api, self.id, self.cgroup_dir, self.main_pid = api, container_id, cgroup_dir, main_pid
-
-    def oom_kills(self) -> int | None:
-        return oom_kills(self.cgroup_dir)
-
-    def peak(self) -> int | None:
-        return read_peak(self.cgroup_dir) if self.cgroup_dir is not None else None
-
-    def kill_agent_processes(self) -> bool:
-        """SIGKILL everything but the init and the idle main command; True if it worked."""
-        if self.cgroup_dir is None:
-            return False
-        keep = keepers(self.main_pid, members(self.cgroup_dir))
-        return kill_all_except(self.cgroup_dir, keep)
-
-    def run(
-        self,
-        command: str,
-        *,
-        user: str | None,
-        env: Mapping[str, str] | None,
-        timeout_s: float,
-        output: CappedOutput | None = None,
-        on_timeout: str = "tree",
-    ) -> _Run:
-        """``bash -c command`` until it exits or ``timeout_s`` passes. Then its process tree
-        (``on_timeout="tree"``) or every process but the container's own (``"all"``) is
-        killed, or nothing (``"none"``: the caller removes the container next)."""
-        import docker.errors
-        import requests.exceptions
-
-        result = _Run()
-        started = time.monotonic()
-        exec_id = self.api.exec_create(
-            self.id,
-            ["bash", "-c", command],
-            stdout=True,
-            stderr=True,
-            user=user or "",
-            environment=dict(env) if env else None,
-        )["Id"]
-        failure: list[BaseException] = []
-
-        def pump() -> None:
-            try:
-                if output is None:
-                    self.api.exec_start(exec_id)
-                else:
-                    for chunk in self.api.exec_start(exec_id, stream=True):
-                        output.write(chunk)
-            except BaseException as exc:  # reported below, on the caller's thread
-                failure.append(exc)
-
-        worker = threading.Thread(target=pump, name="evalnoise-exec", daemon=True)
-        worker.start()
-        worker.join(max(0.0, timeout_s))
-        if worker.is_alive():
-            result.timed_out = True
-            if on_timeout == "none":  # the container is removed next: that stops it
-                result.duration_s = time.monotonic() - started
-                result.killed = False
-                return result
-            if on_timeout == "all":
-                result.killed = self.kill_agent_processes()
-            else:
-                pid = int(self.api.exec_inspect(exec_id).get("Pid") or 0)
-                result.killed = (
-                    self.cgroup_dir is not None and pid > 0 and kill_tree(self.cgroup_dir, pid)
-                )
-            worker.join(KILL_GRACE_S if result.killed else 0.5)
-        result.duration_s = time.monotonic() - started
-        if failure and not result.timed_out:
-            exc = failure[0]
-            if isinstance(
-                exc, docker.errors.DockerException | requests.exceptions.RequestException
-            ):
-                raise exc
-            raise RuntimeError(f"exec failed: {exc}") from exc
-        if not worker.is_alive():
-            info = self.api.exec_inspect(exec_id)
-            if not info.get("Running"):
-                result.exit_code = info.get("ExitCode")
-        return result
 
 
 class EnvironmentBackend:
@@ -392,6 +246,14 @@ class EnvironmentBackend:
         self._agents_lock = threading.Lock()
 
     # -- engine health and cleanup ----------------------------------------------------------
+
+    def _track(self, group: int, shard_id: str | None) -> None:
+        """Remember (or forget, ``shard_id`` None) a running external agent's process group."""
+        with self._agents_lock:
+            if shard_id is None:
+                self._agents.pop(group, None)
+            else:
+                self._agents[group] = shard_id
 
     def check(self) -> None:
         """Raise :class:`EngineUnavailable` unless the engine answers a ping."""
@@ -602,7 +464,7 @@ class EnvironmentBackend:
                     if self.cgroup_version is not None
                     else None
                 )
-                box = _Container(api, container_id, cgroup_dir, main_pid)
+                box = TrialContainer(api, container_id, cgroup_dir, main_pid)
                 phase = "agent"
                 self._phases(request, row, trial, box, scratch, secrets, texts)
                 phase = "verifier"
@@ -633,7 +495,7 @@ class EnvironmentBackend:
         request: TrialRequest,
         row: dict[str, Any],
         trial: _Trial,
-        box: _Container,
+        box: TrialContainer,
         scratch: Path,
         secrets: dict[str, str],
         texts: dict[str, str | None],
@@ -644,11 +506,21 @@ class EnvironmentBackend:
         if trial.kind == "oracle":
             outcome = self._oracle(trial, box, scratch)
         elif trial.kind == "external":
-            outcome = self._external(request, trial, box, scratch, secrets)
+            outcome = run_external_agent(
+                request,
+                box,
+                scratch,
+                user=trial.agent_user,
+                workdir=trial.task.workdir,
+                time_limit_s=trial.agent_time_limit_s,
+                output_bytes=self.sandbox.exec_output_bytes,
+                register=lambda pid: self._track(pid, request.shard_id),
+                unregister=lambda pid: self._track(pid, None),
+            )
             row.update(outcome.usage)
             row["agent_steps"] = outcome.steps
         else:
-            outcome = _AgentOutcome()
+            outcome = AgentOutcome()
         row["agent_duration_s"] = time.monotonic() - t0
         row["exit_code"] = outcome.exit_code
         texts["stdout"], texts["stderr"] = outcome.stdout, outcome.stderr
@@ -685,13 +557,13 @@ class EnvironmentBackend:
         if total is not None and ooms_start is not None:
             row["oom_kills"] = total - ooms_start
 
-    def _oracle(self, trial: _Trial, box: _Container, scratch: Path) -> _AgentOutcome:
+    def _oracle(self, trial: _Trial, box: TrialContainer, scratch: Path) -> AgentOutcome:
         """Harbor's oracle: ``solution/`` at /solution, ``/solution/solve.sh`` run with
         ``[solution].env``, its output in /logs/agent/oracle.txt."""
         task = trial.task
         if not task.has_solution:
-            return _AgentOutcome(status="agent_error", error="the task has no solution/solve.sh")
-        box.api.put_archive(box.id, "/", _tar_dir(task.solution_dir, "solution", ("solve.sh",)))
+            return AgentOutcome(status="agent_error", error="the task has no solution/solve.sh")
+        box.api.put_archive(box.id, "/", tar_dir(task.solution_dir, "solution", ("solve.sh",)))
         run = box.run(
             "(/solution/solve.sh) > /logs/agent/oracle.txt 2>&1",
             user=trial.agent_user,
@@ -699,9 +571,9 @@ class EnvironmentBackend:
             timeout_s=trial.agent_time_limit_s,
             on_timeout="all",
         )
-        outcome = _AgentOutcome(
+        outcome = AgentOutcome(
             exit_code=run.exit_code,
-            stdout=_read_tail(scratch / "agent" / "oracle.txt"),
+            stdout=read_tail(scratch / "agent" / "oracle.txt"),
             stopped=run.killed or not run.timed_out,
             sigkilled=run.exit_code == 137 and not run.timed_out,
         )
@@ -710,173 +582,11 @@ class EnvironmentBackend:
             outcome.error = f"the agent phase ran past its {trial.agent_time_limit_s:g}s limit"
         return outcome
 
-    def _external(
-        self,
-        request: TrialRequest,
-        trial: _Trial,
-        box: _Container,
-        scratch: Path,
-        secrets: Mapping[str, str],
-    ) -> _AgentOutcome:
-        """An external agent: a host subprocess speaking the exec protocol."""
-        spec, task, limit = request.agent, trial.task, trial.agent_time_limit_s
-        deadline = time.monotonic() + limit
-        home = scratch / "home"
-        home.mkdir()
-        task_path = scratch / "task.json"
-        payload = request.payload(limit)
-        payload.pop("output_path", None)
-        payload.update(
-            kind="environment", protocol=PROTOCOL, workdir=task.workdir, user=trial.agent_user
-        )
-        contract.write_task_file(task_path, payload)
-        env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "LANG": "C.UTF-8",
-            "HOME": str(home),
-            "TMPDIR": str(home),
-        }
-        env.update(
-            contract.agent_environment(
-                payload,
-                spec,
-                request.secrets,
-                task_path=str(task_path),
-                output_path="",
-                runtime=request.runtime,
-            )
-        )
-        env.pop("EVALNOISE_OUTPUT", None)
-        env.update(EVALNOISE_KIND="environment", EVALNOISE_PROTOCOL=PROTOCOL)
-        outcome = _AgentOutcome(steps=0)
-        transcript = CappedOutput(2 * contract.TAIL_BYTES)
-        stderr_path = scratch / "agent-stderr"
-        with open(stderr_path, "wb") as err:
-            try:
-                proc = subprocess.Popen(
-                    list(spec.command),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    cwd=home,
-                    env=env,
-                    start_new_session=True,
-                    close_fds=True,
-                )
-            except OSError as exc:
-                return _AgentOutcome(
-                    status="infra_error", error=f"external agent could not start: {exc}"
-                )
-        with self._agents_lock:
-            self._agents[proc.pid] = request.shard_id
-        reader = _LineReader(proc.stdout)
-        record: dict[str, Any] | None = None
-        try:
-            while True:
-                try:
-                    line = reader.readline(deadline)
-                except TimeoutError:
-                    outcome.status = "timeout"
-                    break
-                if line is None:
-                    break  # the agent closed its stdout: it ended
-                transcript.write(line + b"\n")
-                try:
-                    message = parse_message(line)
-                except ValueError as exc:
-                    outcome.status, outcome.error = "agent_error", f"exec protocol: {exc}"
-                    break
-                if isinstance(message, Done):
-                    record = message.record
-                    break
-                outcome.steps += 1
-                left = deadline - time.monotonic()
-                wanted = message.timeout_s if message.timeout_s is not None else left
-                output = CappedOutput(self.sandbox.exec_output_bytes)
-                run = box.run(
-                    message.command,
-                    user=trial.agent_user,
-                    env=None,
-                    timeout_s=min(wanted, left),
-                    output=output,
-                    on_timeout="all" if wanted >= left else "tree",
-                )
-                if run.exit_code == 137 and not run.timed_out:
-                    outcome.sigkilled = True
-                if run.timed_out and wanted >= left:
-                    outcome.status, outcome.stopped = "timeout", run.killed
-                    break
-                try:
-                    proc.stdin.write(
-                        response(
-                            run.exit_code,
-                            output,
-                            timed_out=run.timed_out,
-                            duration_s=run.duration_s,
-                        )
-                    )
-                    proc.stdin.flush()
-                except (BrokenPipeError, ValueError):
-                    continue  # it stopped listening: read what it says last, then its EOF
-            if outcome.status == "timeout":
-                outcome.error = f"the agent phase ran past its {limit:g}s limit"
-                outcome.stopped = outcome.stopped and box.kill_agent_processes()
-            elif outcome.status is None:
-                self._agent_exit(proc, deadline, record, outcome)
-        finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                proc.stdin.close()
-            proc.stdout.close()
-            proc.wait()
-            with self._agents_lock:
-                self._agents.pop(proc.pid, None)
-        if outcome.exit_code is None and outcome.status != "timeout":
-            outcome.exit_code = _exit_status(proc.returncode)
-        if record is not None:
-            outcome.usage, note = contract.usage_columns(record)
-            outcome.error = _join(outcome.error, note)
-        outcome.stdout = transcript.text()
-        outcome.stderr = _read_tail(stderr_path)
-        return outcome
-
-    @staticmethod
-    def _agent_exit(
-        proc: subprocess.Popen[bytes],
-        deadline: float,
-        record: dict[str, Any] | None,
-        outcome: _AgentOutcome,
-    ) -> None:
-        """After ``done`` (or end of output): the agent's exit decides its status."""
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=max(0.0, min(KILL_GRACE_S, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            if record is None:
-                outcome.status = "timeout"
-                outcome.error = "the agent closed its output but did not exit before its deadline"
-                return
-            return  # it said done; a slow exit is not held against it (it is killed)
-        code = _exit_status(proc.returncode)
-        outcome.exit_code = code
-        if code == contract.EXIT_INFRA_UNAVAILABLE:
-            outcome.status = "infra_error"
-            outcome.error = (
-                f"exit code {code}: the agent reports a service it needs was unreachable"
-            )
-        elif code != 0:
-            outcome.status, outcome.error = "agent_error", f"exit code {code}"
-        elif record is None:
-            outcome.status = "agent_error"
-            outcome.error = 'the agent ended without {"done": true}'
-
     def _verifier(
         self,
         row: dict[str, Any],
         trial: _Trial,
-        box: _Container,
+        box: TrialContainer,
         logs: Path,
         ooms_before: int | None,
         secrets: Mapping[str, str],
@@ -888,7 +598,7 @@ class EnvironmentBackend:
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
-        box.api.put_archive(box.id, "/", _tar_dir(task.tests_dir, "tests", ("test.sh",)))
+        box.api.put_archive(box.id, "/", tar_dir(task.tests_dir, "tests", ("test.sh",)))
         limit = row["verifier_time_limit_s"]
         run = box.run(
             "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1",
@@ -899,7 +609,7 @@ class EnvironmentBackend:
         )
         row["verifier_exit_code"] = run.exit_code
         row["verifier_duration_s"] = run.duration_s
-        output = _read_tail(logs / "test-stdout.txt")
+        output = read_tail(logs / "test-stdout.txt")
         row["verifier_output_tail"] = (
             contract.tail(contract.redact(output, secrets)) if output is not None else None
         )
@@ -963,23 +673,6 @@ class _Trial:
         return self.task.verifier_user or self.image_user or "0:0"
 
 
-@dataclass
-class _AgentOutcome:
-    """The agent phase's result: a status only if it failed."""
-
-    status: str | None = None
-    error: str | None = None
-    exit_code: int | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-    #: False when a timed-out agent's processes could not be stopped
-    stopped: bool = True
-    #: a command died of SIGKILL the runner did not send (OOM evidence without a cgroup)
-    sigkilled: bool = False
-    steps: int | None = None
-    usage: dict[str, int | None] = field(default_factory=dict)
-
-
 def switches_users(task: HarborTask, image: TaskImage) -> bool:
     """Whether a task runs as more than one user: it names ``[agent].user`` or
     ``[verifier].user``, or its image's ``USER`` is not root (then a root phase handles the
@@ -987,50 +680,3 @@ def switches_users(task: HarborTask, image: TaskImage) -> bool:
     if task.agent_user or task.verifier_user:
         return True
     return (image.user or "root").split(":")[0] not in ("root", "0")
-
-
-def _exit_status(returncode: int | None) -> int | None:
-    """A subprocess's exit status as a shell reports it (killed by signal N → 128 + N)."""
-    if returncode is None:
-        return None
-    return 128 - returncode if returncode < 0 else returncode
-
-
-class _LineReader:
-    """Lines from a pipe with a deadline (``TimeoutError``); None at end of file."""
-
-    def __init__(self, pipe: Any) -> None:
-        self.fd = pipe.fileno()
-        self.buffer = bytearray()
-        self.eof = False
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.fd, selectors.EVENT_READ)
-
-    def readline(self, deadline: float) -> bytes | None:
-        from evalnoise.runner.exec_protocol import MAX_LINE_BYTES
-
-        while True:
-            end = self.buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self.buffer[:end])
-                del self.buffer[: end + 1]
-                return line
-            if len(self.buffer) > MAX_LINE_BYTES:
-                line = bytes(self.buffer)
-                self.buffer.clear()
-                return line  # parse_message rejects it
-            if self.eof:
-                if self.buffer:
-                    line = bytes(self.buffer)
-                    self.buffer.clear()
-                    return line
-                return None
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            if not self.selector.select(timeout=left):
-                continue
-            data = os.read(self.fd, 65536)
-            if not data:
-                self.eof = True
-            self.buffer += data
