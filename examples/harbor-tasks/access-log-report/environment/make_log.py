@@ -11,6 +11,6 @@ with open(sys.argv[1], "w") as log:
         path = rng.choices(paths, weights)[0]
         method = "POST" if path == "/login" else "GET"
         log.write(
-            f'{host} - - [12/Mar/2025:10:{i // 60 % 60:02d}:{i % 60:02d} +0000] '
+            f"{host} - - [12/Mar/2025:10:{i // 60 % 60:02d}:{i % 60:02d} +0000] "
             f'"{method} {path} HTTP/1.1" {rng.choice(statuses)} {rng.randrange(100, 9000)}\n'
         )

@@ -7,7 +7,9 @@ with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as handle:
     handle.write(data)
 result = subprocess.run(
     [sys.executable, "/app/csvsum.py", handle.name, "amount"],
-    capture_output=True, text=True, timeout=20,
+    capture_output=True,
+    text=True,
+    timeout=20,
 )
 print(result.stdout, result.stderr)
 try:

@@ -2,7 +2,7 @@ import copy
 import sys
 
 sys.path.insert(0, "/app")
-from flatten import flatten  # noqa: E402
+from flatten import flatten
 
 deep = [0]
 for i in range(1, 20000):

@@ -2,8 +2,10 @@ import os
 import stat
 import sys
 
+
 def mode(path):
     return stat.S_IMODE(os.stat(path).st_mode)
+
 
 checks = [
     mode("/app/bin/build.sh") == 0o755,
