@@ -92,6 +92,12 @@ environment); the task's user (the image's ``USER`` or ``[agent].user``/``[verif
 never the QA sandbox's read-only root and ``nobody``. ``[environment].storage_mb`` is
 recorded, not enforced (Harbor does not enforce it on Docker either).
 
+**A remote engine** (``DOCKER_HOST`` on another machine) works with less: the runner cannot
+see the container's processes or cgroup there, so a command past its deadline cannot be
+killed on its own — a timed-out agent phase then ends the trial without running the verifier
+(``error`` says so), a timed-out command of an external agent keeps running — and OOM kills
+are inferred from exit code 137, ``peak_memory_bytes`` stays null.
+
 **Row** (:func:`evalnoise.runner.trial.base_row`'s columns plus :data:`EXTRA_COLUMNS`):
 ``exit_code`` is the agent's (solve.sh's, or the external agent process's; null for
 ``null``); ``duration_s`` the container's lifetime; ``image``/``image_digest`` the task image's
