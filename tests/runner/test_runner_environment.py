@@ -428,3 +428,24 @@ def test_abort_and_cleanup_by_shard_label(env_backend, docker_engine, tmp_path):
     assert rows and rows[0]["status"] != "ok"
     assert_no_containers(docker_engine, "env-ab")
     assert env_backend.cleanup("env-ab") == 0
+
+
+def test_idle_main_process_stops_at_once_on_sigterm(env_backend, docker_engine, tmp_path):
+    """``docker stop`` (SIGTERM, then SIGKILL after 10 s) returns at once: the container's
+    init forwards SIGTERM to the idle main command, which exits."""
+    folder = make_env_task(tmp_path, "stop", test_sh=REWARD_ONE, solve_sh="sleep 60\n")
+    rows: list = []
+    worker = threading.Thread(
+        target=lambda: rows.append(env_trial(env_backend, folder, "oracle", shard_id="env-stop"))
+    )
+    worker.start()
+    deadline = time.monotonic() + 20
+    while not (ids := shard_containers(docker_engine, "env-stop")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    docker_engine.api.stop(ids[0], timeout=10)
+    assert time.monotonic() - t0 < 5
+    worker.join(30)
+    assert rows and rows[0]["status"] != "ok"
+    assert_no_containers(docker_engine, "env-stop")
