@@ -14,6 +14,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
+    """Build the image the JSON request in ``argv[0]`` describes; 0 if built, else 1."""
     import docker
 
     request = json.loads(argv[0])

@@ -93,6 +93,7 @@ class CappedOutput:
         self.dropped = 0
 
     def write(self, data: bytes) -> None:
+        """Take the next chunk of the stream."""
         room = self.half - len(self.head)
         if room > 0:
             self.head += data[:room]
@@ -106,6 +107,7 @@ class CappedOutput:
             del self.tail[:cut]
 
     def text(self) -> str:
+        """What was kept, as text, with a marker where bytes were left out."""
         head = bytes(self.head).decode("utf-8", "replace")
         tail = bytes(self.tail).decode("utf-8", "replace")
         if self.dropped:

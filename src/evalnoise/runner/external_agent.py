@@ -242,6 +242,8 @@ class LineReader:
         self.selector.register(self.fd, selectors.EVENT_READ)
 
     def readline(self, deadline: float) -> bytes | None:
+        """The next line without its newline; None at end of file; ``TimeoutError`` when
+        ``deadline`` (monotonic seconds) passes first."""
         while True:
             end = self.buffer.find(b"\n")
             if end >= 0:

@@ -294,6 +294,7 @@ class TaskImageCache:
         self._pending: dict[str, threading.Lock] = {}
 
     def get(self, task: HarborTask) -> TaskImage:
+        """The task's image: built or found on the first call, remembered after it."""
         with self._lock:
             if task.digest in self._results:
                 return self._results[task.digest]

@@ -82,9 +82,11 @@ class TrialContainer:
         self.api, self.id, self.cgroup_dir, self.main_pid = api, container_id, cgroup_dir, main_pid
 
     def oom_kills(self) -> int | None:
+        """OOM kills counted in the container's cgroup so far (None: not readable)."""
         return oom_kills(self.cgroup_dir)
 
     def peak(self) -> int | None:
+        """The container cgroup's memory high-water mark in bytes (None: not readable)."""
         return read_peak(self.cgroup_dir) if self.cgroup_dir is not None else None
 
     def kill_agent_processes(self) -> bool:

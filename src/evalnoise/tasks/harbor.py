@@ -241,10 +241,12 @@ class HarborTask:
 
     @property
     def tests_dir(self) -> Path:
+        """``tests/``: copied to /tests before the verifier runs."""
         return self.folder / "tests"
 
     @property
     def solution_dir(self) -> Path:
+        """``solution/``: what the oracle agent runs (``solve.sh``)."""
         return self.folder / "solution"
 
 
