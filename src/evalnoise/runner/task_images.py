@@ -29,7 +29,6 @@ of the build log; the caller records the task's trials as ``infra_error`` with i
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -38,13 +37,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from evalnoise.runner.contract import tail
-from evalnoise.runner.images import context_digest, engine_client
+from evalnoise.runner.images import _locked, context_digest, engine_client
 from evalnoise.tasks.harbor import HarborTask
 from evalnoise.user_cache import cache_dir as default_cache_dir
 
@@ -108,18 +107,6 @@ def task_image_tag(task: HarborTask, base_id: str, build_args: Mapping[str, str]
     prefix = base_id + "\0" + json.dumps(dict(build_args), sort_keys=True, separators=(",", ":"))
     digest = context_digest(task.build_context, _context_files(task.build_context), prefix=prefix)
     return f"{repository_name(task.name)}:{digest}"
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One build per tag at a time across processes (two shards of one run share a tag)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _image(client: Any, ref: str) -> Any:
