@@ -59,6 +59,8 @@ def test_build_then_cache_hit_then_rebuild_on_change(docker_engine, base_image, 
         changed, base=base_image, client=docker_engine, build_args={"BASE": base_image, "X": "1"}
     )
     assert other_args.ok and other_args.tag not in (first.tag, rebuilt.tag)
+    for image in (first, rebuilt, other_args):  # unique contexts: do not pile them up
+        docker_engine.images.remove(image.tag, force=True)
 
 
 def test_failed_build_keeps_the_log_tail(docker_engine, base_image, tmp_path):
