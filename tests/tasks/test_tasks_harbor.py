@@ -259,6 +259,10 @@ REJECTIONS = [
         {"verifier_environment": 'docker_image = "x"', "verifier": "timeout_sec = 5.0"},
         "[verifier.environment]: a separate verifier environment is not supported",
     ),
+    (
+        {"verifier_environment": 'docker_image = "x"'},
+        "[verifier.environment]: conflicts with environment_mode",
+    ),
     ({"environment": 'network_mode = "allowlist"\nallowed_hosts = ["pypi.org"]'}, "allowlist"),
     (
         {"environment": 'network_mode = "no-network"\nallowed_hosts = ["pypi.org"]'},

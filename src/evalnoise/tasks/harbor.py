@@ -498,6 +498,11 @@ def _load_one(
             "a separate verifier environment is not supported: the verifier runs in the "
             'agent\'s container (environment_mode = "shared")',
         )
+    elif mode == "shared" and "environment" in verifier_s:
+        reader.problem(
+            "[verifier.environment]",
+            'conflicts with environment_mode = "shared" (Harbor rejects it too)',
+        )
     if verifier_s.get("collect"):
         reader.problem("[[verifier.collect]]", "collect hooks need compose services")
     for compose in COMPOSE_FILES:
