@@ -17,7 +17,9 @@ Both sides call the backend's ``run_trial`` directly from a thread pool (no shar
 either side). It reports per-trial wall time of each side, their ratio, and the **harness
 ratio**: the environment trial's wall time minus what its verifier took (``verifier_duration_s``;
 the null agent takes none) over the QA trial's whole wall time (its agent's run included).
-The goal (issue 22): harness ratio ≤ 2.
+The goal (issue 22): harness ratio ≤ 2. ``verifier_duration_s`` is measured around the
+``docker exec`` of ``test.sh``, so it holds the exec's own overhead too (tens of ms): the wall
+ratio, which subtracts nothing, is the conservative figure, and the exit status checks both.
 
     python benchmarks/bench_environment.py --trials 60 --concurrency 1 --rounds 6
     python benchmarks/bench_environment.py --json --out benchmarks/results/environment
@@ -197,7 +199,8 @@ def markdown(results: list[dict]) -> str:
         "",
         "Null agent on a trivial Harbor task (EnvironmentBackend) against the instant agent on "
         "one question (DockerBackend), the same trials per side, alternating rounds. Harness = "
-        "environment wall time minus its verifier's and agent's time; goal: harness ratio "
+        "environment wall time minus its verifier's and agent's time (the verifier's time "
+        "includes its docker exec, so the wall ratio is the conservative figure); goal: "
         f"≤ {GOAL:g}.",
         "",
         "| date | machine | concurrency | trials/side | QA s/trial | env s/trial | env verifier "
@@ -232,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(f"{args.out}.json").write_text(json.dumps(results, indent=2) + "\n")
         Path(f"{args.out}.md").write_text(markdown(results))
     print(json.dumps(results, indent=2) if args.json else markdown(results))
-    return 0 if all(r["ratio_harness"] <= GOAL for r in results) else 1
+    return 0 if all(r["ratio_wall"] <= GOAL for r in results) else 1
 
 
 if __name__ == "__main__":
