@@ -130,7 +130,7 @@ def test_agent_timeout_still_runs_the_verifier(env_backend, tmp_path):
     assert time.monotonic() - t0 < 15
     assert (row["status"], row["phase"], row["reward"]) == ("timeout", "agent", None)
     assert row["rewards_json"] == '{"leftover":0.0,"reward":1.0}'
-    assert 1.4 < row["agent_duration_s"] < 5
+    assert 1.4 < row["agent_duration_s"] < 10
     assert "past its 1.5s limit" in row["error"]
 
 
