@@ -53,6 +53,8 @@ a process OOM-killed during the agent phase         oom_killed      agent
 external agent: protocol broken, non-zero exit,     agent_error     agent
 no ``done``; exit 75 (its model service is gone)    infra_error     agent
 oracle: the task has no ``solution/solve.sh``       agent_error     agent
+external agent's command cannot be started         infra_error     agent
+the container died during the agent phase          infra_error     agent
 verifier past its deadline                          verifier_error  verifier
 a process OOM-killed during the verifier phase      oom_killed      verifier
 no reward file, empty, not a number, outside        verifier_error  verifier
