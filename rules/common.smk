@@ -28,7 +28,7 @@ from evalnoise.pipeline.plan import (
     parse_range,
 )
 from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
-from evalnoise.pipeline.shards import judge_rounds
+from evalnoise.pipeline.shards import judge_rounds, verifier_rounds
 from evalnoise.provenance import code_version
 
 # Jobs import evalnoise from this checkout, also inside a `--sdm conda` environment
@@ -358,6 +358,13 @@ def score_rounds(wildcards):
     plain rerun judges exactly those trials again (evalnoise.pipeline.shards.judge_rounds).
     """
     return judge_rounds(fill(rules.score.output.scores, **wildcards))
+
+
+def verifier_rounds_param(wildcards):
+    """Runs of this trial shard's job that left trials without a verifier's verdict: raised
+    by such a run, so a plain rerun runs exactly those trials again
+    (evalnoise.pipeline.shards.verifier_rounds)."""
+    return verifier_rounds(fill(rules.run_trials.output.shard, **wildcards))
 
 
 def judge_rounds_param(wildcards):

@@ -65,6 +65,7 @@ rule canary:
         backend=config["backend"],
         server=agent_server,
         machine=machine_param,
+        reward_key=config["benchmark"]["reward"],
         code_version=code_version("runner"),
     script:
         "../scripts/canary.py"
@@ -100,6 +101,8 @@ rule run_trials:
         journal=journal_param,
         task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
         server=agent_server,
+        reward_key=config["benchmark"]["reward"],
+        unverified_rounds=verifier_rounds_param,
         code_version=code_version("runner"),
     script:
         "../scripts/run_trials.py"

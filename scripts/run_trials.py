@@ -29,6 +29,7 @@ faults.job(
         concurrency=snakemake.threads,
         server=p.server,
         server_log=snakemake.log[0] + ".server",
+        reward_key=p.reward_key,
     ),
     name=f"run_trials {w.agent}@{w.resource_profile} t{w.block} c{w.chunk}",
     log_path=snakemake.log[0],

@@ -54,6 +54,7 @@ def test_outcomes_and_health_in_json(tmp_path, capsys):
         "timeout": 1,
         "oom_killed": 0,
         "infra_error": 0,
+        "verifier_error": 0,
         "unscored": 0,
         "trials": 13,
         "attempts": 13,

@@ -138,19 +138,21 @@ def failure_readings(
     ``answered``: μ̂ (mean of task means, task-clustered CI; :func:`accuracy`) over the trials
     that ended ``ok`` with a score. ``failures_as_incorrect``: every trial that ended in a
     failure (crashed, no answer, timeout, oom_killed, infra_error) counted as 0 beside the
-    answered ones; ``unscored`` trials (the scorer could not decide) are left out of both.
+    answered ones; trials waiting for a grader's verdict (``unscored``, ``verifier_error``)
+    are left out of both.
     ``trials`` holds the group's final attempts (``task_id``, ``status``, ``score``,
     ``exit_code`` when known). Each reading: ``mean``, ``ci_low``, ``ci_high``,
     ``n_trials``, ``n_tasks`` (None estimates when no trial is in it).
     """
-    from evalnoise.outcomes import final_attempts, outcome_of
+    from evalnoise.outcomes import UNDECIDED, final_attempts, outcome_of
 
     last = final_attempts(trials)
     outcome = outcome_of(last).astype(str)
     score = pd.to_numeric(last["score"], errors="coerce").to_numpy(dtype=float)
     tasks = last["task_id"].astype(str).to_numpy()
     answered = outcome == "ok"
-    failed = ~answered & (outcome != "unscored")
+    # a trial waiting for its grader (unscored, verifier_error) is no failure of the agent
+    failed = ~answered & ~np.isin(outcome, UNDECIDED)
     out = {}
     for name, keep, values in (
         ("answered", answered, score),

@@ -9,9 +9,11 @@ reporting, ``agent_error`` is split by *how* the agent failed:
   ``-signal`` (Python's :mod:`subprocess` reports it so).
 - ``no_answer`` — any other agent failure: a non-zero exit, or exit 0 without an answer.
 
-and a trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score
-is null) is ``unscored`` rather than ``ok``. The outcomes partition the trials;
-:data:`OUTCOMES` is the order every output prints them in.
+a trial of an environment task whose verifier left no valid reward is ``verifier_error``
+(the grader failed, not the agent: no score, never a 0, run again by a plain rerun), and a
+trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score is null)
+is ``unscored`` rather than ``ok``. The outcomes partition the trials; :data:`OUTCOMES` is
+the order every output prints them in.
 
 :func:`outcome_counts` counts them (vectorized, over the *final* attempt of each trial);
 :func:`assess_health` decides whether a group's numbers are a measurement of the agent at
@@ -33,6 +35,7 @@ import pandas as pd
 __all__ = [
     "CRASH_SIGNALS",
     "OUTCOMES",
+    "UNDECIDED",
     "Health",
     "assess_health",
     "crash_signal",
@@ -52,7 +55,18 @@ CRASH_SIGNALS = {
     int(signal.SIGFPE): "SIGFPE",
 }
 #: every outcome, in print order; they partition the trials
-OUTCOMES = ("ok", "crashed", "no_answer", "timeout", "oom_killed", "infra_error", "unscored")
+OUTCOMES = (
+    "ok",
+    "crashed",
+    "no_answer",
+    "timeout",
+    "oom_killed",
+    "infra_error",
+    "verifier_error",
+    "unscored",
+)
+#: outcomes that wait for a grader's verdict: no score, never a 0, decided by a rerun
+UNDECIDED = ("verifier_error", "unscored")
 #: what each outcome means, for legends and cards
 OUTCOME_LABELS = {
     "ok": "ok (answered and scored)",
@@ -61,6 +75,7 @@ OUTCOME_LABELS = {
     "timeout": "timeout",
     "oom_killed": "oom_killed",
     "infra_error": "infra_error",
+    "verifier_error": "verifier_error (the verifier left no valid reward)",
     "unscored": "unscored (judge_error)",
 }
 
@@ -222,6 +237,11 @@ def assess_health(
             f"(more than the allowed {max_failure_rate:.0%}): {', '.join(parts)}"
         )
     incomplete = []
+    if int(counts.get("verifier_error", 0)):
+        incomplete.append(
+            f"{counts['verifier_error']} of {trials} trials have no verdict from the verifier "
+            "(verifier_error); rerun to run them again"
+        )
     if int(counts.get("unscored", 0)):
         incomplete.append(
             f"{counts['unscored']} of {trials} trials unscored (judge_error); rerun to score them"

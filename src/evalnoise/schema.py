@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: Outcomes of one trial. ``ok`` and ``agent_error`` are the agent's; the other three are the
-#: infrastructure's and follow the declared infra policy (see DESIGN.md, "Resources").
-STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error")
+#: Outcomes of one trial. ``ok`` and ``agent_error`` are the agent's; ``timeout``,
+#: ``oom_killed`` and ``infra_error`` are the infrastructure's and follow the declared infra
+#: policy (see DESIGN.md, "Resources"); ``verifier_error`` (environment tasks) is the grader's:
+#: the verifier left no valid reward, so the trial has no score (never a 0) until a rerun.
+STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error", "verifier_error")
 INFRA_STATUSES = ("timeout", "oom_killed", "infra_error")
+#: Task kinds: a question with a reference answer, or a task that brings its environment and
+#: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor`).
+TASK_KINDS = ("question", "environment")
 
 _UTC = pa.timestamp("us", tz="UTC")
 
@@ -36,6 +41,12 @@ TASKS = pa.schema(
         pa.field("memory_mb", pa.int64()),
         pa.field("time_limit_s", pa.float64()),
         pa.field("sampling_seed", pa.int64()),
+        # environment tasks (null for questions): the kind, the task folder (relative to the
+        # checkout when inside it), the verifier's time limit, a digest of the folder's files
+        pa.field("kind", pa.string()),
+        pa.field("task_dir", pa.string()),
+        pa.field("verifier_time_limit_s", pa.float64()),
+        pa.field("task_digest", pa.string()),
     ]
 )
 
@@ -80,6 +91,22 @@ TRIALS = pa.schema(
         pa.field("host", pa.string()),
         # imported trials carry their own verdict; pipeline trials get it from the scorer
         pa.field("score", pa.float64()),
+        # environment trials (evalnoise.runner.environment; null for question trials): the
+        # scoring reward (only when the status is ok), every named reward the verifier left
+        # (JSON, whatever the status), the phase a failure happened in (build, setup, agent,
+        # verifier), the phases' times, the verifier's exit code, limit and output tail, the
+        # OOM kills counted in the container, the external agent's commands, the task digest
+        pa.field("reward", pa.float64()),
+        pa.field("rewards_json", pa.string()),
+        pa.field("phase", pa.string()),
+        pa.field("agent_duration_s", pa.float64()),
+        pa.field("verifier_exit_code", pa.int64()),
+        pa.field("verifier_duration_s", pa.float64()),
+        pa.field("verifier_time_limit_s", pa.float64()),
+        pa.field("verifier_output_tail", pa.string()),
+        pa.field("oom_kills", pa.int64()),
+        pa.field("agent_steps", pa.int64()),
+        pa.field("task_digest", pa.string()),
     ]
 )
 

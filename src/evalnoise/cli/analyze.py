@@ -286,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
             if not r["health"]["valid"]:
                 print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
             o = r["outcomes"]
-            if r.get("withheld") or o["trials"] - o["ok"] - o["unscored"]:
+            if r.get("withheld") or o["trials"] - o["ok"] - o["unscored"] - o["verifier_error"]:
                 print(f"  readings: {readings_text(r['readings'])}")
         summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:

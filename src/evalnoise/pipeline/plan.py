@@ -127,6 +127,10 @@ def chunk_size(config: Mapping[str, Any]) -> int:
     return max(base, wanted)
 
 
+#: The tasks table's columns of environment tasks (null for question tasks).
+ENVIRONMENT_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
+
+
 def task_rows_digest(tasks: Any, chunk: str) -> str:
     """SHA-256 (16 hex) of the task rows a chunk covers, every column: what a shard's trials
     and scores depend on in the tasks table.
@@ -146,7 +150,10 @@ def task_rows_digest(tasks: Any, chunk: str) -> str:
 
     first, last = parse_range(chunk)
     rows = tasks.iloc[first : last + 1]
-    raw = rows.to_json(orient="records", date_format="iso")
+    # question tasks leave the environment tasks' columns null: without them, their digest
+    # (and so every finished shard) stays what it was before environment tasks existed
+    unused = [c for c in ENVIRONMENT_COLUMNS if c in rows and rows[c].isna().all()]
+    raw = rows.drop(columns=unused).to_json(orient="records", date_format="iso")
     return _rows_json_digest(hashlib.sha256(raw.encode()).digest(), raw)
 
 

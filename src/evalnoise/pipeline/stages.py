@@ -410,12 +410,12 @@ def outcome_line(outcomes: Mapping[str, int]) -> str:
 
 
 def failed_trials(outcomes: Mapping[str, int]) -> int:
-    """Trials that ended in a failure: not ``ok`` and not merely ``unscored``."""
-    return (
-        int(outcomes.get("trials", 0))
-        - int(outcomes.get("ok", 0))
-        - int(outcomes.get("unscored", 0))
-    )
+    """Trials that ended in a failure: not ``ok`` and not merely waiting for a grader's
+    verdict (:data:`evalnoise.outcomes.UNDECIDED`)."""
+    from evalnoise.outcomes import UNDECIDED
+
+    waiting = sum(int(outcomes.get(k, 0)) for k in UNDECIDED)
+    return int(outcomes.get("trials", 0)) - int(outcomes.get("ok", 0)) - waiting
 
 
 def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -727,7 +727,10 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     readings = readings_text(m.get("readings"))
     outcomes = card.get("outcomes") or {}
     failed = (
-        (outcomes.get("trials") or 0) - (outcomes.get("ok") or 0) - (outcomes.get("unscored") or 0)
+        (outcomes.get("trials") or 0)
+        - (outcomes.get("ok") or 0)
+        - (outcomes.get("unscored") or 0)
+        - (outcomes.get("verifier_error") or 0)
     )
     if readings and (m.get("accuracy_withheld") or failed > 0):
         # labelled readings, never the headline: shown (not struck) also on an invalid card

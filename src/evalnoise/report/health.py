@@ -49,6 +49,7 @@ OUTCOME_HEADERS = {
     "timeout": "timeout",
     "oom_killed": "oom_killed",
     "infra_error": "infra_error",
+    "verifier_error": "verifier_error",
     "unscored": "unscored",
 }
 
@@ -93,6 +94,8 @@ def outcomes_of(record: Mapping[str, Any]) -> dict[str, int | None] | None:
     if not isinstance(raw, Mapping):
         return None
     out = {key: _count(raw.get(key)) for key in (*OUTCOMES, "trials", "attempts")}
+    if "verifier_error" not in raw:  # a record from before environment tasks: none could be
+        out["verifier_error"] = 0
     if out["trials"] is None:
         parts = [out[k] for k in OUTCOMES if k != "unscored"]
         if all(p is not None for p in parts):

@@ -179,10 +179,13 @@ def _join(*parts: str | None) -> str | None:
 
 def agent_kind(spec: contract.AgentSpec) -> str:
     """Which environment agent a spec is: ``external`` when it has a ``command`` (a host
-    program speaking :mod:`evalnoise.runner.exec_protocol`), else its name, which must be
-    ``oracle`` or ``null``."""
+    program speaking :mod:`evalnoise.runner.exec_protocol`), else its ``builtin``
+    (``oracle``, or ``nop``: the null agent), else its name, which must be ``oracle`` or
+    ``null``."""
     if spec.command:
         return "external"
+    if spec.builtin is not None:
+        return "null" if spec.builtin == "nop" else spec.builtin
     if spec.name in ("oracle", "null"):
         return spec.name
     raise ValueError(
@@ -244,6 +247,9 @@ class EnvironmentBackend:
         #: the cgroup version of /sys/fs/cgroup when the engine is local (None: not readable)
         self.cgroup_version = cgroup_version(CGROUP_ROOT) if local else None
         self.reward_key = reward_key
+        # the key decides which trials are ok: it is part of the journal header (the
+        # backend's name), so a changed key starts the shard's trials afresh
+        self.name = NAME if reward_key is None else f"{NAME}:reward={reward_key}"
         self.sandbox = sandbox
         self.scratch_root = Path(scratch_root or tempfile.gettempdir())
         self.environ = os.environ if environ is None else environ

@@ -59,6 +59,30 @@ class AgentOutcome:
     usage: dict[str, int | None] = field(default_factory=dict)
 
 
+#: In an external agent's command: the Python interpreter the runner runs in.
+PYTHON = "{python}"
+
+
+def host_command(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:
+    """The command as started: :data:`PYTHON` becomes this interpreter (the project's
+    environment, where the agents' helpers import), and an argument naming an existing file
+    relative to the runner's working directory (``agents/shell_agent/agent.py``) becomes
+    absolute (the agent starts in a fresh home). Resolved at start, so the agent spec — part
+    of a trial's identity — holds no machine's paths."""
+    import sys
+
+    base = Path(cwd or os.getcwd())
+    out = []
+    for i, part in enumerate(command):
+        if part == PYTHON:
+            out.append(sys.executable)
+        elif i > 0 and not os.path.isabs(part) and "/" in part and (base / part).is_file():
+            out.append(str(base / part))
+        else:
+            out.append(part)
+    return out
+
+
 def exit_status(returncode: int | None) -> int | None:
     """A subprocess's exit status as a shell reports it (killed by signal N → 128 + N)."""
     if returncode is None:
@@ -116,7 +140,7 @@ def run_external_agent(
     with open(stderr_path, "wb") as err:
         try:
             proc = subprocess.Popen(
-                list(spec.command),
+                host_command(spec.command),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,

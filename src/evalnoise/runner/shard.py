@@ -10,7 +10,9 @@ concurrency (threads) and a tqdm progress bar on stderr, and is safe to kill at 
   Each row also carries a fingerprint of its task's spec, so a changed task is rerun.
 - **Resume.** On start the journal is read (a torn last line — a write cut by SIGKILL — is
   cut off), finished trials are skipped, and a trial whose last attempt the infra policy
-  wants retried continues with the next attempt. A shard killed with SIGKILL and run again
+  wants retried continues with the next attempt, and so does a trial whose last attempt
+  was a ``verifier_error`` (the grader failed: each run of the shard tries it once more).
+  A shard killed with SIGKILL and run again
   ends with exactly one row per (task, trial, attempt): none lost, none duplicated. A trial
   that ended ``infra_error`` while the engine itself stopped answering is not journaled: the
   shard stops with :class:`EngineUnavailable` and a resume runs it again (the harness
@@ -69,6 +71,9 @@ from evalnoise.schema import TASKS, TRIALS, conform
 JOURNAL_VERSION = 1
 _TIMESTAMP_COLUMNS = ("started_at", "ended_at")
 _TASK_SPEC_COLUMNS = ("question", "level", "cpus", "memory_mb", "time_limit_s")
+_ENVIRONMENT_SPEC_COLUMNS = ("task_digest", "verifier_time_limit_s")
+#: columns only environment tasks fill (a question task's table may lack them)
+_OPTIONAL_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
 _FINGERPRINT = "_task_fingerprint"
 #: No dots: scratch dirs and cgroups are named "<shard id>.<uid>", and cleanup globs on it.
 _SHARD_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -158,9 +163,13 @@ def _plain(value: Any) -> Any:
 
 
 def _task_fingerprint(task: Mapping[str, Any]) -> str:
-    return hashlib.sha256(
-        _canonical({k: _plain(task.get(k)) for k in _TASK_SPEC_COLUMNS}).encode()
-    ).hexdigest()[:16]
+    spec = {k: _plain(task.get(k)) for k in _TASK_SPEC_COLUMNS}
+    # an environment task's folder (instruction, Dockerfile, tests, solution) is part of its
+    # spec; a question task has none, and its fingerprint stays what it always was
+    for key in _ENVIRONMENT_SPEC_COLUMNS:
+        if _plain(task.get(key)) is not None:
+            spec[key] = _plain(task.get(key))
+    return hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
 
 
 # -- the journal ---------------------------------------------------------------------------
@@ -264,7 +273,8 @@ def _tasks_records(tasks: Any, profile: ResourceProfile) -> list[dict[str, Any]]
     missing = [
         f.name
         for f in TASKS
-        if f.name not in frame.columns and f.name not in ("level", "sampling_seed", "answer")
+        if f.name not in frame.columns
+        and f.name not in ("level", "sampling_seed", "answer", *_OPTIONAL_TASK_COLUMNS)
     ]
     if missing:
         raise ValueError(f"tasks table: missing columns {missing}")
@@ -430,6 +440,10 @@ def _run(
         if not done:
             return 1
         last = max(done)
+        if done[last]["status"] == "verifier_error":
+            # the grader failed, not the trial: a rerun of the shard runs it again (once per
+            # run, never at once within one: a broken verifier would loop)
+            return last + 1
         return last + 1 if should_retry(policy, done[last]["status"], last) else None
 
     # The shard's seeded order (module docstring, "Order"); the pool starts attempts in the
