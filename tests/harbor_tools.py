@@ -22,8 +22,9 @@ The module sits in ``tests/`` (like ``model_stack.py``) so any test folder can i
 Offline: a task's ``environment/Dockerfile`` must build ``FROM`` a local image. Harbor passes
 no build arguments itself, so :func:`run_harbor` adds a compose overlay (``harbor run
 --extra-docker-compose``) that sets the build argument ``BASE`` to the evalnoise base image
-(``evalnoise-base:<hash>``), and ``network_mode: none`` for the task's container: the engine
-here runs with ``--bridge=none``, and a task has no business on a network anyway.
+(``evalnoise-base:<hash>``), and ``network_mode: none`` for the task's container and its
+build (``build.network``): the engine here runs with ``--bridge=none``, and a task has no
+business on a network anyway.
 """
 
 from __future__ import annotations
@@ -204,6 +205,28 @@ def load_task_with_harbor(task_dir: str | os.PathLike[str]) -> dict:
     return load_tasks_with_harbor([task_dir])[str(task_dir)]
 
 
+def harbor_task_init(
+    name: str, parent: str | os.PathLike[str], *options: str, timeout_s: float = 120
+) -> Path:
+    """``harbor task init NAME -p PARENT [OPTIONS]``: the folder Harbor writes
+    (``PARENT/<NAME's part after the "/">``), e.g. ``options=("--verifier-mode", "shared")``.
+    Raises :class:`HarborError` when Harbor is missing or fails."""
+    missing = harbor_missing()
+    if missing:
+        raise HarborError(missing)
+    proc = subprocess.run(
+        [str(harbor_cli()), "task", "init", name, "-p", str(parent), *options],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    folder = Path(parent) / name.rsplit("/", 1)[-1]
+    if proc.returncode != 0 or not (folder / "task.toml").is_file():
+        output = (proc.stdout + proc.stderr).strip()
+        raise HarborError(f"harbor task init exited {proc.returncode}: {output[-2000:]}")
+    return folder
+
+
 # --- Harbor's exception taxonomy ----------------------------------------------------------
 
 _EXCEPTIONS_SCRIPT = r"""
@@ -315,7 +338,13 @@ class HarborRun:
 
 def compose_overlay(path: Path, base: str, *, init: bool = True) -> Path:
     """Write the compose overlay :func:`run_harbor` passes: build argument ``BASE`` and no
-    network for the task's main service; with ``init``, ``init: true`` too.
+    network for the task's main service, at run time and for its build's ``RUN`` steps;
+    with ``init``, ``init: true`` too.
+
+    Why the build's ``network: none``: the engine here runs with ``--bridge=none``, and a
+    build step on the default (bridge) network fails with "network bridge not found" — any
+    Dockerfile with a ``RUN`` line, like most example tasks'. evalnoise builds task images
+    with no network too (``evalnoise.runner.images``).
 
     Why ``init``: Harbor's main service runs ``sh -c "sleep infinity"`` as PID 1, which
     ignores SIGTERM, so every ``docker compose down`` waits out the 10 s stop grace period
@@ -327,6 +356,7 @@ def compose_overlay(path: Path, base: str, *, init: bool = True) -> Path:
         "services:\n"
         "  main:\n"
         "    network_mode: none\n" + ("    init: true\n" if init else "") + "    build:\n"
+        "      network: none\n"
         "      args:\n"
         f"        BASE: {json.dumps(base)}\n"
     )
