@@ -50,6 +50,11 @@ TASKS = pa.schema(
     ]
 )
 
+#: The TASKS columns only environment tasks fill (null for a question task).
+ENVIRONMENT_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
+#: The TASKS columns of a question task, in order.
+QUESTION_TASK_COLUMNS = tuple(f.name for f in TASKS if f.name not in ENVIRONMENT_TASK_COLUMNS)
+
 TRIALS = pa.schema(
     [
         pa.field("agent", pa.string(), nullable=False),

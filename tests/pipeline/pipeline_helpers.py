@@ -50,6 +50,7 @@ PROJECT_FILES = (
     "src",
     "agents",
     "images",
+    "examples",
     "tools/dvc-snakemake",
 )
 TINY_AGENT = ROOT / "tests" / "pipeline" / "tiny_agent"
