@@ -5,9 +5,9 @@ runs on the host, beside the model server, and the container stays offline. Each
 model sees the task's instruction and what its commands printed so far, and writes either a
 line ``COMMAND: <shell command>`` — sent to the runner as ``{"exec": ...}``, whose output
 (exit code and the last lines) comes back as the next user message — or a line ``DONE``,
-which ends the agent phase. At most ``AGENT_MAX_STEPS`` model calls; the last one can only
-finish. A reply without either line counts as a step and is answered with a reminder of the
-format. Step *i* samples with seed ``EVALNOISE_SEED32 + i``. The model's usage (calls and
+which ends the agent phase (once it has run a command: a DONE before any is answered with a
+reminder). At most ``AGENT_MAX_STEPS`` model calls; the last one can only finish. A reply
+without either line counts as a step and is answered with a reminder of the format. Step *i* samples with seed ``EVALNOISE_SEED32 + i``. The model's usage (calls and
 tokens, ``agentlib``) goes with ``{"done": true, "usage": ...}``.
 
 A small model solves little here; the point is a real multi-turn agent whose every trial is
@@ -98,10 +98,15 @@ def main() -> int:
         )
         messages.append({"role": "assistant", "content": reply})
         command = _COMMAND.search(reply)
-        if _DONE.search(reply) and (
-            command is None or _DONE.search(reply).start() < command.start()
-        ):
-            break
+        done = _DONE.search(reply)
+        if done and (command is None or done.start() < command.start()):
+            if commands or step == max_steps - 1:
+                break
+            # a small model copies the example's ending: it has not looked at anything yet
+            messages.append(
+                {"role": "user", "content": "You have not run any command yet. COMMAND: ?"}
+            )
+            continue
         if command is None or step == max_steps - 1:
             if step < max_steps - 1:
                 messages.append(
