@@ -7,8 +7,9 @@ line ``COMMAND: <shell command>`` — sent to the runner as ``{"exec": ...}``, w
 (exit code and the last lines) comes back as the next user message — or a line ``DONE``,
 which ends the agent phase (once it has run a command: a DONE before any is answered with a
 reminder). At most ``AGENT_MAX_STEPS`` model calls; the last one can only finish. A reply
-without either line counts as a step and is answered with a reminder of the format. Step *i* samples with seed ``EVALNOISE_SEED32 + i``. The model's usage (calls and
-tokens, ``agentlib``) goes with ``{"done": true, "usage": ...}``.
+without either line counts as a step and is answered with a reminder of the format. Step
+*i* samples with seed ``EVALNOISE_SEED32 + i``. The model's usage (calls and tokens,
+``agentlib``) goes with ``{"done": true, "usage": ...}``.
 
 A small model solves little here; the point is a real multi-turn agent whose every trial is
 a real episode in the task's container, with its cost recorded.
