@@ -125,7 +125,7 @@ def test_outcomes_of_the_three_fixture_tasks(jobs: Path) -> None:
         )
         assert late["error_phase"] == "agent_execution"
         broken = by[("oracle", "evalnoise/no-reward", trial)]
-        assert broken["status"] == hb.VERIFIER_ERROR == "infra_error"
+        assert broken["status"] == hb.VERIFIER_ERROR == "verifier_error"
         assert broken["score"] is None  # never a 0
         assert broken["error"] == "RewardFileNotFoundError" and broken["error_phase"] == "verifier"
     assert by[("nop", "evalnoise/greet", 0)]["score"] == 0.0

@@ -46,8 +46,8 @@ Mapping, per trial:
   ``verifier_s``. A timestamp without a zone (Harbor 0.1.2 wrote local times so) is read as
   UTC.
 
-Verifier failures get :data:`VERIFIER_ERROR`, today ``infra_error``: the trial table has no
-``verifier_error`` status yet. When it has, change that one constant.
+Verifier failures get :data:`VERIFIER_ERROR`, the trial table's ``verifier_error``: no score,
+never a 0, counted and flagged like an unscored trial.
 """
 
 from __future__ import annotations
@@ -75,10 +75,8 @@ FORMAT = "harbor"
 OPTIONS = ("agent", "reward")
 
 #: The status of a verifier that timed out, crashed or left no valid reward. Harbor still
-#: ran the agent; the verifier failed to measure it: never a score of 0. The trial table
-#: will gain a status of its own for it (``verifier_error``); until then it is an
-#: infrastructure outcome. Switch it here, in this one line.
-VERIFIER_ERROR = "infra_error"
+#: ran the agent; the verifier failed to measure it: never a score of 0.
+VERIFIER_ERROR = "verifier_error"
 
 #: (status, why, Harbor's exception type names). Harbor's error policy groups the same names
 #: by cause (sandbox_failed, model_provider_failed, harbor_failed, unclassified,

@@ -112,7 +112,8 @@ def _frame(path: str, columns: Mapping[str, Any]) -> pd.DataFrame:
     valid["agent"] = agent.to_numpy()
     valid["resource_profile"] = profile.to_numpy()
     valid["status"] = status.to_numpy()
-    valid.loc[infra, "score"] = np.nan
+    # an infra outcome or a verifier that left no reward has no score (never the placeholder)
+    valid.loc[infra | status.eq("verifier_error").to_numpy(), "score"] = np.nan
     if columns["level"]:
         level = raw[columns["level"]] if columns["level"] in raw.columns else None
         if level is None:
