@@ -36,5 +36,5 @@ faults.job(
     console=console,
     log=log,
     output=snakemake.output.shard,
-    engine_check=faults.engine_check(p.backend),
+    engine_check=faults.engine_probe(p.backend),
 )

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["Fault", "engine_check", "fault_of", "job"]
+__all__ = ["Fault", "engine_probe", "fault_of", "job"]
 
 #: errno values that mean the disk (or a quota) is full
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -69,7 +69,7 @@ def fault_of(exc: BaseException, where: str | os.PathLike[str] | None = None) ->
     """The :class:`Fault` an exception stands for, or None (a bug or bad input: keep its
     traceback). ``where``: the job's output, named when a full disk's error names no file
     (a write to an open file does not)."""
-    from evalnoise.runner.trial import EngineUnavailable
+    from evalnoise.errors import EngineUnavailable
 
     if isinstance(exc, EngineUnavailable):
         return Fault(
@@ -119,7 +119,7 @@ def _marker(log_path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(log_path)}.fault")
 
 
-def engine_check(backend: str) -> Callable[[], None] | None:
+def engine_probe(backend: str) -> Callable[[], None] | None:
     """For the ``docker`` backend, a function that raises when the engine does not answer."""
     if backend != "docker":
         return None

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from evalnoise.errors import EngineUnavailable  # re-exported: the runner raises it
 from evalnoise.runner.contract import (
     AgentOutput,
     AgentSpec,
@@ -27,9 +28,18 @@ from evalnoise.runner.contract import (
 )
 from evalnoise.runner.resources import ResourceProfile
 
+__all__ = [
+    "Backend",
+    "EngineUnavailable",
+    "TrialRequest",
+    "base_row",
+    "finish_row",
+    "read_answer_file",
+    "record_output",
+    "utc_now",
+]
 
-class EngineUnavailable(RuntimeError):
-    """The container engine does not answer: stop the shard instead of burning trials."""
+
 
 
 @dataclass(frozen=True)
