@@ -40,8 +40,6 @@ __all__ = [
 ]
 
 
-
-
 @dataclass(frozen=True)
 class TrialRequest:
     agent: AgentSpec
