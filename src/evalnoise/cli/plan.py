@@ -512,24 +512,73 @@ def _run_pilot(args: argparse.Namespace) -> int:
 # --- tasks × trials × judge samples (the nested design) ----------------------------------
 
 
+def judge_plan(
+    budget: float,
+    sigma2_task: float,
+    sigma2_trial: float,
+    sigma2_judge: float,
+    *,
+    cost_per_trial: float,
+    cost_per_judge_sample: float,
+    cost_per_task: float = 0.0,
+    max_tasks: int | None = None,
+    max_trials: int | None = None,
+    max_judge_samples: int | None = None,
+) -> tuple[Any, dict[str, float], dict[str, np.ndarray]]:
+    """The D study of tasks × trials × judge samples within a budget.
+
+    The design task / trial:task with judge samples as replicates
+    (:func:`evalnoise.stats.variance_model`), Var(μ̂) = σ²_task/n + σ²_trial/(nT) +
+    σ²_judge/(nTK) at cost n·c_task + nT·c_trial + nTK·c_judge
+    (:func:`evalnoise.stats.best_design`: T up to 4096 and K up to 64 unless capped, n the
+    most the budget buys), the continuous optimum (:func:`evalnoise.stats.nested_optimum`,
+    Cochran 1977 ch. 10) and the best design for each K. Returns (result, optimum, per-K).
+    """
+    from evalnoise.stats import best_design, nested_optimum, variance_model
+
+    model = variance_model(
+        ["task", "trial:task"],
+        {"task": sigma2_task, "trial:task": sigma2_trial, "residual": sigma2_judge},
+        replicate="judge_sample",
+    )
+    if not cost_per_trial > 0:
+        raise ValueError(f"cost_per_trial must be > 0, got {cost_per_trial!r}")
+    costs = {"task": cost_per_task, "trial": cost_per_trial, "judge_sample": cost_per_judge_sample}
+    limits: dict[str, int] = {}
+    caps = {"trial": 4096, "judge_sample": 64}
+    if max_trials is not None:
+        limits["trial"] = max_trials
+    if max_judge_samples is not None:
+        limits["judge_sample"] = max_judge_samples
+    res = best_design(
+        model, budget, costs, free="task", limits=limits, max_free=max_tasks, default_cap=caps
+    )
+    if res.recommended is None:
+        raise ValueError(f"budget {budget:g} cannot buy one task × one trial × one judge sample")
+    return res, nested_optimum(model, costs, budget), res.best_by("judge_sample")
+
+
 def _run_judge_plan(args: argparse.Namespace) -> int:
     """Var(μ̂) = σ²_task/n + σ²_trial/(nT) + σ²_judge/(nTK) under n·c_task + nT·c_trial +
-    nTK·c_judge ≤ B (:func:`evalnoise.stats.nested_allocation`); σ²_between and
+    nTK·c_judge ≤ B (:func:`judge_plan`, the D study of the G-study engine); σ²_between and
     σ²_within stand for σ²_task and σ²_trial."""
-    from evalnoise.stats import nested_allocation
-
     c_trial = args.cost_per_trial if args.cost_per_trial is not None else 1.0
-    res = nested_allocation(
-        args.budget,
-        args.sigma2_between,
-        args.sigma2_within,
-        args.sigma2_judge,
-        cost_per_trial=c_trial,
-        cost_per_judge_sample=args.cost_per_judge_sample,
-        cost_per_task=args.cost_per_task or 0.0,
-        max_tasks=args.max_tasks,
-        max_trials=args.max_trials,
-    )
+    try:
+        res, optimum, per_k = judge_plan(
+            args.budget,
+            args.sigma2_between,
+            args.sigma2_within,
+            args.sigma2_judge,
+            cost_per_trial=c_trial,
+            cost_per_judge_sample=args.cost_per_judge_sample,
+            cost_per_task=args.cost_per_task or 0.0,
+            max_tasks=args.max_tasks,
+            max_trials=args.max_trials,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    base = per_k["variance"][0]
+    ratio = per_k["variance"] / base if base > 0 else np.full(per_k["variance"].size, np.nan)
     rows = [
         {
             "judge_samples": int(k),
@@ -540,26 +589,27 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
             "variance_ratio": float(r),
         }
         for k, n, t, c, e, r in zip(
-            res.judge_samples,
-            res.n_tasks,
-            res.trials,
-            res.cost,
-            res.se,
-            res.variance_ratio,
+            per_k["value"],
+            per_k["n_free"],
+            per_k["trial"],
+            per_k["cost"],
+            per_k["se"],
+            ratio,
             strict=True,
         )
     ]
     rec = res.recommended
+    n_tasks, trials, samples = rec.sizes["task"], rec.sizes["trial"], rec.replicates
     out = {
         "recommended": {
-            "n_tasks": int(rec.n_tasks),
-            "trials": int(rec.trials),
-            "judge_samples": int(rec.judge_samples),
+            "n_tasks": int(n_tasks),
+            "trials": int(trials),
+            "judge_samples": int(samples),
             "cost": float(rec.cost),
             "se": float(rec.se),
         },
-        "trials_opt": float(res.trials_opt),
-        "judge_samples_opt": float(res.judge_samples_opt),
+        "trials_opt": float(optimum["trial"]),
+        "judge_samples_opt": float(optimum["judge_sample"]),
         "by_judge_samples": rows,
         "warnings": list(res.warnings),
     }
@@ -567,9 +617,9 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         print(dumps(out))
         return 0
     print(
-        f"best: {rec.n_tasks} tasks × {rec.trials} trials × {rec.judge_samples} judge "
+        f"best: {n_tasks} tasks × {trials} trials × {samples} judge "
         f"sample(s), cost {rec.cost:g} of {args.budget:g}, SE {rec.se:.4f} "
-        f"(continuous optimum T* = {res.trials_opt:.3g}, K* = {res.judge_samples_opt:.3g}; "
+        f"(continuous optimum T* = {optimum['trial']:.3g}, K* = {optimum['judge_sample']:.3g}; "
         "Cochran 1977, ch. 10)"
     )
     print(

@@ -53,7 +53,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import sparse
 
 from .gdesign import CodedDesign
 
@@ -454,6 +454,8 @@ def reml(
         if change < 1e-10 * max(abs(ll), 1.0) and np.all(moved <= 1e-8 * max(scale, 1e-300)):
             converged, message = True, f"converged in {it} average-information steps"
     if not converged:
+        from scipy import optimize  # only for the fallback: it costs ~0.3 s to import
+
         gam0 = phi[:-1] / phi[-1]
         n_scale = max(float(prob.n_obs), 1.0)
 

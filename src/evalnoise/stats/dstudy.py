@@ -542,7 +542,7 @@ def _search_axes(
     m: VarianceModel,
     free: str,
     limits: Mapping[str, int | tuple[int, int]] | None,
-    default_cap: int,
+    default_cap: int | Mapping[str, int],
 ) -> tuple[list[str], list[np.ndarray], list[bool]]:
     limits = dict(limits or {})
     names, axes, capped = [], [], []
@@ -558,7 +558,8 @@ def _search_axes(
             lo, hi = (1, int(lim)) if np.isscalar(lim) else (int(lim[0]), int(lim[1]))
             by_default = False
         else:
-            lo, hi, by_default = 1, default_cap, True
+            cap = default_cap.get(f, 64) if isinstance(default_cap, Mapping) else default_cap
+            lo, hi, by_default = 1, int(cap), True
         if lo < 1 or hi < lo:
             raise ValueError(f"limits of {f!r} must satisfy 1 <= low <= high")
         names.append(f)
@@ -576,7 +577,7 @@ def _optimize(
     free: str,
     limits: Mapping[str, int | tuple[int, int]] | None,
     max_free: int | None,
-    default_cap: int,
+    default_cap: int | Mapping[str, int],
 ) -> OptimalDesignResult:
     m = _as_model(model)
     cst = _check_costs(m, costs)
@@ -719,12 +720,13 @@ def best_design(
     free: str = "task",
     limits: Mapping[str, int | tuple[int, int]] | None = None,
     max_free: int | None = None,
-    default_cap: int = 64,
+    default_cap: int | Mapping[str, int] = 64,
 ) -> OptimalDesignResult:
     """The design of least variance that the budget buys.
 
     For every point of the grid of the other facets' sizes (``limits``: per facet a maximum
-    or a (min, max); default 1 … ``default_cap``, shortened to what the budget affords), the
+    or a (min, max); default 1 … ``default_cap`` (a number, or one per facet), shortened to
+    what the budget affords), the
     free facet gets n = ⌊(B − c₀)/c₁⌋ levels (capped by ``max_free``), the most the budget
     buys; the least variance wins, ties going to more levels of the free facet, then fewer
     of the others (the last grid facet first).
@@ -742,7 +744,7 @@ def cheapest_design(
     free: str = "task",
     limits: Mapping[str, int | tuple[int, int]] | None = None,
     max_free: int | None = None,
-    default_cap: int = 64,
+    default_cap: int | Mapping[str, int] = 64,
 ) -> OptimalDesignResult:
     """The cheapest design whose SE is at most ``target_se``.
 

@@ -111,13 +111,16 @@ class GStudyResult(DictResult):
         balanced, Henderson III otherwise), untruncated.
     truncated : the estimate is 0 because it was negative (moments) or at the boundary
         (REML).
-    ci_low, ci_high : the ``ci_method`` interval of each σ², clipped at 0.
+    ci_low, ci_high : the ``ci_method`` interval of each σ², clipped at 0; when the estimate
+        is not the mean squares' own (REML, Henderson I) and falls outside it, the interval is
+        widened to contain it.
     detected : ``ci_low > 0``: the interval excludes 0.
     share : σ² / Σσ² for detected components, NaN for components not detected.
     share_estimate : σ² / Σσ² for every component (they sum to 1; what the D study uses).
     total_variance : Σσ², the variance of one score.
     ms, df : the mean square behind each component (its own effect's) and its df.
     ms_coefficients : C with σ̂²_moments = C · ms (rows: components; columns: mean squares).
+    ems : the expected mean squares, E[ms] = ems · σ² (C⁻¹).
     n_levels : levels of each effect in the data (the residual: the number of scores).
     mean : the estimand, Σ a_i y_i (see ``estimand``).
     estimand : ``"mean of <facet> means"`` or ``"grand mean"``.
@@ -154,6 +157,7 @@ class GStudyResult(DictResult):
     ms: np.ndarray
     df: np.ndarray
     ms_coefficients: np.ndarray
+    ems: np.ndarray
     n_levels: np.ndarray
     mean: float
     estimand: str
@@ -412,6 +416,10 @@ def gstudy(
                 if not np.isfinite(lo[k]):
                     lo[k], hi[k] = 0.0, mls_interval(coef[k], msq.ms, msq.df, alpha)[1]
     lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+    if method in ("reml", "henderson1"):
+        # the interval comes from the mean squares, the estimate from another estimator: an
+        # estimate outside it widens it (a wider interval only lowers false detections)
+        lo, hi = np.minimum(lo, sigma2), np.maximum(hi, sigma2)
     detected = lo > 0.0
     total = float(sigma2.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -444,6 +452,7 @@ def gstudy(
         ms=msq.ms,
         df=msq.df,
         ms_coefficients=coef,
+        ems=msq.ems,
         n_levels=np.array([*cd.n_levels, cd.n_obs], dtype=np.int64),
         mean=mean,
         estimand=estimand,
