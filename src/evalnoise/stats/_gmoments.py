@@ -135,7 +135,8 @@ def anova_mean_squares(cd: CodedDesign) -> MeanSquares:
     ems = np.zeros((m + 1, m + 1))
     for j, e in enumerate(cd.effects):
         ss, dfe = parts[e]
-        ms[j], df[j] = _zero_if_rounding(ss, cd.sum_sq) / dfe, dfe
+        ms[j] = _zero_if_rounding(ss, cd.sum_sq) / dfe if dfe > 0 else np.nan
+        df[j] = dfe
         for k, b in enumerate(cd.effects):
             if set(e) <= set(b):
                 ems[j, k] = rep * math.prod(n[f] for f in d.names if f not in b)
@@ -226,9 +227,13 @@ class _Space:
                  for i in range(w.shape[1])]
             ).T / self.group_n[:, None]  # fmt: skip
             wd = sq[:, None] * (w - gm[self.groups])
-            u, s, _ = np.linalg.svd(wd, full_matrices=False)
-            tol = s.max(initial=0.0) * max(wd.shape) * np.finfo(float).eps * 10
-            self.u = u[:, s > tol]
+            # an orthonormal basis of the demeaned columns from the eigenvectors of their Gram
+            # matrix (C·p² + p³ work, against an SVD's larger constant): indicator columns
+            # are either independent, with eigenvalues of the order of the counts, or exactly
+            # dependent, so squaring the condition number costs no rank decision
+            lam, vec = np.linalg.eigh(wd.T @ wd)
+            keep = lam > lam.max(initial=0.0) * 1e-10
+            self.u = (wd @ vec[:, keep]) / np.sqrt(lam[keep])
         else:
             self.u = np.zeros((c, 0))
         self.rank = self.n_groups + self.u.shape[1]

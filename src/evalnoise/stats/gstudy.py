@@ -78,7 +78,6 @@ import pandas as pd
 
 from ._checks import check_probability
 from ._gmoments import (
-    MeanSquares,
     anova_mean_squares,
     henderson1_t_terms,
     henderson3_mean_squares,
@@ -330,9 +329,15 @@ def gstudy(
     if cd.n_obs - cd.fixed_columns.shape[1] < 1:
         raise ValueError("too few scores for the fixed effects and a residual")
 
-    # drop components the design cannot identify
+    # drop components the design cannot identify: a reduction of rank 0 (Henderson III), or
+    # an ANOVA df of 0 when balanced (where the Henderson III mean squares are the ANOVA ones
+    # and need not be computed)
     while True:
-        h3, dropped = henderson3_mean_squares(cd)
+        if cd.balanced:
+            msq = anova_mean_squares(cd)
+            dropped = [k for k in range(len(cd.effects)) if not msq.df[k] > 0]
+        else:
+            msq, dropped = henderson3_mean_squares(cd)
         if not dropped:
             break
         for k in dropped:
@@ -347,13 +352,12 @@ def gstudy(
             f"{design.effect_name(design.names)!r} interaction"
         )
     m = len(cd.effects)
-    if not h3.df[m] > 0:
+    if not msq.df[m] > 0:
         raise ValueError(
             "no residual degrees of freedom: the design has as many parameters as scores"
         )
 
     balanced = cd.balanced
-    msq: MeanSquares = anova_mean_squares(cd) if balanced else h3
     if method == "auto":
         method = "anova" if balanced else "reml"
     if method == "anova" and not balanced:
@@ -381,7 +385,15 @@ def gstudy(
             fit = reml(cd, range(m), np.maximum(moments, 0.0))
             raw = fit.sigma2
             converged = fit.converged
-            if not converged:
+            if not raw[-1] > 1e-9 * max(float(raw.sum()), 1e-300):
+                # no residual variance (e.g. every cell's 0/1 scores equal): the restricted
+                # likelihood grows without bound as σ²_e → 0, so it has no maximum
+                notes.append(
+                    "the residual variance is 0, where the restricted likelihood has no "
+                    "maximum: Henderson III estimates instead of REML"
+                )
+                method, raw, converged = "henderson3", moments.copy(), True
+            elif not converged:
                 notes.append(f"REML did not converge: {fit.message}")
     sigma2 = np.maximum(raw, 0.0)
     truncated = raw <= 0.0
