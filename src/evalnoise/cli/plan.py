@@ -142,6 +142,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="a pilot's trial table (CSV, JSONL or Parquet): its ANOVA components replace "
         "--sigma2-between/--sigma2-within; one plan per --group",
     )
+    facets = p.add_argument_group(
+        "every facet of a pilot (with --from): a G study per group, then the D study"
+    )
+    facets.add_argument(
+        "--facets",
+        metavar="COL[,COL…]",
+        help="the pilot's columns that are random facets crossed with the task (INNER:OUTER "
+        "nests INNER in OUTER); plans over every facet: with --budget the design of least "
+        "SE it buys, with --target-se the cheapest reaching it",
+    )
+    facets.add_argument(
+        "--facet-costs",
+        metavar="F=C[,F=C…]",
+        help="cost per level of each facet ('task' for the task column) and per score "
+        "('trial'); default: trial=1 (the budget counts scores)",
+    )
+    facets.add_argument("--target-se", type=float, metavar="S", help="SE to reach")
     add_column_options(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(run=run)
@@ -169,6 +186,10 @@ def _money_mode(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.facets is not None:
+        return _run_pilot_facets(args)
+    if args.facet_costs is not None or args.target_se is not None:
+        raise InputError("--facet-costs and --target-se plan with --from PILOT --facets")
     if args.from_path is not None:
         if args.budget is None:
             raise InputError("--from needs --budget")
@@ -640,4 +661,72 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
     )
     for warning in res.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+# --- every facet of a pilot (the G study and its D study) -------------------------------------
+
+
+def _run_pilot_facets(args: argparse.Namespace) -> int:
+    """Per group of the pilot: its G study over the task and ``--facets``
+    (:func:`evalnoise.facets.facet_records`) and the D study's design for ``--budget`` (least
+    SE) or ``--target-se`` (least cost), with ``--facet-costs``."""
+    from evalnoise.cli._columns import resolved_columns
+    from evalnoise.facets import facet_frame, facet_records, parse_costs, parse_facet_specs
+
+    if args.from_path is None:
+        raise InputError("--facets plans from a pilot: give --from PILOT")
+    if (args.budget is None) == (args.target_se is None):
+        raise InputError("--facets plans for one goal: give --budget B or --target-se S")
+    if args.target_se is not None and not args.target_se > 0:
+        raise InputError("--target-se must be > 0")
+    path = str(args.from_path)
+    raw = read_any(path)
+    columns, _ = resolved_columns(raw, args, path=path)
+    specs = parse_facet_specs(args.facets)
+    frame = facet_frame(
+        raw, task=columns.task, score=columns.score, group=columns.group, specs=specs, path=path
+    )
+    costs = parse_costs(args.facet_costs) or {"trial": 1.0}
+    records = facet_records(
+        frame,
+        task=columns.task,
+        specs=specs,
+        costs=costs,
+        target_se=args.target_se,
+        budget=None if args.budget is None else float(args.budget),
+    )
+    plans = [{"group": g, **rec} for g, rec in records.items()]
+    if args.json:
+        print(dumps({"plans": plans}))
+        return 0
+    for i, plan in enumerate(plans):
+        if i:
+            print()
+        head = f"group {plan['group']}: " if args.group else ""
+        if plan["gstudy"] is None:
+            print(f"{head}no G study ({plan['not_computed']})")
+            continue
+        g, d = plan["gstudy"], plan["dstudy"]
+        te = d["total_error"]
+        comps = ", ".join(
+            f"{c['component']} {fmt(c['sigma2'], '.3g')}"
+            + ("" if c["detected"] else " (not detected)")
+            for c in g["components"]
+        )
+        print(f"{head}pilot G study of {g['design']} ({g['n_obs']} scores): σ² {comps}")
+        print(f"total-error SE as ran {te['se']:.4f} (task-clustered {fmt(te['se_clustered'])})")
+        choice = d.get("best") or d.get("cheapest")
+        if choice is None or choice["design"] is None:
+            print("no design qualifies: " + "; ".join(choice["warnings"] if choice else []))
+            continue
+        sizes = " × ".join(f"{v} {k}" for k, v in choice["design"].items())
+        goal = (
+            f"the least SE for {choice['budget']:g}"
+            if choice["goal"] == "budget"
+            else f"the cheapest design with SE ≤ {choice['target_se']:g}"
+        )
+        print(f"{goal}: {sizes}, SE {choice['se']:.4f}, cost {choice['cost']:g}")
+        for warning in choice["warnings"]:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0

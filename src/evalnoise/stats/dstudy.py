@@ -223,7 +223,7 @@ class TotalErrorResult(DictResult):
 def total_error(
     g: GStudyResult,
     *,
-    cluster: str | None = "task",
+    cluster: str | None = None,
     se_clustered: float | None = None,
     confidence: float | None = None,
 ) -> TotalErrorResult:
@@ -240,9 +240,10 @@ def total_error(
     ν = V̂² / Σ_j (w_j MS_j)²/df_j, and the interval is μ̂ ∓ t_{1−α/2;ν}·√V̂. With one
     task facet and replicates it is the task-clustered t interval (ν = G − 1).
 
-    The clustered SE counts the components that contain ``cluster`` (they differ between
-    tasks); the others (e.g. a prompt variant's main effect, shared by every task) it
-    treats as fixed: ``variance_missed`` is what it leaves out.
+    The clustered SE counts the components that contain ``cluster`` (default: the facet the
+    estimand averages over, ``g.mean_of``, the task as a rule): they differ between tasks;
+    the others (e.g. a prompt variant's main effect, shared by every task) it treats as
+    fixed: ``variance_missed`` is what it leaves out.
     """
     conf = g.confidence if confidence is None else check_probability(confidence)
     contrib = np.asarray(g.mean_coefficients) * np.asarray(g.sigma2)
@@ -257,6 +258,8 @@ def total_error(
         df = math.inf
     se = math.sqrt(var)
     q = float(t_ppf(0.5 + conf / 2, df)) if math.isfinite(df) else float(t_ppf(0.5 + conf / 2, 1e9))
+    if cluster is None:
+        cluster = g.mean_of
     if cluster is not None and cluster not in g.sizes:
         raise ValueError(f"cluster {cluster!r} is not a facet of the G study")
     inside = np.array([cluster is not None and cluster in f for f in g.facets_of])

@@ -123,6 +123,7 @@ class GStudyResult(DictResult):
     n_levels : levels of each effect in the data (the residual: the number of scores).
     mean : the estimand, Σ a_i y_i (see ``estimand``).
     estimand : ``"mean of <facet> means"`` or ``"grand mean"``.
+    mean_of : the facet whose level means the estimand averages (None: the grand mean).
     mean_coefficients : c_α with Var(mean) = Σ_α c_α σ²(α) for the design that ran.
     sizes : per facet, levels per level of the facets it is nested in (mean if unbalanced).
     nesting : per facet, the facets it is nested in.
@@ -160,6 +161,7 @@ class GStudyResult(DictResult):
     n_levels: np.ndarray
     mean: float
     estimand: str
+    mean_of: str | None
     mean_coefficients: np.ndarray
     sizes: dict[str, float]
     nesting: dict[str, tuple[str, ...]]
@@ -227,6 +229,7 @@ class GStudyResult(DictResult):
                 "n_cells",
                 "mean",
                 "estimand",
+                "mean_of",
                 "total_variance",
                 "sizes",
                 "nesting",
@@ -468,6 +471,7 @@ def gstudy(
         n_levels=np.array([*cd.n_levels, cd.n_obs], dtype=np.int64),
         mean=mean,
         estimand=estimand,
+        mean_of=mean_of,
         mean_coefficients=mean_coef,
         sizes=dict(cd.sizes),
         nesting={n: design.canonical(design.ancestors(n)) for n in design.names},
