@@ -476,3 +476,30 @@ def test_recommended_is_feasible_and_no_worse_than_k1(s_a, s_b, s_e, c_a, c_b, c
     assert rec.variance == pytest.approx(
         nested_mean_variance(rec.n_tasks, rec.trials, rec.judge_samples, s_a, s_b, s_e)
     )
+
+
+def test_the_judge_record_keeps_the_judge_tables_columns():
+    """Every column of the judge table (the fields of the replaced NestedComponentsResult),
+    and the summary reads its shares: a component not detected has no share."""
+    from evalnoise.formatting import jsonable
+    from evalnoise.pipeline.stages import judge_summary
+
+    old_columns = {
+        f"sigma2_{c}{k}" for c in ("task", "trial", "judge") for k in ("", "_raw", "_ci_low",
+                                                                        "_ci_high")
+    } | {f"share_{c}" for c in ("task", "trial", "judge")} | {
+        f"{k}_{c}" for k in ("ms", "df") for c in ("task", "trial", "judge")
+    } | {"icc_task", "mean", "k_trial", "k_task_trial", "k_task", "n_tasks", "n_trials",
+         "n_obs", "balanced", "method", "ci_method", "confidence", "warnings"}  # fmt: skip
+    rng = np.random.default_rng(12)
+    y, ta, tr, _ = _binary(rng, a=40)
+    record = nested_record(y, ta, tr, 0.95)
+    assert old_columns <= set(record)
+    assert json.loads(json.dumps(jsonable(record)))["n_obs"] == y.size
+    summary = judge_summary({"mode": "extract", "samples": 4, "sent": 1, "nested": record})
+    assert summary["share_judge"] == pytest.approx(record["share_judge_estimate"])
+    quiet = nested_record(np.repeat(rng.random(40 * 6) < 0.5, 4).astype(float),
+                          np.repeat(np.arange(40), 24), np.tile(np.repeat(np.arange(6), 4), 40),
+                          0.95)  # fmt: skip
+    assert quiet["sigma2_judge"] == 0 and quiet["share_judge"] is None
+    assert not quiet["detected_judge"] and quiet["share_judge_estimate"] == 0
