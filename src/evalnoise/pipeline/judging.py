@@ -152,14 +152,22 @@ def nested_record(
     from evalnoise.stats.gdesign import Design, Facet
 
     design = Design((Facet("task"), Facet("trial", ("task",))), replicate="judge_sample")
-    g = gstudy(
-        votes, {"task": tasks, "trial": trials}, design, confidence=confidence, method=method
-    )
     nan = float("nan")
     out: dict[str, Any] = {}
-    notes = list(g.warnings)
-    found = {_JUDGE_COMPONENTS[e]: i for i, e in enumerate(g.effects)}
-    if g.residual_includes is not None:  # one sample per trial: trial and judge in one
+    try:
+        g = gstudy(
+            votes, {"task": tasks, "trial": trials}, design, confidence=confidence, method=method
+        )
+    except ValueError as exc:  # too few votes for any component: the record says why
+        g = None
+        notes = [f"no component is estimable: {exc}"]
+        found: dict[str, int] = {}
+    else:
+        notes = list(g.warnings)
+        found = {_JUDGE_COMPONENTS[e]: i for i, e in enumerate(g.effects)}
+    if g is None:
+        pass
+    elif g.residual_includes is not None:  # one sample per trial: trial and judge in one
         found.pop("judge")
         notes.append(
             "one judge sample per trial: judge noise cannot be separated from trial noise; "
@@ -187,6 +195,15 @@ def nested_record(
         out[f"share_{name}_estimate"] = float(g.share_estimate[i])
         out[f"ms_{name}"] = float(g.ms[i])
         out[f"df_{name}"] = int(g.df[i])
+    if g is None:
+        out |= {
+            "icc_task": nan, "k_trial": nan, "k_task_trial": nan, "k_task": nan,
+            "mean": float(np.mean(votes)) if len(votes) else nan, "n_tasks": 0, "n_trials": 0,
+            "n_obs": int(np.isfinite(np.asarray(votes, dtype=float)).sum()),
+            "balanced": False, "method": method, "ci_method": "mls",
+            "confidence": float(confidence), "warnings": notes,
+        }  # fmt: skip
+        return out
     if len(found) < 3:  # a share of a total that is not identified is not one
         for name in ("task", "trial", "judge"):
             out[f"share_{name}"] = None
