@@ -150,6 +150,7 @@ def nested_record(
     """
     from evalnoise.stats import gstudy
     from evalnoise.stats.gdesign import Design, Facet
+    from evalnoise.stats.gstudy import NotEstimable
 
     design = Design((Facet("task"), Facet("trial", ("task",))), replicate="judge_sample")
     nan = float("nan")
@@ -158,7 +159,7 @@ def nested_record(
         g = gstudy(
             votes, {"task": tasks, "trial": trials}, design, confidence=confidence, method=method
         )
-    except ValueError as exc:  # too few votes for any component: the record says why
+    except NotEstimable as exc:  # too few votes for any component: the record says why
         g = None
         notes = [f"no component is estimable: {exc}"]
         found: dict[str, int] = {}

@@ -88,10 +88,14 @@ from ._greml import reml
 from ._results import DictResult, plain
 from .gdesign import RESIDUAL, CodedDesign, Design, code_design, parse_facets
 
-__all__ = ["GStudyResult", "gstudy"]
+__all__ = ["GStudyResult", "NotEstimable", "gstudy"]
 
 Method = Literal["auto", "anova", "reml", "henderson1", "henderson3"]
 CIMethod = Literal["mls", "satterthwaite"]
+
+
+class NotEstimable(ValueError):
+    """The data cannot estimate the design: too few scores for its parameters."""
 
 
 @dataclass(frozen=True)
@@ -306,6 +310,12 @@ def gstudy(
     -------
     GStudyResult
 
+    Raises
+    ------
+    ValueError
+        bad input (lengths, missing labels, unknown facets or options); its subclass
+        :class:`NotEstimable` when the data are too few for the design.
+
     Notes
     -----
     A component whose Henderson III reduction has rank 0 is not estimable from the data (a
@@ -330,7 +340,7 @@ def gstudy(
     if np.isnan(y).any():
         notes.append(f"{int(np.isnan(y).sum())} row(s) without a score were left out")
     if cd.n_obs - cd.fixed_columns.shape[1] < 1:
-        raise ValueError("too few scores for the fixed effects and a residual")
+        raise NotEstimable("too few scores for the fixed effects and a residual")
 
     # drop components the design cannot identify: a reduction of rank 0 (Henderson III), or
     # an ANOVA df of 0 when balanced (where the Henderson III mean squares are the ANOVA ones
@@ -356,7 +366,7 @@ def gstudy(
         )
     m = len(cd.effects)
     if not msq.df[m] > 0:
-        raise ValueError(
+        raise NotEstimable(
             "no residual degrees of freedom: the design has as many parameters as scores"
         )
 
