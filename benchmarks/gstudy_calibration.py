@@ -515,20 +515,26 @@ def main(argv: list[str] | None = None) -> int:
         "reps": args.reps,
         "seed": args.seed,
     }
-    null = part_null(args.reps, args.seed, log) if "null" in parts else []
-    cov = part_coverage(args.reps, args.seed, log) if "coverage" in parts else []
-    timing = part_timing(args.seed, log) if "timing" in parts else []
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(
-        json.dumps(
-            {**meta, "null": null, "coverage": cov, "timing": timing},
-            indent=2,
-            sort_keys=True,
-            default=float,
+    done: dict[str, list] = {"null": [], "coverage": [], "timing": []}
+
+    def write() -> None:  # after every part, so a long run keeps what it has
+        (args.out / f"{args.name}.json").write_text(
+            json.dumps({**meta, **done}, indent=2, sort_keys=True, default=float) + "\n"
         )
-        + "\n"
-    )
-    (args.out / f"{args.name}.md").write_text(render(meta, null, cov, timing))
+        (args.out / f"{args.name}.md").write_text(
+            render(meta, done["null"], done["coverage"], done["timing"])
+        )
+
+    if "null" in parts:
+        done["null"] = part_null(args.reps, args.seed, log)
+        write()
+    if "coverage" in parts:
+        done["coverage"] = part_coverage(args.reps, args.seed, log)
+        write()
+    if "timing" in parts:
+        done["timing"] = part_timing(args.seed, log)
+        write()
     return 0
 
 

@@ -232,7 +232,9 @@ class _Space:
             # are either independent, with eigenvalues of the order of the counts, or exactly
             # dependent, so squaring the condition number costs no rank decision
             lam, vec = np.linalg.eigh(wd.T @ wd)
-            keep = lam > lam.max(initial=0.0) * 1e-10
+            # relative to the columns before demeaning: when every one lies in the absorbed
+            # span, what is left is rounding, however its largest eigenvalue compares
+            keep = lam > max(float(n.max()), lam.max(initial=0.0)) * 1e-10
             self.u = (wd @ vec[:, keep]) / np.sqrt(lam[keep])
         else:
             self.u = np.zeros((c, 0))
@@ -266,6 +268,123 @@ class _Space:
         return float(cd.n_obs) - within - along
 
 
+class _BlockSpace:
+    """Column space of a model that holds effects containing one *cluster* facet (the task):
+    those columns live within one task each, so their span is block-diagonal — one small
+    orthonormal basis per task, from the eigenvectors of each task's Gram matrix, computed
+    for every task at once — plus an orthonormal basis of the other columns (few: prompt
+    variants, judges, time blocks, the intercept) with the blocks projected out. The work is
+    O(C·s² + T·s³ + C·g²) for T tasks of s local columns and g global ones, where one dense
+    basis of every column would cost O(C·(T·s)²)."""
+
+    def __init__(
+        self,
+        cd: CodedDesign,
+        members: Sequence[int],
+        facet: str,
+        cluster: tuple[np.ndarray, int],
+    ) -> None:
+        n = cd.count
+        sq = np.sqrt(n)
+        c = cd.n_cells
+        cl, t = cluster
+        self.cl = cl
+        order = np.argsort(cl, kind="stable")
+        counts = np.bincount(cl, minlength=t)
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        cpos = np.empty(c, dtype=np.int64)
+        cpos[order] = np.arange(c) - start[cl[order]]
+        self.cpos = cpos
+        c_max = int(counts.max(initial=1))
+        local = [k for k in members if facet in cd.effects[k]]
+        glob = [k for k in members if k not in local]
+        # local columns: each effect's levels numbered within their task
+        pos = []
+        offset = np.zeros(t, dtype=np.int64)
+        for k in local:
+            codes, levels = cd.cell_codes[k], cd.n_levels[k]
+            lev_cl = np.zeros(levels, dtype=np.int64)
+            lev_cl[codes] = cl
+            first = np.zeros(levels, dtype=np.int64)
+            # number the levels within each task, after the previous effects' levels
+            lev_order = np.lexsort((np.arange(levels), lev_cl))
+            lev_counts = np.bincount(lev_cl, minlength=t)
+            lev_start = np.concatenate([[0], np.cumsum(lev_counts)[:-1]])
+            first[lev_order] = np.arange(levels) - lev_start[lev_cl[lev_order]]
+            pos.append(offset[cl] + first[codes])
+            offset = offset + lev_counts
+        s_max = int(offset.max(initial=0))
+        x = np.zeros((t, c_max, max(s_max, 1)))
+        for p_k in pos:
+            x[cl, cpos, p_k] = sq
+        gram = np.einsum("tcs,tcr->tsr", x, x)
+        lam, vec = np.linalg.eigh(gram)
+        keep = lam > np.maximum(lam.max(axis=1, keepdims=True), 1.0) * 1e-10
+        scale = np.where(keep, 1.0 / np.sqrt(np.where(keep, lam, 1.0)), 0.0)
+        self.q = (x @ vec) * scale[:, None, :]  # (T, c_max, s): zero columns where dropped
+        rank = int(keep.sum())
+        # global columns: intercept, fixed effects, the other effects' indicators
+        cols = [np.ones((c, 1))]
+        if cd.fixed_columns.shape[1] > 1:
+            cols.append(cd.fixed_columns[:, 1:])
+        for k in glob:
+            z = np.zeros((c, cd.n_levels[k]))
+            z[np.arange(c), cd.cell_codes[k]] = 1.0
+            cols.append(z)
+        w = np.hstack(cols)
+        wp = np.zeros((t, c_max, w.shape[1]))
+        wp[cl, cpos] = sq[:, None] * w
+        wp -= self.q @ np.einsum("tcs,tcg->tsg", self.q, wp)
+        flat = wp[cl, cpos]
+        lam_g, vec_g = np.linalg.eigh(flat.T @ flat)
+        # relative to the columns before projection (see _Space)
+        keep_g = lam_g > max(float(n.max()), lam_g.max(initial=0.0)) * 1e-10
+        self.u = (flat @ vec_g[:, keep_g]) / np.sqrt(lam_g[keep_g])  # (C, r) cell rows
+        self.q_rows = self.q[cl, cpos]  # (C, s) each cell's row of its task's basis
+        self.rank = rank + int(keep_g.sum())
+        self.sq = sq
+
+    def rss(self, cd: CodedDesign) -> float:
+        v = self.sq * cd.mean
+        # ‖Q_A' v‖²: per task, the local basis applied to that task's cells
+        proj = _group_rows(self.cl, self.q_rows * v[:, None])
+        fit = float(np.sum(proj**2)) + float(np.sum((self.u.T @ v) ** 2))
+        return cd.within_ss + float(np.sum(cd.total * cd.mean)) - fit
+
+    def trace(self, cd: CodedDesign, k: int | None) -> float:
+        if k is None:
+            return float(cd.n_obs - self.rank)
+        codes, levels = cd.cell_codes[k], cd.n_levels[k]
+        pair = self.cl * levels + codes
+        _, inv = np.unique(pair, return_inverse=True)
+        along_a = float(np.sum(_group_rows(inv, self.q_rows * self.sq[:, None]) ** 2))
+        ind = sparse.csr_matrix((np.ones(codes.size), (codes, np.arange(codes.size))),
+                                shape=(levels, codes.size))  # fmt: skip
+        along_g = float(np.sum((ind @ (self.u * self.sq[:, None])) ** 2))
+        return float(cd.n_obs) - along_a - along_g
+
+
+def _group_rows(groups: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Row sums of ``rows`` (n × k) per group code (n,): (groups × k)."""
+    g = int(groups.max(initial=-1)) + 1
+    return np.column_stack(
+        [np.bincount(groups, weights=rows[:, i], minlength=g) for i in range(rows.shape[1])]
+        or [np.zeros(g)]
+    )
+
+
+def _cluster_facet(cd: CodedDesign) -> str | None:
+    """The random facet whose effects hold the most levels (the task, as a rule)."""
+    best, best_levels = None, 0
+    for f in cd.design.names:
+        if cd.design.facet(f).fixed:
+            continue
+        tot = sum(lv for e, lv in zip(cd.effects, cd.n_levels, strict=True) if f in e)
+        if tot > best_levels:
+            best, best_levels = f, tot
+    return best
+
+
 def henderson3_mean_squares(cd: CodedDesign) -> tuple[MeanSquares, list[int]]:
     """Henderson III mean squares, and the random effects whose reduction has rank 0 (not
     estimable from this design: confounded with others).
@@ -274,11 +393,19 @@ def henderson3_mean_squares(cd: CodedDesign) -> tuple[MeanSquares, list[int]]:
     random effect that does not contain α; the residual is the RSS of the full model.
     """
     m = len(cd.effects)
-    spaces: dict[frozenset[int], _Space] = {}
+    spaces: dict[frozenset[int], _Space | _BlockSpace] = {}
+    facet = _cluster_facet(cd)
+    cluster = None
+    if facet is not None:
+        cluster = cd.effect_codes((facet, *cd.design.ancestors(facet)))
 
-    def space(members: frozenset[int]) -> _Space:
+    def space(members: frozenset[int]) -> _Space | _BlockSpace:
         if members not in spaces:
-            spaces[members] = _Space(cd, sorted(members), with_fixed=True)
+            local = [k for k in members if facet is not None and facet in cd.effects[k]]
+            if local and cluster is not None and cluster[1] > 1:
+                spaces[members] = _BlockSpace(cd, sorted(members), facet, cluster)
+            else:
+                spaces[members] = _Space(cd, sorted(members), with_fixed=True)
         return spaces[members]
 
     ms = np.empty(m + 1)

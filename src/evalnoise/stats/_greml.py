@@ -405,8 +405,8 @@ def reml(
     Average-information Newton steps (Gilmour, Thompson & Cullis 1995) on (σ²_k, σ²_e),
     projected onto σ²_k ≥ 0 with the components at 0 whose score points outside held there
     (an active set) and the step halved until the likelihood rises; converged when the
-    likelihood changes by less than 1e-10 and the free components' relative steps by less
-    than 1e-8. Should that fail, L-BFGS-B on the profiled deviance finishes the job.
+    likelihood changes by less than 1e-13 (relative) and every step by less than 1e-11 of the
+    total variance. Should that fail, L-BFGS-B on the profiled deviance finishes the job.
     """
     prob = _Problem(cd, effects)
     m = prob.m
@@ -451,7 +451,7 @@ def reml(
         moved = np.abs(new - phi)
         change = ll - lln
         phi, f, ll = new, fn, lln
-        if change < 1e-10 * max(abs(ll), 1.0) and np.all(moved <= 1e-8 * max(scale, 1e-300)):
+        if change < 1e-13 * max(abs(ll), 1.0) and np.all(moved <= 1e-11 * max(scale, 1e-300)):
             converged, message = True, f"converged in {it} average-information steps"
     if not converged:
         from scipy import optimize  # only for the fallback: it costs ~0.3 s to import
@@ -460,11 +460,14 @@ def reml(
         n_scale = max(float(prob.n_obs), 1.0)
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            dev, grad = prob.evaluate(x)
+            try:
+                dev, grad = prob.evaluate(x)
+            except np.linalg.LinAlgError:  # a ratio so large the factorisation fails
+                return 1e300, np.zeros(m)
             return dev / n_scale, grad / n_scale
 
         res = optimize.minimize(
-            fun, gam0, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * m,
+            fun, gam0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1e8)] * m,
             options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-10, "maxcor": 20},
         )  # fmt: skip
         gam = np.where(res.x < 1e-10, 0.0, res.x)

@@ -392,13 +392,28 @@ def gstudy(
         a_mat, r_vec = henderson1_t_terms(cd)
         raw = np.linalg.solve(a_mat, r_vec) if not constant else np.zeros(m + 1)
     else:  # reml
+        flat_cells = cd.n_obs > cd.n_cells and cd.within_ss <= 1e-12 * max(cd.sum_sq, 1.0)
         if constant:
             raw = np.zeros(m + 1)
+        elif flat_cells:
+            # replicated cells, every one's scores equal: W = 0 on N − C > 0 df, so the
+            # restricted likelihood grows without bound as σ²_e → 0 and has no maximum
+            notes.append(
+                "every cell's scores are equal (no within-cell variance), where the "
+                "restricted likelihood has no maximum: Henderson III estimates instead of REML"
+            )
+            method, raw = "henderson3", moments.copy()
         else:
-            fit = reml(cd, range(m), np.maximum(moments, 0.0))
-            raw = fit.sigma2
-            converged = fit.converged
-            if not raw[-1] > 1e-9 * max(float(raw.sum()), 1e-300):
+            try:
+                fit = reml(cd, range(m), np.maximum(moments, 0.0))
+                raw, converged = fit.sigma2, fit.converged
+            except np.linalg.LinAlgError:  # numerically singular at every point tried
+                raw, converged = np.zeros(m + 1), False
+                fit = None
+            if fit is None or (not converged and not np.all(np.isfinite(raw))):
+                notes.append("REML failed (a numerically singular design): Henderson III estimates")
+                method, raw, converged = "henderson3", moments.copy(), True
+            elif not raw[-1] > 1e-6 * max(float(raw.sum()), 1e-300):
                 # no residual variance (e.g. every cell's 0/1 scores equal): the restricted
                 # likelihood grows without bound as σ²_e → 0, so it has no maximum
                 notes.append(
