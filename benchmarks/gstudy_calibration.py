@@ -55,6 +55,7 @@ from evalnoise.stats.gstudy import gstudy
 ROOT = Path(__file__).resolve().parents[1]
 OLD_COMMIT = "6931e18"
 RUN_START = pd.Timestamp("2026-01-01 08:00", tz="UTC")
+BEFORE_AFTER = "before: henderson3 + bootstrap; after: reml"
 
 
 # --- the model before the engine --------------------------------------------------------
@@ -197,10 +198,11 @@ def part_null(reps: int, seed: int, log) -> list[dict]:
         ("time_block", "old_block", "new_block"),
         ("task:time_block", "old_tb", "new_tb"),
     ):
-        rows.append({"design": design, "component": comp, "scores": "0/1",
+        rows.append({"design": design, "component": comp, "scores": "0/1", "method": BEFORE_AFTER,
                      "before": _rate(hits[ok], reps), "after": _rate(hits[nk], reps)})  # fmt: skip
     rows.append({"design": design, "component": "infrastructure share > 0.10 reported",
-                 "scores": "0/1", "before": _rate(hits["old_share10"], reps),
+                 "scores": "0/1", "method": BEFORE_AFTER,
+                 "before": _rate(hits["old_share10"], reps),
                  "after": _rate(hits["new_share10"], reps),
                  "note": f"after, point estimate > 0.10 (reported as not detected unless its "
                          f"interval excludes 0): {hits['new_point10'] / reps:.3f}"})  # fmt: skip
