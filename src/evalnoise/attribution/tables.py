@@ -530,6 +530,22 @@ def _group_summary(
         "infra_share": None if comps is None else comps.infra_share,
         "infra_share_ci_low": None if comps is None else comps.infra_share_ci_low,
         "infra_share_ci_high": None if comps is None else comps.infra_share_ci_high,
+        # the share's interval reaches 0: reported as not detected, not as a share
+        "infra_share_detected": None if comps is None else bool(comps.infra_detected),
+        # every component's MLS interval (named infra_share_* so that what depends on when
+        # trials ran stays under one prefix)
+        "infra_share_components_ci": (
+            {}
+            if comps is None
+            else {
+                c: {
+                    "ci_low": comps.ci_low[i],
+                    "ci_high": comps.ci_high[i],
+                    "detected": bool(comps.detected[i]),
+                }
+                for i, c in enumerate(comps.components)
+            }
+        ),
         "infra_components": [] if comps is None else list(comps.infra_components),
         "components": (
             {} if comps is None else {c: comps.sigma2[i] for i, c in enumerate(comps.components)}

@@ -21,7 +21,11 @@ def _f(value: Any, spec: str = ".2f") -> str:
 
 
 def attribution_lines(a: Mapping[str, Any]) -> list[str]:
-    """Policy sensitivity, the infrastructure share of variance, drift and flaky tasks."""
+    """Policy sensitivity, the infrastructure share of variance, drift and flaky tasks.
+
+    The share is printed as a number only when its interval excludes 0
+    (``infra_share_detected``); otherwise the line says "not detected" and gives the
+    interval."""
     parts = []
     for row in a["policy"]:
         name = row["policy"].replace("_", " ")
@@ -40,14 +44,24 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
             share,
             flaky,
         ]
-    share = (
-        f"infrastructure share of variance {_f(a['infra_share'])} "
-        f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
+    where = (
         # the same words as the report's share line when the model kept no infra term
-        f"({' + '.join(a['infra_components']) or 'no infrastructure component'}; "
-        f"{a['time_blocks']} time blocks, "
-        f"{a['hosts']} host{'s' if a['hosts'] != 1 else ''}); drift p = {_f(a['drift_p'], '.2g')}"
+        f"{' + '.join(a['infra_components']) or 'no infrastructure component'}; "
+        f"{a['time_blocks']} time blocks, {a['hosts']} host{'s' if a['hosts'] != 1 else ''}"
     )
+    if a.get("infra_share_detected", True) is False and a["infra_components"]:
+        # an interval that reaches 0 is no evidence of a share: say so, not a number
+        share = (
+            f"infrastructure share of variance: not detected (the interval of its variance "
+            f"reaches 0: share [{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}]"
+            f"; {where}); drift p = {_f(a['drift_p'], '.2g')}"
+        )
+    else:
+        share = (
+            f"infrastructure share of variance {_f(a['infra_share'])} "
+            f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
+            f"({where}); drift p = {_f(a['drift_p'], '.2g')}"
+        )
     flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
     return [f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}", share, flaky]
 

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from evalnoise.cli._columns import add_column_options
+from evalnoise.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,6 +68,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="skip where-the-noise-comes-from (infra policy sensitivity, time blocks and "
         "hosts, flaky tasks, resource sensitivity), which runs when the table has a status, "
         "timestamp or host column",
+    )
+    facets = p.add_argument_group(
+        "facets: every source of noise the table varied, in one variance model (G study)"
+    )
+    facets.add_argument(
+        "--facets",
+        metavar="COL[,COL…]",
+        help="columns that are random facets crossed with the task (INNER:OUTER nests INNER "
+        "in OUTER, e.g. judge:prompt); the JSON gains per group the G study (a variance "
+        "component per effect, with its interval) and the D study (the total-error SE beside "
+        "the task-clustered one, and projections); the trial column is then optional (scores "
+        "sharing every facet's level are replicates)",
+    )
+    facets.add_argument(
+        "--facet-costs",
+        metavar="F=C[,F=C…]",
+        help="cost per level of each facet (and 'trial' per score) for the D study's cheapest "
+        "design (with --target-se)",
+    )
+    facets.add_argument(
+        "--target-se", type=float, metavar="S", help="the SE the cheapest design must reach"
     )
     p.add_argument(
         "--max-failure-rate",
@@ -200,7 +222,15 @@ def run(args: argparse.Namespace) -> int:
     source = read_any(args.path)
     columns, used = resolved_columns(source, args, path=str(args.path))
     raw, per_group = with_outcomes(source, columns, args.status, str(args.path))
-    frame = validate_trials(raw, columns, path=str(args.path))
+    facet_out = None
+    if args.facets is not None:
+        frame, facet_out = _facets(raw, columns, args)
+        if columns.trial not in source.columns:
+            used += f"; no {columns.trial!r} column: scores in a design cell are replicates"
+    else:
+        if args.facet_costs or args.target_se is not None:
+            raise InputError("--facet-costs and --target-se need --facets")
+        frame = validate_trials(raw, columns, path=str(args.path))
     announce("analyze", used)
     records = analyze_frame(
         frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
@@ -232,7 +262,9 @@ def run(args: argparse.Namespace) -> int:
         else None
     )
     attribution = (
-        None if args.no_attribution else attribution_of(source, columns, args.status, args)
+        None
+        if args.no_attribution or columns.trial not in source.columns
+        else attribution_of(source, columns, args.status, args)
     )
     if args.json:
         out: dict[str, Any] = {"groups": records}
@@ -240,6 +272,9 @@ def run(args: argparse.Namespace) -> int:
             out["convergence"] = conv
         if attribution is not None:
             out["attribution"] = attribution.to_dict()
+        if facet_out is not None:
+            out["gstudy"] = {k: v["gstudy"] for k, v in facet_out.items()}
+            out["dstudy"] = {k: v["dstudy"] for k, v in facet_out.items()}
         print(dumps(out))
         return 0
     rows = [
@@ -298,6 +333,8 @@ def run(args: argparse.Namespace) -> int:
             print(resource_line(resource))
         for skipped in attribution.not_run:
             print(f"not run: {skipped.check} ({skipped.scope}): {skipped.reason}")
+    if facet_out is not None:
+        _print_facets(facet_out, args.confidence)
     if conv is not None:
         print()
         keys = [k for k in conv[0] if k not in ("group", "converged_at")] if conv else []
@@ -311,3 +348,56 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def _facets(raw: pd.DataFrame, columns: Columns, args: Any) -> tuple[pd.DataFrame, dict]:
+    """The standard frame (a trial per row; trials numbered within each task when the file
+    has no trial column) and the per-group G and D studies of ``--facets``."""
+    from evalnoise.facets import facet_frame, facet_records, parse_costs, parse_facet_specs
+
+    specs = parse_facet_specs(args.facets)
+    frame = facet_frame(
+        raw, task=columns.task, score=columns.score, group=columns.group, specs=specs,
+        path=str(args.path),
+    )  # fmt: skip
+    if args.target_se is not None and not args.target_se > 0:
+        raise InputError("--target-se must be > 0")
+    out = facet_records(
+        frame,
+        task=columns.task,
+        specs=specs,
+        confidence=args.confidence,
+        costs=parse_costs(args.facet_costs),
+        target_se=args.target_se,
+    )
+    standard = frame[["group", "task", "score"]].copy()
+    standard["trial"] = standard.groupby(["group", "task"]).cumcount().astype(str)
+    return standard, out
+
+
+def _print_facets(facet_out: dict, confidence: float) -> None:
+    from evalnoise.formatting import fmt, table
+    from evalnoise.tables import shown_group
+
+    for group, rec in facet_out.items():
+        print()
+        if rec["gstudy"] is None:
+            print(f"{shown_group(group)}: G study not computed ({rec['not_computed']})")
+            continue
+        g, te = rec["gstudy"], rec["dstudy"]["total_error"]
+        print(f"{shown_group(group)}: G study of {g['design']} ({g['method']}, {g['ci_method']})")
+        rows = [
+            [
+                c["component"],
+                fmt(c["sigma2"], ".4g"),
+                f"[{fmt(c['ci_low'], '.3g')}, {fmt(c['ci_high'], '.3g')}]",
+                fmt(c["share"], ".2f") if c["detected"] else "not detected",
+            ]
+            for c in g["components"]
+        ]
+        print(table(rows, ["component", "σ²", f"{confidence:.0%} CI", "share"]))
+        print(
+            f"total-error SE {fmt(te['se'], '.4f')} (df {fmt(te['df'], '.1f')}; "
+            f"{confidence:.0%} CI [{fmt(te['ci_low'])}, {fmt(te['ci_high'])}]) vs "
+            f"task-clustered SE {fmt(te['se_clustered'], '.4f')}"
+        )
