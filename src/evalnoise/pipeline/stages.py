@@ -682,6 +682,14 @@ def metrics(
                 }
                 for name, r in (rec.get("readings") or {}).items()
             }
+        noise = ((attribution or {}).get(s["group"]) or {}).get("noise")
+        if noise and noise.get("dstudy") and not rec.get("withheld"):
+            # every facet that varied counted (issue 23): beside the task-clustered CI
+            te = noise["dstudy"]["total_error"]
+            groups[s["group"]]["total_error_se"] = _num(te["se"])
+            groups[s["group"]]["total_error_ci_low"] = _num(te["ci_low"])
+            groups[s["group"]]["total_error_ci_high"] = _num(te["ci_high"])
+            groups[s["group"]]["se_clustered"] = _num(te.get("se_clustered"))
         if attribution and "infra_share" in attribution.get(s["group"], {}):
             a = attribution[s["group"]]
             groups[s["group"]]["infra_share"] = _num(a["infra_share"])
