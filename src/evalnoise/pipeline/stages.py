@@ -544,6 +544,9 @@ def summarize(
             if "not_computed" in a:
                 lines.append(f"  attribution: not computed ({a['not_computed']})")
             else:
+                if s["overall"].get("withheld"):
+                    # no statistic of a group that is not a measurement: no noise model
+                    a = {k: v for k, v in a.items() if k != "noise"}
                 lines.extend(f"  {line}" for line in attribution_lines(a))
         infra = s["infra"]
         lines.append(
