@@ -129,8 +129,10 @@ from evalnoise.runner.docker_backend import (
     cgroup_version,
     container_memory_dir,
 )
+from evalnoise.runner.engine import connect_engine
 from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
+from evalnoise.runner.host_processes import kill_marked
 from evalnoise.runner.resources import Allocation, allocate, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.task_images import TaskImage, TaskImageCache
@@ -232,20 +234,10 @@ class EnvironmentBackend:
         images: TaskImageCache | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        import docker
-        import docker.errors
-
-        try:
-            self.client = client or docker.from_env(max_pool_size=max_pool_size, timeout=120)
-            info = self.client.info()
-        except (docker.errors.DockerException, OSError) as exc:
-            raise EngineUnavailable(f"the Docker engine does not answer: {_short(exc)}") from exc
-        self.host = info.get("Name") or os.uname().nodename
-        self.host_cpus = float(info.get("NCPU") or os.cpu_count() or 1)
-        base_url = self.client.api.base_url
-        local = "localhost" in base_url or "unix" in base_url
+        engine = connect_engine(client, max_pool_size=max_pool_size)
+        self.client, self.host, self.host_cpus = engine.client, engine.host, engine.host_cpus
         #: the cgroup version of /sys/fs/cgroup when the engine is local (None: not readable)
-        self.cgroup_version = cgroup_version(CGROUP_ROOT) if local else None
+        self.cgroup_version = cgroup_version(CGROUP_ROOT) if engine.local else None
         self.reward_key = reward_key
         # the key decides which trials are ok: it is part of the journal header (the
         # backend's name), so a changed key starts the shard's trials afresh
@@ -306,18 +298,8 @@ class EnvironmentBackend:
                 removed += 1
         stale = [p for p in self.scratch_root.glob(f"evalnoise-env.{shard_id}.*") if p.is_dir()]
         if stale:
-            markers = {f"EVALNOISE_TASK_FILE={p / 'task.json'}".encode() for p in stale}
-            for proc in Path("/proc").iterdir():
-                if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                    continue
-                try:
-                    environ = set((proc / "environ").read_bytes().split(b"\0"))
-                except OSError:
-                    continue
-                if environ & markers:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(int(proc.name), signal.SIGKILL)
-                        removed += 1
+            # an external agent a killed run left: its task file points into its scratch
+            removed += kill_marked(p / "task.json" for p in stale)
             for path in stale:
                 shutil.rmtree(path, ignore_errors=True)
                 removed += 1

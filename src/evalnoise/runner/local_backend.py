@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
+from evalnoise.runner.host_processes import host_environment, kill_marked
 from evalnoise.runner.resources import Allocation, allocate
 from evalnoise.runner.trial import (
     TrialRequest,
@@ -106,19 +107,7 @@ class LocalBackend:
         stale = [p for p in self.scratch_root.glob(f"evalnoise-trial.{shard_id}.*") if p.is_dir()]
         if not stale:
             return 0
-        markers = {f"EVALNOISE_TASK_FILE={p / 'task.json'}".encode() for p in stale}
-        killed = 0
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                environ = set((proc / "environ").read_bytes().split(b"\0"))
-            except OSError:
-                continue
-            if environ & markers:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(proc.name), signal.SIGKILL)
-                    killed += 1
+        killed = kill_marked(p / "task.json" for p in stale)
         for path in stale:
             shutil.rmtree(path, ignore_errors=True)
         return killed + len(stale)
@@ -175,12 +164,7 @@ class LocalBackend:
             task_path, output_path = workdir / "task.json", outdir / contract.OUTPUT_FILE
             payload = request.payload(allocation.time_limit_s, output_path=str(output_path))
             contract.write_task_file(task_path, payload)
-            env = {
-                "PATH": os.environ.get("PATH", os.defpath),
-                "LANG": "C.UTF-8",
-                "HOME": str(home),
-                "TMPDIR": str(home),
-            }
+            env = host_environment(home)
             env.update(
                 contract.agent_environment(
                     payload,
