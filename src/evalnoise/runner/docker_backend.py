@@ -52,14 +52,15 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.resources import allocate, docker_resource_kwargs
+from evalnoise.runner.resources import docker_resource_kwargs
 from evalnoise.runner.trial import (
     EngineUnavailable,
     TrialRequest,
-    base_row,
     finish_row,
     read_answer_file,
     record_output,
+    start_row,
+    task_allocation,
     utc_now,
 )
 
@@ -582,16 +583,8 @@ class DockerBackend:
 
         spec, task = request.agent, request.task
         secrets = dict(request.secrets)
-        row = base_row(request, backend=NAME, host=self.host)
-        row["started_at"] = utc_now()
-        allocation = allocate(
-            float(task["cpus"]),
-            float(task["memory_mb"]),
-            float(task["time_limit_s"]),
-            request.resource_profile,
-            host_cpus=self.host_cpus,
-        )
-        row.update(allocation.to_row())
+        allocation = task_allocation(request, self.host_cpus)
+        row = start_row(request, allocation, backend=NAME, host=self.host)
         if not spec.image:
             row.update(status="infra_error", error=f"agent {spec.name!r} has no image")
             return finish_row(row, secrets)

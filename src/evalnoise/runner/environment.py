@@ -133,10 +133,17 @@ from evalnoise.runner.engine import connect_engine
 from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
 from evalnoise.runner.host_processes import kill_marked
-from evalnoise.runner.resources import Allocation, allocate, docker_resource_kwargs
+from evalnoise.runner.resources import Allocation, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.task_images import TaskImage, TaskImageCache
-from evalnoise.runner.trial import EngineUnavailable, TrialRequest, base_row, finish_row, utc_now
+from evalnoise.runner.trial import (
+    EngineUnavailable,
+    TrialRequest,
+    finish_row,
+    start_row,
+    task_allocation,
+    utc_now,
+)
 from evalnoise.runner.trial_container import TrialContainer, read_tail, tar_dir
 from evalnoise.tasks.harbor import (
     HarborTask,
@@ -331,18 +338,10 @@ class EnvironmentBackend:
         failure, only :class:`EngineUnavailable` (no row) and programming errors."""
         spec, row_in = request.agent, request.task
         secrets = dict(request.secrets)
-        row = base_row(request, backend=NAME, host=self.host)
+        allocation = task_allocation(request, self.host_cpus)
+        row = start_row(request, allocation, backend=self.name, host=self.host)
         row.update(dict.fromkeys(EXTRA_COLUMNS))
         row["image"] = None
-        row["started_at"] = utc_now()
-        allocation = allocate(
-            float(row_in["cpus"]),
-            float(row_in["memory_mb"]),
-            float(row_in["time_limit_s"]),
-            request.resource_profile,
-            host_cpus=self.host_cpus,
-        )
-        row.update(allocation.to_row())
         verifier_limit = float(row_in.get("verifier_time_limit_s") or 600.0)
         row["verifier_time_limit_s"] = verifier_limit * request.resource_profile.time_limit_factor
         row["task_digest"] = row_in.get("task_digest")

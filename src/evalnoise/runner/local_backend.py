@@ -36,13 +36,14 @@ from typing import Any
 
 from evalnoise.runner import contract
 from evalnoise.runner.host_processes import host_environment, kill_marked
-from evalnoise.runner.resources import Allocation, allocate
+from evalnoise.runner.resources import Allocation
 from evalnoise.runner.trial import (
     TrialRequest,
-    base_row,
     finish_row,
     read_answer_file,
     record_output,
+    start_row,
+    task_allocation,
     utc_now,
 )
 
@@ -120,13 +121,7 @@ class LocalBackend:
 
     def applied(self, request: TrialRequest) -> Allocation:
         """What this backend can enforce of the resource profile's allocation."""
-        task = request.task
-        full = allocate(
-            float(task["cpus"]),
-            float(task["memory_mb"]),
-            float(task["time_limit_s"]),
-            request.resource_profile,
-        )
+        full = task_allocation(request)
         return Allocation(
             cpu_shares=None,
             cpu_quota_cpus=None,
@@ -138,11 +133,9 @@ class LocalBackend:
     def run_trial(self, request: TrialRequest) -> dict[str, Any]:
         spec = request.agent
         secrets = dict(request.secrets)
-        row = base_row(request, backend=NAME, host=self.host)
-        row["image"] = None
-        row["started_at"] = utc_now()
         allocation = self.applied(request)
-        row.update(allocation.to_row())
+        row = start_row(request, allocation, backend=NAME, host=self.host)
+        row["image"] = None
         if not spec.command:
             row.update(
                 status="infra_error",

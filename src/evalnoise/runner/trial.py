@@ -26,7 +26,7 @@ from evalnoise.runner.contract import (
     task_payload,
     usage_columns,
 )
-from evalnoise.runner.resources import ResourceProfile
+from evalnoise.runner.resources import Allocation, ResourceProfile, allocate
 
 __all__ = [
     "Backend",
@@ -36,6 +36,8 @@ __all__ = [
     "finish_row",
     "read_answer_file",
     "record_output",
+    "start_row",
+    "task_allocation",
     "utc_now",
 ]
 
@@ -128,6 +130,30 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         "host": host,
         "score": None,
     }
+
+
+def task_allocation(request: TrialRequest, host_cpus: float | None = None) -> Allocation:
+    """The resource profile applied to the task's declared ``cpus``, ``memory_mb`` and
+    ``time_limit_s`` (:func:`evalnoise.runner.resources.allocate`)."""
+    task = request.task
+    return allocate(
+        float(task["cpus"]),
+        float(task["memory_mb"]),
+        float(task["time_limit_s"]),
+        request.resource_profile,
+        host_cpus=host_cpus,
+    )
+
+
+def start_row(
+    request: TrialRequest, allocation: Allocation, *, backend: str, host: str | None
+) -> dict[str, Any]:
+    """A trial's row as it starts (every backend's first step): :func:`base_row` with the
+    start time and the ``allocation`` applied to its container (or process) recorded."""
+    row = base_row(request, backend=backend, host=host)
+    row["started_at"] = utc_now()
+    row.update(allocation.to_row())
+    return row
 
 
 def record_output(row: dict[str, Any], output: AgentOutput) -> dict[str, Any]:
