@@ -30,7 +30,7 @@ from evalnoise.analysis import (
     withheld_record,
 )
 from evalnoise.attribution.text import attribution_lines, resource_line
-from evalnoise.outcomes import OUTCOMES
+from evalnoise.outcomes import OUTCOMES, outcome_line
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -398,15 +398,6 @@ def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
         **{name: stats["outcomes"][name] for name in OUTCOMES},
         "valid": stats["health"]["valid"],
     }
-
-
-def outcome_line(outcomes: Mapping[str, int]) -> str:
-    """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
-    0 unscored`` — every outcome, zeros included, so nothing is silently absent."""
-    parts = [
-        f"{outcomes.get(k, 0)} {k.replace('_', ' ') if k == 'no_answer' else k}" for k in OUTCOMES
-    ]
-    return f"{outcomes.get('trials', 0)} trials: " + ", ".join(parts)
 
 
 def failed_trials(outcomes: Mapping[str, int]) -> int:
