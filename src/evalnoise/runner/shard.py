@@ -45,7 +45,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import math
 import os
 import re
 import sys
@@ -153,13 +152,10 @@ def _canonical(obj: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    if value is None:
-        return None
-    if hasattr(value, "item"):  # numpy / pandas scalars
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
+    """A table cell as it goes into a journal line (:func:`evalnoise.formatting.jsonable`)."""
+    from evalnoise.formatting import jsonable
+
+    return jsonable(value)
 
 
 def _task_fingerprint(task: Mapping[str, Any]) -> str:
