@@ -114,7 +114,9 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
         more = len(lines) - _MAX_ERRORS
         shown = lines[:_MAX_ERRORS] + ([f"... and {more} more"] if more > 0 else [])
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(shown))
-    _check_semantics(config)
+    # the cross-field rules read the config as the run will see it: every default filled in
+    # from the schema (the one place defaults are written)
+    _check_semantics(with_defaults(config, schema))
 
 
 #: agent programs for environment tasks that the runner plays itself
@@ -297,11 +299,11 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
             )
     elif compare:
         raise ConfigError(f"{key}.compare: only the difference target compares agents")
-    first = seq.get("first_block") or {}
-    first_tasks, first_trials = int(first.get("tasks", 6)), int(first.get("trials", 2))
-    max_trials = seq.get("max_trials_per_task")
+    first = seq["first_block"]
+    first_tasks, first_trials = int(first["tasks"]), int(first["trials"])
+    max_trials = seq["max_trials_per_task"]
     if max_trials is None:
-        max_trials = (config.get("trials") or {}).get("count", 8)
+        max_trials = config["trials"]["count"]
         trials_key = "trials.count (the default max_trials_per_task)"
     else:
         trials_key = f"{key}.max_trials_per_task"

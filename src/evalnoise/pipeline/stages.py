@@ -143,15 +143,15 @@ def group_health(
     how many trials each fault signal killed."""
     from evalnoise.outcomes import assess_health, crash_signal_name, outcome_counts
 
-    health = dict(health or {})
     outcomes = outcome_counts(data.attempts)
     failed = data.attempts[data.attempts["status"] == "agent_error"]
     names = [crash_signal_name(c) for c in failed.get("exit_code", pd.Series(dtype=float))]
     signals = {n: names.count(n) for n in sorted({n for n in names if n})}
+    # without a health section (a table analysed outside the pipeline): assess_health's rule
     verdict = assess_health(
         outcomes,
-        max_failure_rate=float(health.get("max_failure_rate", 0.5)),
-        expected=data.group in set(health.get("expected_failures") or ()),
+        **({"max_failure_rate": float(health["max_failure_rate"])} if health else {}),
+        expected=bool(health) and data.group in set(health["expected_failures"] or ()),
         crash_examples=signals,
     )
     return outcomes, verdict, signals

@@ -63,7 +63,7 @@ from evalnoise.attribution.tables import (
 from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import fmt, jsonable, pct
 from evalnoise.report import charts
-from evalnoise.report._render import CSP, chart_spec, embed_script, vega_bundle, write_chart
+from evalnoise.report._render import chart_spec, embed_script, page_head, write_chart
 from evalnoise.report.cards import (
     NOT_A_MEASUREMENT_LABEL,
     OUTCOME_LEGEND,
@@ -1211,20 +1211,7 @@ def _index_html(
         + ['<a href="#attribution">Where the noise comes from</a>']
         + ['<a href="#cards">Evaluation Cards</a>', '<a href="#run">Run</a>']
     )
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<link rel="icon" href="data:,">
-<title>{html.escape(title)}</title>
-<style>{_STYLE}</style>
-<script>
-{vega_bundle()}
-</script>
-</head>
-<body>
-<h1>{html.escape(title)}</h1>
+    return f"""{page_head(title, _STYLE)}
 {_top_banner(cards)}
 <p>Accuracy ± {context.confidence:.0%} CI | ICC | between-query SE, per agent and resource
 profile (Mustahsan et al., eq. 11). Infra policy: <strong>{html.escape(context.infra_policy)}
