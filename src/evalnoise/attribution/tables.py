@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.column_names import group_label
 from evalnoise.runner.policy import InfraPolicy, infra_policy
 from evalnoise.schema import STATUSES
 
@@ -70,12 +71,6 @@ FLAKY_COLUMNS = ("group", "rank", "task_id", "reason", "checks")
 # verdict words of imported tables (as evalnoise.tables reads a user's score column)
 _TRUE = frozenset({"true", "t", "yes", "y", "correct", "c"})
 _FALSE = frozenset({"false", "f", "no", "n", "incorrect", "i"})
-
-
-def group_label(agent: str, resource_profile: str | None) -> str:
-    """The group name in tables and charts: ``agent@profile`` (the pipeline's
-    ``group_label``), or the agent alone when the table names no resource profile."""
-    return str(agent) if resource_profile is None else f"{agent}@{resource_profile}"
 
 
 @dataclass(frozen=True)

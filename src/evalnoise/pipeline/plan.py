@@ -36,6 +36,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from evalnoise.column_names import group_label
+
 __all__ = [
     "NAME_PATTERN",
     "RANGE_PATTERN",
@@ -176,11 +178,6 @@ def _rows_json_digest(key: bytes, raw: str) -> str:
             _ROWS_DIGESTS.clear()
         _ROWS_DIGESTS[key] = found
     return found
-
-
-def group_label(agent: str, resource_profile: str) -> str:
-    """The group name used in tables and charts: ``agent@resource_profile``."""
-    return f"{agent}@{resource_profile}"
 
 
 def journal_path(
