@@ -27,6 +27,7 @@ from evalnoise.runner.contract import (
     usage_columns,
 )
 from evalnoise.runner.resources import ResourceProfile
+from evalnoise.runner.variant import TrialVariant
 
 __all__ = [
     "Backend",
@@ -53,6 +54,9 @@ class TrialRequest:
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: values of the agent's runtime_env; passed through, not redacted, not recorded
     runtime: Mapping[str, str] = field(default_factory=dict)
+    #: the shard's variant (None: a run without variants); ``task["question"]`` is already
+    #: rendered with its template
+    variant: TrialVariant | None = None
 
     def payload(self, time_limit_s: float, **paths: str) -> dict[str, Any]:
         """The task JSON this trial's agent gets (see ``contract.task_payload``)."""
@@ -127,6 +131,9 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         "backend": backend,
         "host": host,
         "score": None,
+        # the variant's labels (evalnoise.runner.variant); a run without variants leaves
+        # them out of the row, so its journal rows are what they always were
+        **(request.variant.columns() if request.variant is not None else {}),
     }
 
 
