@@ -180,7 +180,8 @@ def test_variants_are_crossed_recorded_and_grow_exactly(tmp_path):
     for row in table[neutral].itertuples():
         assert row.seed == trial_seed(0, row.agent, row.task_id, row.trial)
     assert table.groupby(["agent", "task_id", "trial"])["seed"].nunique().to_dict() == {
-        key: 6 if key[0] == "a" else 3 for key in table.groupby(["agent", "task_id", "trial"]).groups
+        key: 6 if key[0] == "a" else 3
+        for key in table.groupby(["agent", "task_id", "trial"]).groups
     }
 
     # the pipeline's statistics ran on the variant rows: the infra policies' accuracy (the

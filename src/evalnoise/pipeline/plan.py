@@ -1,21 +1,22 @@
 """The sharding plan: which shards, groups and pairs an evaluation consists of.
 
-A *shard* is agent × resource profile × variant × trial block × task chunk. Blocks and chunks are
-named by the inclusive index range they cover (``0000-0003``), so a shard's file never
-depends on the total trial or task count: raising ``trials.count`` from 8 to 16 (blocks of
+A *shard* is agent × resource profile × variant × trial block × task chunk. Blocks and
+chunks are named by the inclusive index range they cover (``0000-0003``), so a shard's file
+never depends on the total trial or task count: raising ``trials.count`` from 8 to 16 (blocks of
 4) adds the blocks ``0008-0011`` and ``0012-0015`` and leaves ``0000-0003`` and
 ``0004-0007`` as they were.
 
-A *variant* is a combination of prompt and sampling levels (:mod:`evalnoise.pipeline.variants`);
-its shards' files carry its key (``c0000-0005.v<key>.parquet``), the neutral variant's —
-the only one of a run without variants — none, so those files are a run's without variants.
-Adding a level adds its shards only.
+A *variant* is a combination of prompt and sampling levels
+(:mod:`evalnoise.pipeline.variants`); its shards' files carry its key
+(``c0000-0005.v<key>.parquet``), the neutral variant's — the only one of a run without
+variants — none, so those files are a run's without variants. Adding a level adds its
+shards only.
 
 A shard's journal (:func:`journal_path`) is keyed by the *first* trial and the *first* task
-row of the shard only (and its variant). A block or chunk that grows (a partial last block when the count is
-not a multiple of the block size; a last chunk when tasks are added) gets a new file name
-but the same journal, so the trials it already ran are resumed from the journal, not run
-again.
+row of the shard only (and its variant). A block or chunk that grows (a partial last block
+when the count is not a multiple of the block size; a last chunk when tasks are added) gets
+a new file name but the same journal, so the trials it already ran are resumed from the
+journal, not run again.
 
 **Shard size.** By default a shard holds ``trials.block_size`` trial indices ×
 ``task_chunk_size`` tasks. A shard's job costs a fixed start (a Python interpreter, imports,

@@ -5,10 +5,11 @@ right, 0 = always wrong); whether this trial is right is drawn from the trial se
 ($EVALNOISE_SEED). The expression is found anywhere in the question, so a prompt variant's
 template may wrap it in text; with $TINY_PROMPT_WEIGHT = w, the rate is (1 - w) × that rate
 + w × a hash of (TINY_SKILL, the question's wording around the expression): the prompt's
-wording moves every task's rate alike, a prompt effect as a G study sees it. Word problems (no expression) get a guess. Optional $TINY_SLEEP_S seconds
-of work first (the end-to-end test kills a run mid-way). $TINY_CRASH=segv makes it kill
-itself with SIGSEGV, as a native library that crashes on this CPU would; $TINY_CRASH=segv-odd
-only on odd trial indices (the canary's trial 0 passes, half the sweep crashes).
+wording moves every task's rate alike, a prompt effect as a G study sees it. Word problems
+(no expression) get a guess. Optional $TINY_SLEEP_S seconds of work first (the end-to-end
+test kills a run mid-way). $TINY_CRASH=segv makes it kill itself with SIGSEGV, as a native
+library that crashes on this CPU would; $TINY_CRASH=segv-odd only on odd trial indices (the
+canary's trial 0 passes, half the sweep crashes).
 """
 
 import hashlib
