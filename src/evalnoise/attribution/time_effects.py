@@ -243,6 +243,9 @@ class TimeEffectsResult:
     policy: str
     n_trials: int
     warnings: tuple[str, ...] = field(default=())
+    #: the task-clustered SE of the same scores' mean of task means
+    #: (:func:`evalnoise.stats.accuracy`), beside which the total-error SE is read
+    se_clustered: float | None = None
 
     @property
     def infra_share(self) -> float:
@@ -560,6 +563,9 @@ def time_effects(
     drift = drift_test(
         y, counted["task_id"].to_numpy(), counted["started_at"], confidence=confidence
     )
+    from evalnoise.stats.accuracy import accuracy
+
+    clustered = accuracy(y, counted["task_id"].to_numpy(), confidence=confidence).se_clustered
     return TimeEffectsResult(
         components=comp,
         drift=drift,
@@ -568,4 +574,5 @@ def time_effects(
         policy=pol.describe(),
         n_trials=int(y.size),
         warnings=tuple(warnings),
+        se_clustered=float(clustered),
     )

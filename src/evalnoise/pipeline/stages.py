@@ -544,6 +544,9 @@ def summarize(
             if "not_computed" in a:
                 lines.append(f"  attribution: not computed ({a['not_computed']})")
             else:
+                if s["overall"].get("withheld"):
+                    # no statistic of a group that is not a measurement: no noise model
+                    a = {k: v for k, v in a.items() if k != "noise"}
                 lines.extend(f"  {line}" for line in attribution_lines(a))
         infra = s["infra"]
         lines.append(
@@ -682,6 +685,14 @@ def metrics(
                 }
                 for name, r in (rec.get("readings") or {}).items()
             }
+        noise = ((attribution or {}).get(s["group"]) or {}).get("noise")
+        if noise and noise.get("dstudy") and not rec.get("withheld"):
+            # every facet that varied counted (issue 23): beside the task-clustered CI
+            te = noise["dstudy"]["total_error"]
+            groups[s["group"]]["total_error_se"] = _num(te["se"])
+            groups[s["group"]]["total_error_ci_low"] = _num(te["ci_low"])
+            groups[s["group"]]["total_error_ci_high"] = _num(te["ci_high"])
+            groups[s["group"]]["se_clustered"] = _num(te.get("se_clustered"))
         if attribution and "infra_share" in attribution.get(s["group"], {}):
             a = attribution[s["group"]]
             groups[s["group"]]["infra_share"] = _num(a["infra_share"])

@@ -88,6 +88,7 @@ from evalnoise.report.health import (
     machine_of,
     status_text,
 )
+from evalnoise.report.noise import dstudy_frame, noise_html
 from evalnoise.report.sequential import sequential_section
 
 __all__ = ["CHART_STEMS", "build_report"]
@@ -115,6 +116,7 @@ CHART_STEMS = (
     "per_task_accuracy",
     "icc_convergence",
     "budget_allocation",
+    "dstudy",
     "infra_by_resource_profile",
     "comparisons",
     "resource_sensitivity",
@@ -175,6 +177,7 @@ def _charts(
     infra: pd.DataFrame | None,
     comparisons: pd.DataFrame | None,
     skipped: Sequence[Mapping[str, Any]],
+    dstudy: pd.DataFrame | None = None,
     groups: Sequence[str],
     titles: Mapping[str, str],
     labels: Mapping[str, str],
@@ -240,6 +243,18 @@ def _charts(
                 "allocation.",
                 charts.budget_chart(_relabel(budget, labels)),
                 tuple(notes),
+            )
+        )
+    if dstudy is not None:
+        out.append(
+            _Chart(
+                "dstudy",
+                "D study: the least SE a budget buys",
+                "From each group's one model of the noise (section \u201cWhere the noise comes "
+                "from\u201d): the total-error SE of the best split of a budget into tasks × "
+                "trials per task, the time blocks and hosts as they ran, at ¼ to 8 × what "
+                "the run cost (container-seconds); the label gives the split.",
+                charts.dstudy_chart(dstudy),
             )
         )
     if infra is not None:
@@ -883,8 +898,13 @@ def _share_text(g: Mapping[str, Any]) -> str:
         return "infrastructure share of variance: undefined (every score equal: no variance)"
     comps = g.get("components") or {}
     hosts = int(g.get("hosts") or 0)
+    share = (
+        "not detected (its interval reaches 0)"
+        if g.get("infra_share_detected") is False
+        else pct(_num(g.get("infra_share")))
+    )
     parts = [
-        f"infrastructure share of variance {pct(_num(g.get('infra_share')))} "
+        f"infrastructure share of variance {share} "
         f"[{pct(_num(g.get('infra_share_ci_low')))}, {pct(_num(g.get('infra_share_ci_high')))}]",
         f" ({' + '.join(g.get('infra_components') or ()) or 'no infrastructure component'}"
         f"; {g.get('time_blocks') or 0} time blocks, {hosts} host{'s' if hosts != 1 else ''}",
@@ -916,8 +936,9 @@ def _share_html(
         '<h3 id="infra-share">Infrastructure share of variance</h3>\n'
         "<p>The share of the score variance that depends on when (time block) or where (host) a "
         "trial ran, task-specific time effects included: (σ²_time_block + σ²_host + "
-        "σ²_task:time_block) / total, by Henderson's method III with a parametric-bootstrap "
-        f"{confidence:.0%} interval; drift is the within-task change in success from the run's "
+        "σ²_task:time_block) / total, from the G study (evalnoise.stats.gstudy: REML or "
+        f"ANOVA) with a {confidence:.0%} modified-large-sample interval; a share whose interval "
+        "reaches 0 is not detected; drift is the within-task change in success from the run's "
         "first trial to its last (task-clustered t test).</p>\n"
         f'<ul class="infra-share">{"".join(items)}</ul>'
     )
@@ -993,6 +1014,7 @@ def _attribution_section(
             "infrastructure share of variance",
             lambda: _share_html(att.summary, labels, titles, invalid, confidence),
         ),
+        ("noise model", lambda: noise_html(att.summary, labels, titles, invalid)),
     ]
     for name, render in parts:
         if not labels and name != "resource-sensitive tasks":
@@ -1409,10 +1431,12 @@ def build_report(
 
     # --- charts --------------------------------------------------------------------------
     rendered = []
+    curves = None if att is None else dstudy_frame(att.summary, att_titles)
     for ch in _charts(
         per_task=per_task,
         convergence=convergence,
         budget=budget,
+        dstudy=curves if curves is not None and len(curves) else None,
         infra=infra,
         comparisons=comparisons,
         skipped=skipped,
