@@ -145,3 +145,52 @@ def test_a_renamed_level_resumes_and_relabels(tmp_path):
     result = shard(tmp_path, "r", variant=other)
     assert (result.ran, result.resumed) == (4, 0)
     assert list(tmp_path.glob("r.jsonl.superseded-*"))
+
+
+@pytest.mark.docker
+def test_an_environment_task_gets_its_instruction_rendered(env_backend, tmp_path):
+    """An external agent of an environment task (the exec protocol) writes the instruction it
+    was given into the task's container; the verifier rewards the rendered one only."""
+    import pandas as pd
+    from env_helpers import make_env_task, scripted_agent
+
+    from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
+
+    root = tmp_path / "tasks"
+    root.mkdir()
+    expected = "Please {do} this: Instruction of echo."  # $(cat) drops the final newline
+    make_env_task(
+        root,
+        "echo",
+        test_sh=f"""\
+        if [ "$(cat /app/instruction.txt)" = "{expected}" ]; then echo 1; else echo 0; fi \\
+          > /logs/verifier/reward.txt
+        """,
+    )
+    tasks = pd.DataFrame(environment_task_rows(load_harbor_tasks(root, public_network="offline")))
+    agent = scripted_agent([{"write_instruction": "/app/instruction.txt"}, {"done": {}}])
+    variant = {
+        "key": "00000000abcd",
+        "template": "Please {do} this: {question}",
+        "prompt_variant": "polite",
+        "sampling": None,
+    }
+    for name, given, reward in (("plain", None, 0.0), ("polite", variant, 1.0)):
+        run_shard(
+            tasks,
+            agent,
+            "3x",
+            [0],
+            0,
+            "as_incorrect",
+            env_backend,
+            tmp_path / f"{name}.jsonl",
+            tmp_path / f"{name}.parquet",
+            progress=False,
+            variant=given,
+        )
+        (row,) = pq.read_table(tmp_path / f"{name}.parquet").to_pylist()
+        assert (row["status"], row["reward"]) == ("ok", reward), row["error"]
+        assert row["prompt_variant"] == (given or {}).get("prompt_variant")
+        key = (given or {}).get("key", "")
+        assert row["seed"] == trial_seed(0, "scripted", row["task_id"], 0, key)
