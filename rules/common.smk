@@ -21,7 +21,6 @@ from evalnoise.pipeline import variants as pipeline_variants
 from evalnoise.pipeline.plan import (
     NAME_PATTERN,
     RANGE_PATTERN,
-    SEGMENT_PATTERN,
     Plan,
     Shard,
     chunk_size,
@@ -114,7 +113,7 @@ wildcard_constraints:
     b=NAME_PATTERN,
     block=RANGE_PATTERN,
     chunk=RANGE_PATTERN,
-    variant=SEGMENT_PATTERN,
+    variant=pipeline_variants.SEGMENT_PATTERN,
     kind="agents|resource_profiles",
     round="[0-9][0-9][0-9]",
 

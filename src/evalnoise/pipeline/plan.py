@@ -42,12 +42,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from evalnoise.pipeline.variants import NO_VARIANT, SEGMENT_PATTERN, Variant, agent_variants
-
 __all__ = [
     "NAME_PATTERN",
     "RANGE_PATTERN",
-    "SEGMENT_PATTERN",
     "Plan",
     "Shard",
     "chunk_size",
@@ -187,6 +184,12 @@ def _rows_json_digest(key: bytes, raw: str) -> str:
     return found
 
 
+def _variants(config: Mapping[str, Any], agent: str) -> tuple[Any, ...]:
+    from evalnoise.pipeline.variants import agent_variants
+
+    return agent_variants(config, agent)
+
+
 def group_label(agent: str, resource_profile: str) -> str:
     """The group name used in tables and charts: ``agent@resource_profile``."""
     return f"{agent}@{resource_profile}"
@@ -250,9 +253,11 @@ class Plan:
     #: wildcard → name in the data of agents and of resource profiles (imported tables)
     agent_names: Mapping[str, str] | None = None
     profile_names: Mapping[str, str] | None = None
-    #: agent → its variants (:func:`evalnoise.pipeline.variants.agent_variants`); None =
-    #: one neutral variant each (a run without variants, an imported table)
-    variants: Mapping[str, tuple[Variant, ...]] | None = None
+    #: agent → its variants (:class:`evalnoise.pipeline.variants.Variant`, from
+    #: :func:`~evalnoise.pipeline.variants.agent_variants`); None = one neutral variant each
+    #: (a run without variants, an imported table). Typed loosely: this module is imported
+    #: by jobs that only name shards, which must not depend on the variants' code.
+    variants: Mapping[str, tuple[Any, ...]] | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], n_tasks: int) -> Plan:
@@ -278,7 +283,7 @@ class Plan:
                 for a, b in ranges(int(trials["count"]), int(trials["block_size"]))
             ),
             chunks=tuple(format_range(a, b) for a, b in ranges(int(n_tasks), chunk_size(config))),
-            variants={name: agent_variants(config, name) for name in config["agents"]},
+            variants={name: _variants(config, name) for name in config["agents"]},
         )
 
     @classmethod
@@ -313,11 +318,13 @@ class Plan:
             return list(self.present)
         return [(a, r) for a in self.agents for r in self.resource_profiles]
 
-    def agent_variants(self, agent: str) -> tuple[Variant, ...]:
+    def agent_variants(self, agent: str) -> tuple[Any, ...]:
         """The variants ``agent`` runs under (one neutral variant without variants)."""
+        from evalnoise.pipeline.variants import NO_VARIANT
+
         return (self.variants or {}).get(agent) or (NO_VARIANT,)
 
-    def variant(self, agent: str, segment: str) -> Variant:
+    def variant(self, agent: str, segment: str) -> Any:
         """The variant of ``agent`` whose file-name segment is ``segment``."""
         for variant in self.agent_variants(agent):
             if variant.segment == segment:
