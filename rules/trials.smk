@@ -1,9 +1,9 @@
 # Sampling tasks, building agent images, a canary trial per agent, running trials, scoring
 # them with the reference scorer and (the `judge` stage) with the LLM judge. A shard is
 # agent × resource profile × variant × trial block × task chunk (the neutral variant, the
-# only one without `variants`, adds nothing to the file names); its journal (results/trials/<agent>/
-# <resource profile>/journals/, never a Snakemake output) survives reruns, so a rerun job
-# resumes instead of repeating paid-for trials.
+# only one without `variants`, adds nothing to the file names); its journal
+# (results/trials/<agent>/<resource profile>/journals/, never a Snakemake output) survives
+# reruns, so a rerun job resumes instead of repeating paid-for trials.
 
 
 # A shard depends on its own task rows, not on the whole table's date: adding a task reruns
