@@ -124,7 +124,7 @@ def test_variants_are_crossed_recorded_and_grow_exactly(tmp_path):
     assert all(".v" not in name for name in shard_files(ws))
     for row in rows.values():
         assert row["seed"] == trial_seed(0, row["agent"], row["task_id"], row["trial"])
-        assert "prompt_variant" not in row and "sampling" not in row
+        assert row["prompt_variant"] is None and row["sampling"] is None
 
     # 1. the neutral template and one paraphrase: only the paraphrase's trials run
     counts, after = grow(ws, prompts=TEMPLATES[:2])

@@ -27,7 +27,7 @@ from evalnoise.runner.contract import (
     usage_columns,
 )
 from evalnoise.runner.resources import ResourceProfile
-from evalnoise.runner.variant import TrialVariant
+from evalnoise.runner.variant import VARIANT_COLUMNS, TrialVariant
 
 __all__ = [
     "Backend",
@@ -126,14 +126,17 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         # plan (evalnoise.runner.shard), not this attempt
         "time_block": None,
         "run_order": None,
+        # the shard's variant (evalnoise.runner.variant): its labels, null without variants
+        **(
+            request.variant.columns()
+            if request.variant is not None
+            else dict.fromkeys(VARIANT_COLUMNS)
+        ),
         "image": request.agent.image,
         "image_digest": None,
         "backend": backend,
         "host": host,
         "score": None,
-        # the variant's labels (evalnoise.runner.variant); a run without variants leaves
-        # them out of the row, so its journal rows are what they always were
-        **(request.variant.columns() if request.variant is not None else {}),
     }
 
 
