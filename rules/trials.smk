@@ -1,8 +1,9 @@
 # Sampling tasks, building agent images, a canary trial per agent, running trials, scoring
 # them with the reference scorer and (the `judge` stage) with the LLM judge. A shard is
-# agent × resource profile × trial block × task chunk; its journal (results/trials/<agent>/
-# <resource profile>/journals/, never a Snakemake output) survives reruns, so a rerun job
-# resumes instead of repeating paid-for trials.
+# agent × resource profile × variant × trial block × task chunk (the neutral variant, the
+# only one without `variants`, adds nothing to the file names); its journal
+# (results/trials/<agent>/<resource profile>/journals/, never a Snakemake output) survives
+# reruns, so a rerun job resumes instead of repeating paid-for trials.
 
 
 # A shard depends on its own task rows, not on the whole table's date: adding a task reruns
@@ -77,9 +78,9 @@ rule run_trials:
         image=unconstrained(rules.build_image.output.info),
         canary=canary_input,
     output:
-        shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # the trial block is the time block: earlier blocks first (docs/pipeline.md)
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
@@ -104,6 +105,7 @@ rule run_trials:
         reward_key=config["benchmark"]["reward"],
         unverified_rounds=verifier_rounds_param,
         code_version=code_version("runner"),
+        **VARIANT_PARAMS,
     script:
         "../scripts/run_trials.py"
 
@@ -113,9 +115,9 @@ rule score:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is scored before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
@@ -139,9 +141,9 @@ rule judge:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is judged before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:

@@ -36,6 +36,7 @@ import pandas as pd
 
 from evalnoise.column_names import group_label
 from evalnoise.runner.policy import InfraPolicy, infra_policy
+from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
 
 __all__ = [
@@ -316,6 +317,11 @@ def _canonical(
         name = getattr(cols, role)
         if _exists(trials, name):
             out[role] = pd.to_numeric(trials[name], errors="coerce")
+    for name in VARIANT_COLUMNS:
+        # part of the trial key (evalnoise.runner.policy.TRIAL_KEY): a (task, trial) runs
+        # once per prompt / sampling variant, and those runs are different trials
+        if name in trials.columns:
+            out[name] = trials[name].to_numpy()
     return out, has, notes
 
 

@@ -92,8 +92,28 @@ def _describe(error: Any) -> list[str]:
     if error.validator == "required":
         return [f"config key {where or '(top level)'}: {error.message}"]
     if error.validator in ("oneOf", "anyOf") and error.context:
-        best = min(error.context, key=lambda e: len(list(e.absolute_path)))
-        return _describe(best)
+        # the alternatives whose type the value has say what is wrong inside it; when none
+        # has, the value's type is the problem: name every type allowed
+        depth = len(list(error.absolute_path))
+        wrong_type = [
+            e
+            for e in error.context
+            if e.validator == "type" and len(list(e.absolute_path)) == depth
+        ]
+        inside = [e for e in error.context if e not in wrong_type]
+        if inside:
+            return _describe(max(inside, key=lambda e: len(list(e.absolute_path))))
+        types = [
+            t
+            for e in wrong_type
+            for t in (
+                e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+            )
+        ]
+        return [
+            f"config key {where or '(top level)'}: {error.instance!r} is not of type "
+            + ", ".join(repr(t) for t in dict.fromkeys(types))
+        ]
     return [f"config key {where or '(top level)'}: {error.message}"]
 
 
@@ -116,7 +136,15 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(shown))
     # the cross-field rules read the config as the run will see it: every default filled in
     # from the schema (the one place defaults are written)
-    _check_semantics(with_defaults(config, schema))
+    defaulted = with_defaults(config, schema)
+    _check_semantics(defaulted)
+    from evalnoise.pipeline.variants import VariantError, check_variants
+
+    try:
+        # with the defaults: a global sampling facet must suit the default agents as well
+        check_variants(defaulted)
+    except VariantError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 #: agent programs for environment tasks that the runner plays itself
@@ -329,12 +357,14 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with its local ``$ref`` followed; keys beside the ``$ref`` (a property's
+    own ``default`` and ``description``) win over the target's."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
         node: Any = root
         for part in ref[2:].split("/"):
             node = node[part]
-        return node
+        return {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
 
 

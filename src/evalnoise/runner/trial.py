@@ -27,6 +27,7 @@ from evalnoise.runner.contract import (
     usage_columns,
 )
 from evalnoise.runner.resources import Allocation, ResourceProfile, allocate
+from evalnoise.runner.variant import VARIANT_COLUMNS, TrialVariant
 
 __all__ = [
     "Backend",
@@ -55,6 +56,9 @@ class TrialRequest:
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: values of the agent's runtime_env; passed through, not redacted, not recorded
     runtime: Mapping[str, str] = field(default_factory=dict)
+    #: the shard's variant (None: a run without variants); ``task["question"]`` is already
+    #: rendered with its template
+    variant: TrialVariant | None = None
 
     def payload(self, time_limit_s: float, **paths: str) -> dict[str, Any]:
         """The task JSON this trial's agent gets (see ``contract.task_payload``)."""
@@ -124,6 +128,12 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         # plan (evalnoise.runner.shard), not this attempt
         "time_block": None,
         "run_order": None,
+        # the shard's variant (evalnoise.runner.variant): its labels, null without variants
+        **(
+            request.variant.columns()
+            if request.variant is not None
+            else dict.fromkeys(VARIANT_COLUMNS)
+        ),
         "image": request.agent.image,
         "image_digest": None,
         "backend": backend,
