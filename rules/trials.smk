@@ -92,6 +92,7 @@ rule run_trials:
         mem_mb=run_trials_mem_mb,
         runtime=run_trials_runtime,
     params:
+        **VARIANT_PARAMS,
         agent=agent_param,
         resource_profile=resource_profile_param,
         trials=trials_param,
@@ -105,7 +106,6 @@ rule run_trials:
         reward_key=config["benchmark"]["reward"],
         unverified_rounds=verifier_rounds_param,
         code_version=code_version("runner"),
-        **VARIANT_PARAMS,
     script:
         "../scripts/run_trials.py"
 
