@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from evalnoise.attribution._json import jsonable
 from evalnoise.stats import ProportionInterval, wilson_interval
 from evalnoise.stats._results import plain
 from evalnoise.stats.proportion import _wilson_or_nan
@@ -84,7 +83,6 @@ def test_contains_the_estimate_and_has_positive_width(p, n, deff, confidence):
 
 def test_shared_result_helpers():
     # One JSON conversion (stats._results.plain) behind every to_dict(); one "Wilson or NaN".
-    assert jsonable is plain
     value = {"a": (np.float64(0.5), np.int64(2)), "b": np.array([[1, 2]]), "c": pd.NA}
     assert plain(value) == {"a": [0.5, 2], "b": [[1, 2]], "c": None}
     assert np.isnan(plain(np.float32("nan")))
