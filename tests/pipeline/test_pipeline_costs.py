@@ -60,9 +60,11 @@ def test_conform_fills_what_an_older_table_lacks():
 
 
 def test_a_runner_row_is_a_trials_row():
-    """Every key of the backends' row is a TRIALS column, and back (the journal's rows too)."""
+    """Every key of the backends' row is a TRIALS column, and back with the environment
+    trials' own columns (the journal's rows too)."""
     from evalnoise.runner import agent_spec
     from evalnoise.runner import resource_profile as make_profile
+    from evalnoise.runner.environment import EXTRA_COLUMNS
     from evalnoise.runner.trial import TrialRequest
 
     request = TrialRequest(
@@ -75,7 +77,7 @@ def test_a_runner_row_is_a_trials_row():
         shard_id="s",
     )
     row = base_row(request, backend="local", host="h")
-    assert list(row) == TRIALS.names
+    assert [*row, *EXTRA_COLUMNS] == TRIALS.names
     row.update(status="ok", prompt_tokens=12, completion_tokens=3, model_calls=1)
     table = rows_to_table([row])
     assert [table.column(c)[0].as_py() for c in TRIAL_COST] == [12, 3, 1]

@@ -8,14 +8,17 @@ import hashlib
 import json
 
 from evalnoise.pipeline import plan
-from evalnoise.pipeline.plan import parse_range, task_rows_digest
+from evalnoise.pipeline.plan import ENVIRONMENT_COLUMNS, parse_range, task_rows_digest
 from evalnoise.pipeline.sampling import sample_tasks
 
 
 def _encoded(tasks, chunk: str) -> str:
-    """The digest as task_rows_digest always computed it (no memo)."""
+    """The digest as task_rows_digest always computed it (no memo): the rows' JSON without
+    the environment tasks' columns where they are all null (question tasks' digests, and so
+    their finished shards, stay what they were before environment tasks existed)."""
     first, last = parse_range(chunk)
     rows = tasks.iloc[first : last + 1]
+    rows = rows.drop(columns=[c for c in ENVIRONMENT_COLUMNS if c in rows and rows[c].isna().all()])
     records = json.loads(rows.to_json(orient="records", date_format="iso"))
     text = json.dumps(records, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

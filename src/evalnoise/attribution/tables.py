@@ -40,6 +40,7 @@ from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
 
 __all__ = [
+    "DSTUDY_COSTS",
     "FLAKY_COLUMNS",
     "RESOURCE_COLUMNS",
     "AttributionTables",
@@ -66,6 +67,9 @@ RESOURCE_COLUMNS = (
     "significant",
     "between_limits",
 )
+#: The D study's costs per facet, in trials (as ``analysis.budget`` counts runs): a trial
+#: costs 1, a task nothing beyond its trials.
+DSTUDY_COSTS = {"task": 0.0, "trial": 1.0}
 #: Columns of the flagged-task table the report needs.
 FLAKY_COLUMNS = ("group", "rank", "task_id", "reason", "checks")
 
@@ -518,11 +522,12 @@ def _group_summary(
         from evalnoise.facets import noise_record
 
         # what to buy next: tasks or trials, the time blocks and hosts as they ran (spread
-        # over as many; the pipeline does not buy them). Cost of a trial: the group's mean
-        # container seconds (its recorded cost driver), of a task: a trial's (its setup).
+        # over as many; the pipeline does not buy them). The budget counts trials, as
+        # analysis.budget counts runs: a trial costs 1, a task nothing beyond its trials.
+        # Fixed units, not the measured seconds: the same trials give the same D study on
+        # every rerun (a report must not change when nothing it reads did).
         sizes = comps.gstudy.sizes
-        per_trial = _mean_seconds(rows)
-        costs = {"task": per_trial, "trial": per_trial} if per_trial else None
+        costs = dict(DSTUDY_COSTS)
         limits = {f: (n, n) for f, n in sizes.items() if f != "task"}
         target = options.get("target_se")
         try:
@@ -591,15 +596,6 @@ def _group_summary(
         "flaky_checks_run": [c["name"] for c in checks if c["ran"]],
         "flaky_checks": checks,
     }
-
-
-def _mean_seconds(rows: pd.DataFrame) -> float | None:
-    """The mean recorded container seconds of a group's trials (None when not recorded)."""
-    if "duration_s" not in rows:
-        return None
-    seconds = pd.to_numeric(rows["duration_s"], errors="coerce")
-    mean = float(seconds.mean()) if seconds.notna().any() else float("nan")
-    return mean if np.isfinite(mean) and mean > 0 else None
 
 
 def _n_hosts(rows: pd.DataFrame) -> int:

@@ -114,7 +114,7 @@ def noise_lines(noise: Mapping[str, Any] | None) -> list[str]:
             f"  cheapest design to SE {_f(cheapest['target_se'], '.3f')}: {tasks} tasks × "
             f"{trials} trial{'s' if trials != 1 else ''} per task"
             + (f" ({others}, as ran)" if others else "")
-            + f": SE {_f(cheapest['se'], '.3f')}, {_f(cheapest['cost'], '.4g')} container-s"
+            + f": SE {_f(cheapest['se'], '.3f')}, {_f(cheapest['cost'], '.4g')} trials"
         )
     elif cheapest:
         lines.append(

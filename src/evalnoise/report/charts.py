@@ -358,7 +358,7 @@ def dstudy_chart(curve: pd.DataFrame) -> alt.LayerChart:
     df["label"] = [f"{int(n)} × {int(t)}" for n, t in zip(df["tasks"], df["trials"], strict=True)]
     x = alt.X(
         "budget:Q",
-        title="budget (container-seconds)",
+        title="budget (trials)",
         scale=alt.Scale(type="log"),
         axis=alt.Axis(format="~s"),
     )

@@ -103,7 +103,7 @@ def _group_html(title: str, noise: Mapping[str, Any], struck: bool) -> str:
         parts.append(
             f"<p>Cheapest design reaching SE {fmt(_num(cheapest.get('target_se')), '.3f')}: "
             f"{tasks} tasks × {trials} trials per task (SE {fmt(_num(cheapest.get('se')), '.3f')}, "
-            f"{fmt(_num(cheapest.get('cost')), '.4g')} container-seconds).</p>"
+            f"{fmt(_num(cheapest.get('cost')), '.4g')} trials).</p>"
         )
     return "\n".join(parts)
 
@@ -137,7 +137,7 @@ def noise_html(
         "score; the task-clustered SE counts only those that differ between tasks. A "
         "component whose interval reaches 0 is not detected and has no share. The D study "
         "projects the SE of other designs; the chart shows the least SE each budget buys "
-        "(in container-seconds, the trials' recorded cost).</p>",
+        "(in trials, as the budget stage counts them).</p>",
         *blocks,
     ]
     if missing:
