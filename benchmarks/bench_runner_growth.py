@@ -27,6 +27,7 @@ Writes ``benchmarks/results/<name>.{md,json}``.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import os
@@ -105,6 +106,17 @@ def side(rev: str | None, trials: int, trials_per_task: int, concurrency: int) -
         original_wait = module.cf.wait
         pending = [0]
         looked_at = [0]
+        gc_seconds, gc_started = [0.0], [0.0]
+        gc_total: list[float] = []
+        rss_mb: list[float] = []
+        page_mb = os.sysconf("SC_PAGE_SIZE") / 2**20
+
+        def on_gc(phase: str, _info: dict) -> None:
+            if phase == "start":
+                gc_started[0] = time.perf_counter()
+            else:
+                gc_seconds[0] += time.perf_counter() - gc_started[0]
+
         lock = threading.Lock()
 
         def wait(fs, *args, **kwargs):
@@ -129,10 +141,15 @@ def side(rev: str | None, trials: int, trials_per_task: int, concurrency: int) -
             process_cpu.append(time.process_time())  # every thread of this process
             in_flight.append(pending[0])
             examined.append(looked_at[0])
+            gc_total.append(gc_seconds[0])
+            with open("/proc/self/statm", "rb") as statm:
+                rss_mb.append(int(statm.read().split()[1]) * page_mb)
 
         module._Journal.append = append
         module.cf.ThreadPoolExecutor.submit = submit
         module.cf.wait = wait
+        gc.callbacks.append(on_gc)
+        load_start = os.getloadavg()[0]
         try:
             t0 = time.monotonic()
             result = module.run_shard(
@@ -153,11 +170,13 @@ def side(rev: str | None, trials: int, trials_per_task: int, concurrency: int) -
             module._Journal.append = original_append
             module.cf.ThreadPoolExecutor.submit = original_submit
             module.cf.wait = original_wait
+            gc.callbacks.remove(on_gc)
     if result.statuses != {"ok": n_tasks * trials_per_task}:
         raise RuntimeError(f"non-ok trials: {result.statuses}")
     # the header is the first append; the trials follow
     return {
         "rev": rev or "working tree",
+        "load_average_1min": [round(load_start, 2), round(os.getloadavg()[0], 2)],
         "trials": result.trials,
         "wall_s": wall,
         "stamps": [s - t0 for s in stamps[1:]],
@@ -165,6 +184,8 @@ def side(rev: str | None, trials: int, trials_per_task: int, concurrency: int) -
         "process_cpu": process_cpu[1:],
         "in_flight": in_flight[1:],
         "examined": examined[1:],
+        "gc": gc_total[1:],
+        "rss_mb": rss_mb[1:],
     }
 
 
@@ -184,6 +205,7 @@ SERIES = (
     ("main_cpu", 1000.0, "CPU ms per trial, the shard's thread"),
     ("process_cpu", 1000.0, "CPU ms per trial, the runner's process (all threads, no agents)"),
     ("examined", 1.0, "futures handed to cf.wait per trial"),
+    ("gc", 1000.0, "garbage collection ms per trial"),
 )
 
 
@@ -192,6 +214,7 @@ def summarize(raw: dict[str, Any], window: int) -> dict[str, Any]:
     wall = series["stamps"]
     return {
         "rev": raw["rev"],
+        "load_average_1min": raw["load_average_1min"],
         "trials": raw["trials"],
         "wall_s": round(raw["wall_s"], 2),
         "ms_per_trial": round(1000 * raw["wall_s"] / raw["trials"], 2),
@@ -203,6 +226,9 @@ def summarize(raw: dict[str, Any], window: int) -> dict[str, Any]:
         "in_flight_first": raw["in_flight"][0],
         "in_flight_max": max(raw["in_flight"]),
         "windows": {key: [round(v, 3) for v in values] for key, values in series.items()},
+        "rss_mb_at_window_end": [
+            round(raw["rss_mb"][end], 1) for end in range(window - 1, len(raw["rss_mb"]), window)
+        ],
     }
 
 
@@ -233,14 +259,16 @@ def markdown(doc: dict[str, Any]) -> str:
         "sampled at each journal append.",
         "",
         "| side | wall s | ms/trial | first window ms | last window ms | last/first |"
-        " median window ms | max window ms | in flight at first append | max in flight |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " median window ms | max window ms | in flight at first append | max in flight |"
+        " load avg (1 min) start → end |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, s in doc["sides"].items():
         lines.append(
             f"| {name} | {s['wall_s']} | {s['ms_per_trial']} | {s['first_window_ms']} | "
             f"{s['last_window_ms']} | **{s['ratio_last_first']}** | {s['median_window_ms']} | "
-            f"{s['max_window_ms']} | {s['in_flight_first']} | {s['in_flight_max']} |"
+            f"{s['max_window_ms']} | {s['in_flight_first']} | {s['in_flight_max']} | "
+            f"{s['load_average_1min'][0]} → {s['load_average_1min'][1]} |"
         )
     sides = doc["sides"]
     if len(sides) == 2:
@@ -260,6 +288,15 @@ def markdown(doc: dict[str, Any]) -> str:
         for i in range(n):
             cells = " | ".join(f"{sides[name]['windows'][key][i]:.2f}" for name in names)
             lines.append(f"| {i + 1} | {cells} |")
+    lines += ["", "Resident memory of the runner's process at each window's end, MB:", ""]
+    for name, side_doc in sides.items():
+        lines.append(
+            f"- {name}: " + ", ".join(f"{v:.0f}" for v in side_doc["rss_mb_at_window_end"])
+        )
+    if doc.get("notes"):
+        lines += ["", "## Notes", ""]
+        for note in doc["notes"]:
+            lines += [note, ""]
     return "\n".join(lines) + "\n"
 
 
@@ -273,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sides", default="before,after", help="which sides to run, in this order")
     parser.add_argument("--name", default=None, help="write benchmarks/results/<name>.{md,json}")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--note", action="append", default=[], help="a paragraph for the notes")
     parser.add_argument("--side-worker", choices=("before", "after"), help=argparse.SUPPRESS)
     parser.add_argument("--raw", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -296,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "window": args.window,
         "before": args.before,
         "sides": {},
+        "notes": args.note,
     }
     with tempfile.TemporaryDirectory(prefix="evalnoise-bench-growth-") as tmp:
         for name in args.sides.split(","):
