@@ -232,6 +232,19 @@ def summarize(raw: dict[str, Any], window: int) -> dict[str, Any]:
     }
 
 
+def wait_cost(pending: int, repeat: int = 10) -> float:
+    """ms of one ``cf.wait(FIRST_COMPLETED)`` over ``pending`` futures of which one is done:
+    what the old shard paid per completion with that many trials left."""
+    import concurrent.futures as cf
+
+    futures = [cf.Future() for _ in range(pending)]
+    futures[-1].set_result(None)
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+    return 1000 * (time.perf_counter() - t0) / repeat
+
+
 def machine() -> dict[str, Any]:
     from evalnoise.machine import cpu_model
 
@@ -271,6 +284,13 @@ def markdown(doc: dict[str, Any]) -> str:
             f"{s['load_average_1min'][0]} → {s['load_average_1min'][1]} |"
         )
     sides = doc["sides"]
+    if "wait_ms_by_pending" in doc:
+        lines += [
+            "",
+            "One `cf.wait(..., FIRST_COMPLETED)` over N futures, one of them done (ms): "
+            + ", ".join(f"N = {n}: {ms:.3f}" for n, ms in doc["wait_ms_by_pending"].items())
+            + ".",
+        ]
     if len(sides) == 2:
         before, after = (sides[k] for k in ("before", "after"))
         lines += [
@@ -311,12 +331,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="write benchmarks/results/<name>.{md,json}")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--note", action="append", default=[], help="a paragraph for the notes")
+    parser.add_argument(
+        "--renote", action="store_true", help="only rewrite --name's notes (from its JSON)"
+    )
     parser.add_argument("--side-worker", choices=("before", "after"), help=argparse.SUPPRESS)
     parser.add_argument("--raw", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.trials % args.trials_per_task:
         parser.error("--trials must be a multiple of --trials-per-task")
 
+    if args.renote:  # rewrite <name>.md from <name>.json with these notes, run nothing
+        path = args.out / f"{args.name}.json"
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["notes"] = args.note
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        (args.out / f"{args.name}.md").write_text(markdown(doc))
+        return 0
     if args.side_worker:  # one side, in a fresh process
         rev = args.before if args.side_worker == "before" else None
         raw = side(rev, args.trials, args.trials_per_task, args.concurrency)
@@ -335,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "before": args.before,
         "sides": {},
         "notes": args.note,
+        "wait_ms_by_pending": {n: round(wait_cost(n), 3) for n in (4, 1000, 3000, 10000, 50000)},
     }
     with tempfile.TemporaryDirectory(prefix="evalnoise-bench-growth-") as tmp:
         for name in args.sides.split(","):
