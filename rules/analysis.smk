@@ -58,6 +58,7 @@ rule convergence:
         group=group_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
+        health=config["health"],
         code_version=code_version("analysis"),
     script:
         "../scripts/convergence.py"

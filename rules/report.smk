@@ -75,6 +75,8 @@ rule check:
         health="results/health.json",
     log:
         "results/logs/check.log",
+    # a verdict over finished numbers: retrying it repeats the same message
+    retries: 0
     conda:
         ENV
     params:

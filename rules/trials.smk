@@ -1,8 +1,9 @@
 # Sampling tasks, building agent images, a canary trial per agent, running trials, scoring
 # them with the reference scorer and (the `judge` stage) with the LLM judge. A shard is
-# agent × resource profile × trial block × task chunk; its journal (results/trials/<agent>/
-# <resource profile>/journals/, never a Snakemake output) survives reruns, so a rerun job
-# resumes instead of repeating paid-for trials.
+# agent × resource profile × variant × trial block × task chunk (the neutral variant, the
+# only one without `variants`, adds nothing to the file names); its journal
+# (results/trials/<agent>/<resource profile>/journals/, never a Snakemake output) survives
+# reruns, so a rerun job resumes instead of repeating paid-for trials.
 
 
 # A shard depends on its own task rows, not on the whole table's date: adding a task reruns
@@ -52,6 +53,8 @@ rule canary:
         "results/logs/canary/{agent}.log",
     # before every block's shards: no group's later block waits behind another's canary
     priority: pipeline_settings.setup_priority(PLAN.blocks)
+    # a verdict, not a transient fault: the profile's retries would only repeat it
+    retries: 0
     conda:
         ENV
     resources:
@@ -63,6 +66,7 @@ rule canary:
         backend=config["backend"],
         server=agent_server,
         machine=machine_param,
+        reward_key=config["benchmark"]["reward"],
         code_version=code_version("runner"),
     script:
         "../scripts/canary.py"
@@ -74,9 +78,9 @@ rule run_trials:
         image=unconstrained(rules.build_image.output.info),
         canary=canary_input,
     output:
-        shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # the trial block is the time block: earlier blocks first (docs/pipeline.md)
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
@@ -88,6 +92,7 @@ rule run_trials:
         mem_mb=run_trials_mem_mb,
         runtime=run_trials_runtime,
     params:
+        **VARIANT_PARAMS,
         agent=agent_param,
         resource_profile=resource_profile_param,
         trials=trials_param,
@@ -98,6 +103,8 @@ rule run_trials:
         journal=journal_param,
         task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
         server=agent_server,
+        reward_key=config["benchmark"]["reward"],
+        unverified_rounds=verifier_rounds_param,
         code_version=code_version("runner"),
     script:
         "../scripts/run_trials.py"
@@ -108,9 +115,9 @@ rule score:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is scored before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
@@ -134,9 +141,9 @@ rule judge:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is judged before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:

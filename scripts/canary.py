@@ -22,6 +22,7 @@ try:
         output=snakemake.output.canary,
         server=p.server,
         server_log=snakemake.log[0] + ".server",
+        reward_key=p.reward_key,
     )
 except CanaryFailed as failure:
     log.error("%s", failure)

@@ -8,13 +8,13 @@ import sys
 from evalnoise.atomic import write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.jobs import log_to
-from evalnoise.pipeline.stages import health_problems, judge_problems
+from evalnoise.pipeline.stages import health_problems
 
 console = os.fdopen(os.dup(2), "w")
 log = log_to(snakemake.log[0])
 with open(snakemake.input.groups, encoding="utf-8") as handle:
     groups = json.load(handle)["groups"]
-problems = health_problems(groups) + judge_problems(g["judge"] for g in groups if g.get("judge"))
+problems = health_problems(groups)
 if problems:
     message = (
         "the run finished, but some numbers are not measurements (the report and "

@@ -38,8 +38,15 @@ def test_outcomes_and_health_in_json(tmp_path, capsys):
     assert crasher["outcomes"]["trials"] == 12
     assert crasher["health"]["valid"] is False
     assert any("SIGSEGV" in r or "crashed" in r for r in crasher["health"]["reasons"])
-    # the unscored trial is left out, the crashed ones count as incorrect
-    assert crasher["n_obs"] == 11 and crasher["mean"] == 0.0
+    # not a measurement: no headline number, the reason in its place (issue 21.1)
+    assert crasher["mean"] is None and crasher["ci_low"] is None and crasher["icc"] is None
+    assert crasher["withheld"].startswith("not a measurement of the agent")
+    # the reading that counts crashes as wrong exists only under its own label, beside the
+    # reading over the trials that answered (none here: the one ok trial is unscored)
+    assert crasher["readings"]["failures_as_incorrect"]["mean"] == 0.0
+    assert crasher["readings"]["failures_as_incorrect"]["n_trials"] == 11
+    assert crasher["readings"]["answered"]["n_trials"] == 0
+    assert crasher["readings"]["answered"]["mean"] is None
     assert healthy["outcomes"] == {
         "ok": 12,
         "crashed": 0,
@@ -47,21 +54,30 @@ def test_outcomes_and_health_in_json(tmp_path, capsys):
         "timeout": 1,
         "oom_killed": 0,
         "infra_error": 0,
+        "verifier_error": 0,
         "unscored": 0,
         "trials": 13,
         "attempts": 13,
     }
     assert healthy["health"]["valid"] is True
+    # a valid group keeps its headline (the timeout counts as incorrect, as_incorrect) and
+    # says both readings: 8 of 12 answered right; with the timeout as 0, t4 adds a 0 task
+    assert healthy["mean"] == 0.5
+    assert healthy["readings"]["answered"]["mean"] == 2 / 3
+    assert healthy["readings"]["failures_as_incorrect"]["mean"] == 0.5
 
 
 def test_text_output_flags_the_group(tmp_path, capsys):
     path = _table(tmp_path)
     assert main(["analyze", str(path), "--group", "agent", "--score", "score"]) == 0
     out = capsys.readouterr().out
-    assert "crasher: " in out and "NOT A MEASUREMENT OF THE AGENT" in out
+    assert "crasher: no accuracy: not a measurement of the agent" in out
+    assert "NOT A MEASUREMENT OF THE AGENT" in out
+    assert "readings: over the trials that answered —" in out
+    assert "failures as incorrect 0.0%" in out
     assert (
-        "12 trials: 0 ok, 11 crashed, 0 no_answer, 0 timeout, 0 oom_killed, 0 infra_error, "
-        "1 unscored" in out
+        "12 trials: 0 ok, 11 crashed, 0 no answer, 0 timeout, 0 oom_killed, 0 infra_error, "
+        "0 verifier_error, 1 unscored" in out
     )
 
 

@@ -289,3 +289,22 @@ def test_plan_with_judge_samples(capsys):
     ses = {r["judge_samples"]: r["se"] for r in out["by_judge_samples"]}
     assert ses[out["recommended"]["judge_samples"]] == min(ses.values())
     assert out["recommended"]["cost"] <= 5000
+
+
+def test_pilot_reads_the_group_column_an_import_stored(capsys, pilot, tmp_path):
+    """Issue 21.8: a multi-agent table whose Parquet metadata stores the group column (an
+    import) plans per agent, each plan named, without --group — as analyze reads it."""
+    _, frame = pilot
+    csv = tmp_path / "pilot.csv"
+    frame.to_csv(csv, index=False)
+    imported = tmp_path / "imported.parquet"
+    mapping = "task=task_id,trial=trial,score=correct,agent=agent"
+    assert (
+        main(["import", "table", str(csv), "-o", str(imported), "--column-mapping", mapping]) == 0
+    )
+    capsys.readouterr()
+    assert main(["plan", "--from", str(imported), "--budget", "300"]) == 0
+    captured = capsys.readouterr()
+    assert "group a: pilot of 24 tasks, 96 trials" in captured.out
+    assert "group b: pilot of 24 tasks, 96 trials" in captured.out
+    assert "evalnoise plan: " in captured.err  # which columns it used, and why

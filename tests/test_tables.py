@@ -217,3 +217,23 @@ def test_group_keys_joined_by_nul_are_shown_readably(tmp_path):
 def test_a_flag_replaces_a_stale_stored_role(tmp_path):
     path = _with_roles(tmp_path, {"task": "item", "trial": "rep", "score": "gone"})
     assert list(read_trials(path, Columns(score="pts", group="who"))["score"]) == [1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_byte_that_is_no_utf8_is_named_by_line_and_offset(tmp_path, suffix):
+    """Issue 21.7: a 0xff byte at line 16 names line 16 and its offset in the file, not a
+    position inside some decoder buffer."""
+    if suffix == ".csv":
+        lines = [b"task_id,trial,score"] + [f"t{i},0,1".encode() for i in range(14)]
+    else:
+        lines = [f'{{"task_id": "t{i}", "trial": 0, "score": 1}}'.encode() for i in range(15)]
+    lines.append(b"t\xffx,0,1" if suffix == ".csv" else b'{"task_id": "t\xff", "trial": 0}')
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / f"bad{suffix}"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as info:
+        read_any(path)
+    message = str(info.value)
+    offset = data.index(b"\xff")
+    assert message.startswith(f"{path}: line 16: byte 0xff at offset {offset} ")
+    assert "UTF-8" in message and "\n" not in message

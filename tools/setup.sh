@@ -68,6 +68,17 @@ tools/docker-engine.sh
 step "base image (debootstrap of bookworm + docker import; rebuilt only when its inputs change)"
 evalnoise image build
 
+# Harbor itself (Python 3.12 venv + the docker compose plugin) for the compatibility tests:
+# evalnoise never needs it to run, so a machine without a Python 3.12 goes on without it
+# (the compatibility tests then say what is missing; under CI they fail).
+step "Harbor 0.25 beside evalnoise (tests/compat; tools/install-harbor.sh)"
+harbor_status=0
+tools/install-harbor.sh >/dev/null || harbor_status=$?
+if [[ $harbor_status -ne 0 ]]; then
+  echo "setup: Harbor not installed (tools/install-harbor.sh exit $harbor_status);" \
+    "evalnoise runs without it" >&2
+fi
+
 # DVC must never phone home.
 if [[ -d .dvc ]]; then dvc config --quiet core.analytics false >/dev/null 2>&1 || true; fi
 

@@ -117,6 +117,101 @@ def undefined_group_record(group: str, reason: str) -> dict[str, Any]:
     }
 
 
+#: The labelled readings of a group with failures (:func:`failure_readings`), in print order.
+READINGS = ("answered", "failures_as_incorrect")
+#: What each reading is, for the summary, cards and report.
+READING_LABELS = {
+    "answered": "over the trials that answered",
+    "failures_as_incorrect": "failures as incorrect",
+}
+
+
+def failure_readings(
+    trials: pd.DataFrame,
+    *,
+    confidence: float = 0.95,
+    cluster_se: str = "cr1",
+    quantile: str = "normal",
+) -> dict[str, dict[str, Any]]:
+    """Two labelled readings of one group's accuracy, which no headline ever stands for.
+
+    ``answered``: μ̂ (mean of task means, task-clustered CI; :func:`accuracy`) over the trials
+    that ended ``ok`` with a score. ``failures_as_incorrect``: every trial that ended in a
+    failure (crashed, no answer, timeout, oom_killed, infra_error) counted as 0 beside the
+    answered ones; trials waiting for a grader's verdict (``unscored``, ``verifier_error``)
+    are left out of both.
+    ``trials`` holds the group's final attempts (``task_id``, ``status``, ``score``,
+    ``exit_code`` when known). Each reading: ``mean``, ``ci_low``, ``ci_high``,
+    ``n_trials``, ``n_tasks`` (None estimates when no trial is in it).
+    """
+    from evalnoise.outcomes import UNDECIDED, final_attempts, outcome_of
+
+    last = final_attempts(trials)
+    outcome = outcome_of(last).astype(str)
+    score = pd.to_numeric(last["score"], errors="coerce").to_numpy(dtype=float)
+    tasks = last["task_id"].astype(str).to_numpy()
+    answered = outcome == "ok"
+    # a trial waiting for its grader (unscored, verifier_error) is no failure of the agent
+    failed = ~answered & ~np.isin(outcome, UNDECIDED)
+    out = {}
+    for name, keep, values in (
+        ("answered", answered, score),
+        ("failures_as_incorrect", answered | failed, np.where(failed, 0.0, score)),
+    ):
+        if not keep.any():
+            out[name] = {
+                "mean": None,
+                "ci_low": None,
+                "ci_high": None,
+                "n_trials": 0,
+                "n_tasks": 0,
+            }
+            continue
+        acc = accuracy(
+            values[keep],
+            tasks[keep],
+            confidence=confidence,
+            cluster_se=cluster_se,
+            quantile=quantile,
+        )
+        out[name] = {
+            "mean": acc.mean,
+            "ci_low": acc.ci_low,
+            "ci_high": acc.ci_high,
+            "n_trials": int(keep.sum()),
+            "n_tasks": acc.n_tasks,
+        }
+    return out
+
+
+def withheld_record(record: dict[str, Any], reason: str) -> dict[str, Any]:
+    """``record`` with every estimate (:data:`ESTIMATE_KEYS`) None and ``withheld`` the
+    reason: a group that is not a measurement of the agent has no headline number."""
+    return {
+        **record,
+        **dict.fromkeys(ESTIMATE_KEYS),
+        "interpretation": "withheld",
+        "withheld": reason,
+    }
+
+
+def readings_text(readings: dict[str, Any] | None) -> str | None:
+    """``over the trials that answered 51.0% [26.6%, 75.4%] (48 trials) | failures as
+    incorrect 25.5% [...] (96 trials)``, or None without readings."""
+    if not readings:
+        return None
+    parts = []
+    for name in READINGS:
+        r = readings.get(name)
+        if r is None:
+            continue
+        parts.append(
+            f"{READING_LABELS[name]} {pct(r.get('mean'))} "
+            f"[{pct(r.get('ci_low'))}, {pct(r.get('ci_high'))}] ({r.get('n_trials', 0)} trials)"
+        )
+    return " | ".join(parts) or None
+
+
 def analyze_frame(
     frame: pd.DataFrame,
     *,
@@ -248,8 +343,11 @@ def reporting_line(rec: dict[str, Any], confidence: float = 0.95) -> str:
     """The paper's reporting line (eq. 11): Accuracy ± 95% CI | ICC | between-query SE.
 
     The ± is half the width of the task-clustered CI; the between-query SE is the
-    task-clustered SE of accuracy.
+    task-clustered SE of accuracy. A withheld record (:func:`withheld_record`: not a
+    measurement of the agent) prints why instead of a number.
     """
+    if rec.get("withheld"):
+        return f"no accuracy: {rec['withheld']}"
     lo, hi = rec["ci_low"], rec["ci_high"]
     half = (hi - lo) / 2 if lo is not None and hi is not None else float("nan")
     return (

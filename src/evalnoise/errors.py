@@ -29,3 +29,11 @@ class InputError(ValueError):
             where.append(f"column {column!r}")
         prefix = ": ".join(where) + ": " if where else ""
         super().__init__(prefix + message)
+
+
+class EngineUnavailable(RuntimeError):
+    """The container engine does not answer: stop the shard instead of burning trials.
+
+    (Here, beside the other errors, so that what only classifies it — the pipeline's fault
+    messages — need not import the runner; :mod:`evalnoise.runner.trial` re-exports it.)
+    """

@@ -9,9 +9,11 @@ reporting, ``agent_error`` is split by *how* the agent failed:
   ``-signal`` (Python's :mod:`subprocess` reports it so).
 - ``no_answer`` — any other agent failure: a non-zero exit, or exit 0 without an answer.
 
-and a trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score
-is null) is ``unscored`` rather than ``ok``. The outcomes partition the trials;
-:data:`OUTCOMES` is the order every output prints them in.
+a trial of an environment task whose verifier left no valid reward is ``verifier_error``
+(the grader failed, not the agent: no score, never a 0, run again by a plain rerun), and a
+trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score is null)
+is ``unscored`` rather than ``ok``. The outcomes partition the trials; :data:`OUTCOMES` is
+the order every output prints them in.
 
 :func:`outcome_counts` counts them (vectorized, over the *final* attempt of each trial);
 :func:`assess_health` decides whether a group's numbers are a measurement of the agent at
@@ -33,11 +35,16 @@ import pandas as pd
 __all__ = [
     "CRASH_SIGNALS",
     "OUTCOMES",
+    "UNDECIDED",
     "Health",
     "assess_health",
     "crash_signal",
     "crash_signal_name",
+    "crashed_mask",
+    "final_attempts",
     "outcome_counts",
+    "outcome_line",
+    "outcome_of",
 ]
 
 #: fault signals: a process killed by one of these crashed (it did not give up or time out)
@@ -49,7 +56,18 @@ CRASH_SIGNALS = {
     int(signal.SIGFPE): "SIGFPE",
 }
 #: every outcome, in print order; they partition the trials
-OUTCOMES = ("ok", "crashed", "no_answer", "timeout", "oom_killed", "infra_error", "unscored")
+OUTCOMES = (
+    "ok",
+    "crashed",
+    "no_answer",
+    "timeout",
+    "oom_killed",
+    "infra_error",
+    "verifier_error",
+    "unscored",
+)
+#: outcomes that wait for a grader's verdict: no score, never a 0, decided by a rerun
+UNDECIDED = ("verifier_error", "unscored")
 #: what each outcome means, for legends and cards
 OUTCOME_LABELS = {
     "ok": "ok (answered and scored)",
@@ -58,6 +76,7 @@ OUTCOME_LABELS = {
     "timeout": "timeout",
     "oom_killed": "oom_killed",
     "infra_error": "infra_error",
+    "verifier_error": "verifier_error (the verifier left no valid reward)",
     "unscored": "unscored (judge_error)",
 }
 
@@ -95,6 +114,43 @@ def _crashed_mask(exit_codes: pd.Series) -> np.ndarray:
     return np.isin(sigs, list(CRASH_SIGNALS))
 
 
+def crashed_mask(trials: pd.DataFrame) -> np.ndarray:
+    """Which rows are crashes: ``status == "agent_error"`` and an ``exit_code`` that means a
+    fault signal (:func:`crash_signal`). All False when the table has no ``exit_code``
+    (imported results that record none cannot tell a crash from another agent error)."""
+    if "exit_code" not in trials.columns or "status" not in trials.columns:
+        return np.zeros(len(trials), dtype=bool)
+    status = trials["status"].astype(str).to_numpy()
+    return _crashed_mask(trials["exit_code"]) & (status == "agent_error")
+
+
+def final_attempts(trials: pd.DataFrame) -> pd.DataFrame:
+    """The last attempt of every trial (every row when the table has no ``attempt`` or no
+    trial key columns), in trial-key order."""
+    from evalnoise.runner.policy import TRIAL_KEY
+
+    key = [c for c in TRIAL_KEY if c in trials.columns]
+    if not key or "attempt" not in trials.columns or not len(trials):
+        return trials
+    last = trials.sort_values([*key, "attempt"], kind="mergesort")
+    return last[~last.duplicated(subset=key, keep="last")]
+
+
+def outcome_of(trials: pd.DataFrame) -> np.ndarray:
+    """The outcome (a name of :data:`OUTCOMES`) of every row, vectorized.
+
+    Needs ``status``; ``exit_code`` tells a crash from another agent error and ``score``
+    (null = not scored) an ``ok`` trial from an ``unscored`` one, when present.
+    """
+    status = trials["status"].astype(str).to_numpy()
+    out = status.astype(object).copy()
+    out[status == "agent_error"] = "no_answer"
+    out[crashed_mask(trials)] = "crashed"
+    if "score" in trials.columns:
+        out[(status == "ok") & pd.isna(trials["score"]).to_numpy()] = "unscored"
+    return out
+
+
 def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     """Count of each outcome in :data:`OUTCOMES` over the final attempt of every trial,
     plus ``trials`` (their number) and ``attempts`` (all rows).
@@ -104,56 +160,68 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     trials that ended ``ok`` *and* have a score; ``unscored`` those that ended ``ok``
     without one. The outcomes partition the trials: their counts sum to ``trials``.
     """
-    from evalnoise.runner.policy import TRIAL_KEY
-
-    attempts = len(trials)
-    key = [c for c in TRIAL_KEY if c in trials.columns]
-    last = trials
-    if key and "attempt" in trials.columns and attempts:
-        last = trials.sort_values([*key, "attempt"], kind="mergesort")
-        last = last[~last.duplicated(subset=key, keep="last")]
-    status = last["status"].astype(str).to_numpy()
-    if "exit_code" in last.columns:
-        crashed = _crashed_mask(last["exit_code"]) & (status == "agent_error")
-    else:
-        crashed = np.zeros(len(last), dtype=bool)
-    ok = status == "ok"
-    if "score" in last.columns:
-        unscored = ok & pd.isna(last["score"]).to_numpy()
-    else:
-        unscored = np.zeros(len(last), dtype=bool)
-    counts = {
-        "ok": int((ok & ~unscored).sum()),
-        "crashed": int(crashed.sum()),
-        "no_answer": int(((status == "agent_error") & ~crashed).sum()),
-        "timeout": int((status == "timeout").sum()),
-        "oom_killed": int((status == "oom_killed").sum()),
-        "infra_error": int((status == "infra_error").sum()),
-        "unscored": int(unscored.sum()),
-    }
+    last = final_attempts(trials)
+    names, counted = np.unique(outcome_of(last).astype(str), return_counts=True)
+    found = dict(zip(names.tolist(), counted.tolist(), strict=True))
+    counts = {k: int(found.get(k, 0)) for k in OUTCOMES}
     counts["trials"] = len(last)
-    counts["attempts"] = attempts
+    counts["attempts"] = len(trials)
     return counts
+
+
+def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
+    """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
+    0 verifier_error, 0 unscored`` — every outcome, zeros included, so nothing is silently
+    absent; an unknown count is ``?`` and a record without outcomes ``not recorded``. The
+    one text of a group's outcomes: the summary, the CLI and the cards print it."""
+    if outcomes is None:
+        return "not recorded"
+
+    def count(key: str) -> str:
+        value = outcomes.get(key)
+        return "?" if value is None else str(value)
+
+    parts = [f"{count(k)} {k.replace('_', ' ') if k == 'no_answer' else k}" for k in OUTCOMES]
+    attempts = outcomes.get("attempts")
+    extra = (
+        f" ({attempts} attempts)"
+        if attempts is not None and attempts != outcomes.get("trials")
+        else ""
+    )
+    return f"{count('trials')} trials{extra}: " + ", ".join(parts)
 
 
 @dataclass(frozen=True)
 class Health:
     """Whether a group's numbers measure the agent.
 
-    valid : False when the group crashed or failed too often (and that was not declared).
+    valid : False when the group crashed or failed too often (and that was not declared):
+        its numbers are not a measurement of the agent.
     failure_rate : share of trials that did not end ``ok`` with a score.
     reasons : why the group is not valid (or would not be, for expected failures).
     expected : the config declared this group's failures to be the experiment.
+    incomplete : trials a scorer left without a verdict (``unscored``: the headline's
+        scorer; ``unjudged``: the judge stage): the numbers that need them are missing
+        those trials until a rerun decides them. Not a reason to withhold the headline
+        (a measurement of the agent can be incomplete), but the group is not ``complete``.
     """
 
     valid: bool
     failure_rate: float
     reasons: tuple[str, ...] = field(default_factory=tuple)
     expected: bool = False
+    incomplete: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def complete(self) -> bool:
+        """No trial is waiting for a scorer's verdict."""
+        return not self.incomplete
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["reasons"] = list(self.reasons)
+        out["incomplete"] = list(self.incomplete)
+        out["complete"] = self.complete
         return out
 
 
@@ -166,7 +234,9 @@ def assess_health(
 ) -> Health:
     """A group is *not a measurement of the agent* when any trial crashed or when more than
     ``max_failure_rate`` of its trials did not end ``ok`` with a score:
-    ``(trials − ok) / trials > max_failure_rate``.
+    ``(trials − ok) / trials > max_failure_rate``. It is *incomplete* while a scorer left
+    trials without a verdict: ``unscored`` (the headline's scorer) or ``unjudged`` (the judge
+    stage; a count ``counts`` may carry beside the outcomes).
 
     ``expected`` (the group is listed in ``health.expected_failures``) keeps it valid and
     records the reasons, so the report can say the failures are the experiment.
@@ -189,5 +259,26 @@ def assess_health(
             f"{trials - good} of {trials} trials ({rate:.0%}) did not end ok with a score "
             f"(more than the allowed {max_failure_rate:.0%}): {', '.join(parts)}"
         )
+    incomplete = []
+    if int(counts.get("verifier_error", 0)):
+        incomplete.append(
+            f"{counts['verifier_error']} of {trials} trials have no verdict from the verifier "
+            "(verifier_error); rerun to run them again"
+        )
+    if int(counts.get("unscored", 0)):
+        incomplete.append(
+            f"{counts['unscored']} of {trials} trials unscored (judge_error); rerun to score them"
+        )
+    if int(counts.get("unjudged", 0)):
+        incomplete.append(
+            f"{counts['unjudged']} of {trials} trials unjudged by the judge stage "
+            "(judge_error); the judge's numbers leave them out until a rerun judges them"
+        )
     valid = expected or not reasons
-    return Health(valid=valid, failure_rate=float(rate), reasons=tuple(reasons), expected=expected)
+    return Health(
+        valid=valid,
+        failure_rate=float(rate),
+        reasons=tuple(reasons),
+        expected=expected,
+        incomplete=tuple(incomplete),
+    )

@@ -19,10 +19,15 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: Outcomes of one trial. ``ok`` and ``agent_error`` are the agent's; the other three are the
-#: infrastructure's and follow the declared infra policy (see DESIGN.md, "Resources").
-STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error")
+#: Outcomes of one trial. ``ok`` and ``agent_error`` are the agent's; ``timeout``,
+#: ``oom_killed`` and ``infra_error`` are the infrastructure's and follow the declared infra
+#: policy (see DESIGN.md, "Resources"); ``verifier_error`` (environment tasks) is the grader's:
+#: the verifier left no valid reward, so the trial has no score (never a 0) until a rerun.
+STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error", "verifier_error")
 INFRA_STATUSES = ("timeout", "oom_killed", "infra_error")
+#: Task kinds: a question with a reference answer, or a task that brings its environment and
+#: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor`).
+TASK_KINDS = ("question", "environment")
 
 _UTC = pa.timestamp("us", tz="UTC")
 
@@ -36,8 +41,19 @@ TASKS = pa.schema(
         pa.field("memory_mb", pa.int64()),
         pa.field("time_limit_s", pa.float64()),
         pa.field("sampling_seed", pa.int64()),
+        # environment tasks (null for questions): the kind, the task folder (relative to the
+        # checkout when inside it), the verifier's time limit, a digest of the folder's files
+        pa.field("kind", pa.string()),
+        pa.field("task_dir", pa.string()),
+        pa.field("verifier_time_limit_s", pa.float64()),
+        pa.field("task_digest", pa.string()),
     ]
 )
+
+#: The TASKS columns only environment tasks fill (null for a question task).
+ENVIRONMENT_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
+#: The TASKS columns of a question task, in order.
+QUESTION_TASK_COLUMNS = tuple(f.name for f in TASKS if f.name not in ENVIRONMENT_TASK_COLUMNS)
 
 TRIALS = pa.schema(
     [
@@ -74,12 +90,33 @@ TRIALS = pa.schema(
         # null for imported trials
         pa.field("time_block", pa.int64()),
         pa.field("run_order", pa.int64()),
+        # the trial's variant (evalnoise.runner.variant): the prompt template's level name and
+        # the agent's varied sampling settings (`VAR=value`, by variable, comma-separated);
+        # null when the run did not vary that facet, and for imported trials
+        pa.field("prompt_variant", pa.string()),
+        pa.field("sampling", pa.string()),
         pa.field("image", pa.string()),
         pa.field("image_digest", pa.string()),
         pa.field("backend", pa.string()),
         pa.field("host", pa.string()),
         # imported trials carry their own verdict; pipeline trials get it from the scorer
         pa.field("score", pa.float64()),
+        # environment trials (evalnoise.runner.environment; null for question trials): the
+        # scoring reward (only when the status is ok), every named reward the verifier left
+        # (JSON, whatever the status), the phase a failure happened in (build, setup, agent,
+        # verifier), the phases' times, the verifier's exit code, limit and output tail, the
+        # OOM kills counted in the container, the external agent's commands, the task digest
+        pa.field("reward", pa.float64()),
+        pa.field("rewards_json", pa.string()),
+        pa.field("phase", pa.string()),
+        pa.field("agent_duration_s", pa.float64()),
+        pa.field("verifier_exit_code", pa.int64()),
+        pa.field("verifier_duration_s", pa.float64()),
+        pa.field("verifier_time_limit_s", pa.float64()),
+        pa.field("verifier_output_tail", pa.string()),
+        pa.field("oom_kills", pa.int64()),
+        pa.field("agent_steps", pa.int64()),
+        pa.field("task_digest", pa.string()),
     ]
 )
 

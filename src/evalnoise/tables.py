@@ -7,6 +7,7 @@ row (1-based, counting data rows, as a spreadsheet user would) and the column.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -156,7 +157,13 @@ def read_any(path: str | Path) -> pd.DataFrame:
             if p.stat().st_size == 0:
                 raise InputError("the file is empty", path=str(p))
             sep = "\t" if suffix.endswith(".tsv") else ","
-            return pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+            return pd.read_csv(
+                io.StringIO(read_text_utf8(p)),
+                sep=sep,
+                dtype=str,
+                keep_default_na=False,
+                na_values=[""],
+            )
         if suffix.endswith(".jsonl") or suffix.endswith(".ndjson") or suffix.endswith(".json"):
             return _read_jsonl(p)
     except InputError:
@@ -189,26 +196,42 @@ def _read_parquet(p: Path) -> pd.DataFrame:
     return frame
 
 
+def read_text_utf8(p: Path) -> str:
+    """The file's text as UTF-8 (a leading byte-order mark dropped). A byte that is no
+    UTF-8 is an :class:`InputError` naming its line (1-based, as an editor counts) and its
+    byte offset in the file, never the offset inside some buffer."""
+    data = p.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"line {line}: byte 0x{data[exc.start]:02x} at offset {exc.start} of the file is "
+            f"not UTF-8 ({exc.reason}); save the file as UTF-8",
+            path=str(p),
+        ) from None
+
+
 def _read_jsonl(p: Path) -> pd.DataFrame:
     records = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"line {lineno} is not valid JSON: {exc.msg}", path=str(p)
-                ) from exc
-            if not isinstance(obj, dict):
-                raise InputError(f"line {lineno} is not a JSON object", path=str(p))
-            records.append(obj)
+    for lineno, line in enumerate(read_text_utf8(p).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"line {lineno} is not valid JSON: {exc.msg}", path=str(p)) from exc
+        if not isinstance(obj, dict):
+            raise InputError(f"line {lineno} is not a JSON object", path=str(p))
+        records.append(obj)
     return pd.DataFrame.from_records(records)
 
 
-def _to_scores(raw: pd.Series, path: str, column: str) -> np.ndarray:
-    """Scores as floats: numbers, booleans, or true/false words; anything else is an error."""
+def _to_scores(
+    raw: pd.Series, path: str, column: str, *, allow_missing: bool = False
+) -> np.ndarray:
+    """Scores as floats: numbers, booleans, or true/false words; anything else is an error.
+    A missing score is an error too, unless ``allow_missing`` (then it is NaN)."""
     if pd.api.types.is_bool_dtype(raw):
         return raw.to_numpy(dtype=float)
     if pd.api.types.is_numeric_dtype(raw):
@@ -226,11 +249,11 @@ def _to_scores(raw: pd.Series, path: str, column: str) -> np.ndarray:
                 f"score {raw.iloc[i]!r} is not a number", path=path, row=i + 1, column=column
             )
     missing = np.isnan(values)
-    if missing.any():
+    if missing.any() and not allow_missing:
         i = int(np.flatnonzero(missing)[0])
         raise InputError("score is missing", path=path, row=i + 1, column=column)
-    if not np.isfinite(values).all():
-        i = int(np.flatnonzero(~np.isfinite(values))[0])
+    if np.isinf(values).any():
+        i = int(np.flatnonzero(np.isinf(values))[0])
         raise InputError(f"score {values[i]} is not finite", path=path, row=i + 1, column=column)
     out = (values < 0) | (values > 1)
     if out.any():

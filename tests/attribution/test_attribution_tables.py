@@ -260,3 +260,25 @@ def test_a_share_without_infrastructure_terms_says_so():
     }  # fmt: skip
     line = attribution_lines(g)[1]
     assert "(no infrastructure component; 4 time blocks, 1 host)" in line
+
+
+def test_a_share_whose_interval_reaches_zero_reads_not_detected(noisy_run):
+    """No time or host effect: the share's interval reaches 0, so the line says "not
+    detected" and prints no share; with the injected effects it prints the share."""
+    g = {
+        "policy": [{"policy": "as_incorrect", "applicable": True, "mean": 0.44,
+                    "ci_low": 0.29, "ci_high": 0.59}],
+        "policy_moves_result": False, "infra_share": 0.21, "infra_share_ci_low": 0.0,
+        "infra_share_ci_high": 0.52, "infra_share_detected": False,
+        "infra_components": ["time_block", "task:time_block"], "time_blocks": 4, "hosts": 1,
+        "drift_p": 0.32, "flaky_flagged": 0, "flaky_checks_run": ["time_block"],
+    }  # fmt: skip
+    line = attribution_lines(g)[1]
+    assert line.startswith("infrastructure share of variance: not detected")
+    assert "0.21" not in line and "[0.00, 0.52]" in line
+    detected = attribution_lines(g | {"infra_share_detected": True, "infra_share_ci_low": 0.05})
+    assert detected[1].startswith("infrastructure share of variance 0.21 [0.05, 0.52]")
+    out = attribution_for_trials(noisy_run.trials, {"resource_profile": None})
+    summary = next(v for k, v in out.summary.items() if not k.startswith("_"))
+    assert summary["infra_share_detected"] is True
+    assert summary["infra_share_components_ci"]["time_block"]["detected"] is True

@@ -129,6 +129,57 @@ def test_connection_refused_is_retried_then_fails():
     with pytest.raises(ChatError, match="cannot reach") as info:
         client.chat(MESSAGES)
     assert info.value.retryable and info.value.attempts == 3 and client.requests_sent == 3
+    from evalnoise.models.client import forget_dead_servers
+
+    forget_dead_servers()  # the port is known dead now; nothing else of this process uses it
+
+
+def test_a_refused_server_is_known_dead_and_later_calls_fail_at_once():
+    """Issue 21.4: once every attempt of a call was refused, the next calls send nothing."""
+    from evalnoise.models.client import forget_dead_servers
+    from evalnoise.models.server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    try:
+        first = ChatClient(url, "m", max_retries=2, backoff_s=0.01)
+        with pytest.raises(ChatError):
+            first.chat(MESSAGES)
+        assert first.requests_sent == 3
+        later = ChatClient(url, "m", max_retries=4, backoff_s=0.01)  # another client too
+        for _ in range(16):
+            with pytest.raises(ChatError, match="known dead") as info:
+                later.chat(MESSAGES)
+            assert info.value.attempts == 0 and not info.value.retryable
+        assert later.requests_sent == 0
+    finally:
+        forget_dead_servers()
+
+
+def test_a_judge_whose_server_died_fails_its_remaining_trials_at_once(tmp_path):
+    """Issue 21.4: the judge's managed server is killed mid-stage; the client learns from
+    the server's process that it is gone and fails the next trials without a request or a
+    back-off (before: 5 attempts with back-off per call, 2 minutes for 16 trials)."""
+    from evalnoise.models.client import forget_dead_servers
+    from evalnoise.scorers import LLMJudge
+
+    server = LlamaServer(log_path=str(tmp_path / "server.log")).start()
+    try:
+        client = ChatClient(
+            server.base_url, server.model, max_tokens=16, max_retries=4, alive=server.alive
+        )
+        judge = LLMJudge(client, mode="extract", structured="text")
+        assert judge.judge("What is 2 + 3?", "5", "5").status == "ok"
+        sent = client.requests_sent
+        server.kill()
+        results = [judge.judge(f"What is {i} + 1?", str(i + 1), str(i + 1)) for i in range(16)]
+        assert [r.status for r in results] == ["judge_error"] * 16
+        # one request found the server gone (no retry), the 15 others sent none
+        assert client.requests_sent - sent == 1
+        assert "process is gone" in results[0].explanation
+        assert all("known dead" in r.explanation for r in results[1:])
+    finally:
+        server.stop()
+        forget_dead_servers()
 
 
 def test_client_errors_are_not_retried(llama_server):

@@ -50,6 +50,8 @@ PROJECT_FILES = (
     "src",
     "agents",
     "images",
+    "examples",
+    "tools/dvc-snakemake",
 )
 TINY_AGENT = ROOT / "tests" / "pipeline" / "tiny_agent"
 
@@ -68,6 +70,7 @@ def copy_project(path: Path, names: tuple[str, ...] = PROJECT_FILES, root: Path 
         if source.is_dir():
             shutil.copytree(source, path / name, ignore=ignore_caches)
         else:
+            (path / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, path / name)
     return path
 

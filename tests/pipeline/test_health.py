@@ -69,6 +69,9 @@ def test_canary_stops_a_crashing_agent_before_its_sweep(tmp_path, engine):
     rows = [r for rows in journals(ws).values() for r in rows]
     assert not [r for r in rows if r["agent"] == "crasher"]
     assert not (ws / "results" / "trials" / "crasher" / "canary.json").exists()
+    # a verdict is not retried (issue 21.3): the profile's retries: 2 ran it once, not 3 ×
+    assert out.count("Error in rule canary") == 1
+    assert "Trying to restart job" not in out
 
 
 def test_without_canary_a_crashed_group_is_flagged_everywhere(tmp_path, engine):
@@ -111,6 +114,9 @@ def test_without_canary_a_crashed_group_is_flagged_everywhere(tmp_path, engine):
     cards = list((ws / "results" / "report").rglob("*crasher*3x*.json"))
     assert cards, "no card of crasher@3x"
     assert json.loads(cards[0].read_text())["valid"] is False
+
+    # the check's verdict ran once, not once per retry of the profile (issue 21.3)
+    assert out.count("Error in rule check") == 1
 
     # a rerun changes nothing and fails the same way (the check is the last rule)
     again = run_tool(ws, "snakemake", "--cores", "2", check=False, timeout=600)
@@ -156,3 +162,75 @@ def test_a_single_task_run_is_reported(tmp_path, engine):
     assert solo["n_tasks"] == 1 and solo["n_trials"] == 3
     assert solo["icc"] is None  # undefined with one task, never a crash
     assert (ws / "results" / "report" / "index.html").exists()
+
+
+def test_an_agent_that_crashes_on_half_its_trials_has_no_headline(tmp_path, engine):
+    """Issue 21.1: the agent passes its canary (trial 0) and crashes with SIGSEGV on every
+    odd trial, answering right otherwise. No output reads the crashes as wrong answers
+    without saying so: the headline (accuracy, CI, ICC) is null with the reason beside it,
+    and the reading that counts crashes as 0 appears only under its own label, next to
+    the reading over the trials that answered."""
+    config = {
+        "benchmark": {"n": 4, "levels": [1]},
+        "agents": {"halfcrash": tiny(TINY_RATE="1", TINY_CRASH="segv-odd")},
+        "resource_profiles": {"3x": PROFILES["3x"]},
+        "trials": {"count": 4, "block_size": 4},
+        "task_chunk_size": 4,
+        "health": {"expected_failures": []},
+        **FAST,
+    }
+    ws = make_workspace(tmp_path / "ws", config)
+    result = run_tool(ws, "snakemake", "--cores", "2", check=False, timeout=900)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0 and "NOT A MEASUREMENT OF THE AGENT" in out
+
+    # the score shards hold no 0 for a crash: it is unscored
+    import pandas as pd
+
+    scores = pd.concat(pd.read_parquet(p) for p in (ws / "results" / "scores").rglob("*.parquet"))
+    crashed = scores[scores["exit_code"] == 139]
+    assert len(crashed) == 8 and crashed["score"].isna().all()
+    assert (crashed["judge_status"] == "skipped_crash").all()
+
+    metrics = json.loads(_read(ws, "results/metrics.json"))
+    group = metrics["groups"]["halfcrash@3x"]
+    assert group["valid"] is False
+    assert group["accuracy"] is None and group["ci_low"] is None and group["ci_high"] is None
+    assert group["icc"] is None
+    assert group["withheld"].startswith("not a measurement of the agent")
+    assert "8 of 16 trials crashed (SIGSEGV)" in group["withheld"]
+    assert group["outcomes"]["crashed"] == 8 and group["outcomes"]["ok"] == 8
+    assert group["readings"]["answered"] == {
+        "accuracy": 1.0,
+        "ci_low": group["readings"]["answered"]["ci_low"],
+        "ci_high": 1.0,
+        "n_trials": 8,
+    }
+    assert group["readings"]["failures_as_incorrect"]["accuracy"] == 0.5
+    assert group["readings"]["failures_as_incorrect"]["n_trials"] == 16
+
+    stats = json.loads(_read(ws, "results/analysis/groups/halfcrash/3x.json"))
+    assert stats["overall"]["mean"] is None and stats["overall"]["icc"] is None
+    conv = _read(ws, "results/analysis/convergence/halfcrash/3x.csv").strip().splitlines()
+    assert len(conv) == 1  # header only: the ICC is withheld
+
+    summary = _read(ws, "results/analysis/summary.txt")
+    line = next(x for x in summary.splitlines() if x.startswith("halfcrash@3x: "))
+    assert "no accuracy: not a measurement of the agent" in line and "%" not in line
+    assert (
+        "readings: over the trials that answered 100.0% [" in summary
+        and "failures as incorrect 50.0% [" in summary
+    )
+    # the infra-policy line's readings are labelled and differ: crashes 0 vs left out
+    attribution = json.loads(_read(ws, "results/analysis/attribution.json"))
+    policies = {p["policy"]: p for p in attribution["halfcrash@3x"]["policy"]}
+    assert policies["as_incorrect"]["mean"] == 0.5 and policies["exclude"]["mean"] == 1.0
+
+    cards = list((ws / "results" / "report").rglob("*halfcrash*3x*.json"))
+    card = json.loads(cards[0].read_text())
+    assert card["metrics"]["accuracy"] is None
+    assert card["metrics"]["accuracy_withheld"].startswith("not a measurement")
+    assert card["metrics"]["readings"]["failures_as_incorrect"]["mean"] == 0.5
+    html = _read(ws, "results/report/index.html")
+    assert "no accuracy: not a measurement of the agent" in html
+    assert "failures as incorrect 50.0%" in html

@@ -230,6 +230,19 @@ def test_import_statuses_and_errors(tmp_path):
     assert frame["trial"].tolist() == [0, 1, 0, 1]
     assert frame.loc[1, "status"] == "timeout" and pd.isna(frame.loc[1, "score"])
     assert import_groups(str(path), columns) == [("x", "1x")]
+    # an agent error that left no score (a Harbor agent crash) imports as the agent's
+    # failure, as the pipeline's scorer counts one, instead of stopping the import
+    errored = tmp_path / "agent_error.csv"
+    pd.DataFrame(
+        {
+            "task_id": ["a", "b"],
+            "trial": [0, 0],
+            "correct": [1, None],
+            "status": ["ok", "agent_error"],
+        }
+    ).to_csv(errored, index=False)
+    _, _, scores = import_table(str(errored), dict(COLUMNS, status="status"))
+    assert scores.to_pandas()["score"].tolist() == [1.0, 0.0]
     with pytest.raises(InputError, match="column 'nope'"):
         import_groups(str(path), dict(columns, status="nope"))
     bad = tmp_path / "bad.csv"
@@ -238,3 +251,55 @@ def test_import_statuses_and_errors(tmp_path):
     ).to_csv(bad, index=False)
     with pytest.raises(InputError, match="status 'crashed' is not one of"):
         import_groups(str(bad), dict(COLUMNS, group="agent", status="status"))
+
+
+def test_unjudged_trials_are_counted_and_make_the_group_incomplete(shards, tmp_path):
+    """Issue 21.2: with the judge's server killed mid-stage, the unjudged trials are
+    counted in the group's outcomes and make it incomplete (metrics ``valid: false``); the
+    judge's parse rate is over the replies that came back, not over every trial sent."""
+    from evalnoise.pipeline.judging import judge_quality
+
+    tasks, files = shards
+    judged = pq.read_table(files["a3"]).to_pandas()
+    judged["scorer"] = "judge:m"
+    judged["judge_status"] = "ok"
+    judged["judge_votes"] = [[bool(c), bool(c)] for c in judged["correct"]]
+    judged["correct"] = judged["correct"].astype("boolean")
+    dead = judged.index[:5]  # the server died: no reply
+    unparsed = judged.index[5:6]  # a reply that did not parse
+    judged.loc[dead, "judge_explanation"] = "judge call failed after 1 attempt(s): refused"
+    judged.loc[unparsed, "judge_explanation"] = "unparseable judge reply (no JSON): 'x'"
+    for rows in (dead, unparsed):
+        judged.loc[rows, ["correct", "score"]] = None
+        judged.loc[rows, "judge_status"] = "judge_error"
+        judged.loc[rows, "judge_votes"] = pd.Series([None] * len(rows), index=rows)
+    path = tmp_path / "judged.parquet"
+    pq.write_table(conform(pa.Table.from_pandas(judged, preserve_index=False), SCORES), path)
+
+    record = judge_quality(
+        [files["a3"]],
+        [path],
+        tasks,
+        "a",
+        "3x",
+        options=OPTIONS,
+        policy=AS_INCORRECT,
+        judge={"mode": "extract", "samples": 2},
+    )
+    assert (record["unjudged"], record["call_failures"], record["unparsed"]) == (6, 5, 1)
+    assert record["parse_rate"] == pytest.approx(18 / 19)  # 19 replies, 18 parsed
+
+    group = load_group([files["a3"]], tasks, "a", "3x", AS_INCORRECT)
+    stats = analyze_group(group, OPTIONS, policy="as incorrect")
+    result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
+    metrics = result["metrics"]
+    entry = metrics["groups"]["a@3x"]
+    assert entry["outcomes"]["unjudged"] == 6 and entry["judge"]["unjudged"] == 6
+    assert entry["valid"] is False and entry["measurement"] is True
+    assert "6 of 24 trials unjudged" in entry["incomplete"][0]
+    assert entry["accuracy"] is not None  # the reference scorer's headline is complete
+    assert metrics["valid"] is False
+    assert any("6 of 24 trials unjudged" in p for p in result["problems"])
+    assert "6 of 24 UNJUDGED (5 calls failed, 1 reply unparseable)" in result["summary"]
+    (out,) = result["groups"]
+    assert out["health"]["complete"] is False and out["outcomes"]["unjudged"] == 6

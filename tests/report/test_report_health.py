@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from evalnoise.outcomes import outcome_line
 from evalnoise.report import build_report, evaluation_card
 from evalnoise.report.build import NOT_A_MEASUREMENT_SUFFIX
 from evalnoise.report.cards import card_markdown, card_rows
@@ -20,7 +21,6 @@ from evalnoise.report.health import (
     health_of,
     machine_of,
     outcomes_of,
-    outcomes_text,
     status_text,
 )
 
@@ -59,7 +59,7 @@ def test_missing_outcomes_and_health_are_unknown() -> None:
     assert health["valid"] is None and health["reasons"] == [] and not health["expected"]
     assert banner_text(health) is None and expected_text(health) is None
     assert status_text(health).startswith("not assessed")
-    assert outcomes_text(None) == "not recorded"
+    assert outcome_line(None) == "not recorded"
 
 
 def test_partial_outcomes_and_text_flags() -> None:
@@ -74,7 +74,7 @@ def test_partial_outcomes_and_text_flags() -> None:
     assert health["valid"] is False and health["expected"] is False
     assert health["crash_signals"] == {"SIGILL": 1}  # zero counts dropped
     assert banner_text(health) == "Not a measurement of the agent: r"
-    assert "infra_error ?" in outcomes_text(out) and "of ? trials" in outcomes_text(out)
+    assert "? infra_error" in outcome_line(out) and outcome_line(out).startswith("? trials:")
 
 
 def test_machine_of() -> None:
@@ -106,8 +106,11 @@ def test_invalid_card_in_json_and_markdown(failure_inputs) -> None:
     assert f"~~`{card['reporting_line']}`~~ — **not a measurement of the agent**" in md
     assert "| Accuracy | ~~0.0% (95% CI" in md
     assert re.search(r"\| Accuracy \| 0\.0%", md) is None
-    assert "| ok | crashed | no answer | timeout | oom_killed | infra_error | unscored |" in md
-    assert "| 0 | 96 | 0 | 0 | 0 | 0 | 0 | 96 | 96 |" in md
+    assert (
+        "| ok | crashed | no answer | timeout | oom_killed | infra_error | verifier_error "
+        "| unscored |" in md
+    )
+    assert "| 0 | 96 | 0 | 0 | 0 | 0 | 0 | 0 | 96 | 96 |" in md
     assert "Crash signals: SIGSEGV × 96" in md
     rows = dict(card_rows(card))
     assert rows["Accuracy"].endswith("— not a measurement of the agent")
@@ -120,7 +123,7 @@ def test_healthy_card_has_no_banner(failure_inputs) -> None:
     md = card_markdown(card)
     assert "Not a measurement" not in md and "~~" not in md
     assert f"```\n{card['reporting_line']}\n```" in md
-    assert "| 94 | 0 | 1 | 1 | 0 | 0 | 0 | 96 | 97 |" in md
+    assert "| 94 | 0 | 1 | 1 | 0 | 0 | 0 | 0 | 96 | 97 |" in md
     assert dict(card_rows(card))["Health"].startswith("measurement — 2.1%")
 
 
@@ -215,6 +218,7 @@ def test_index_outcome_table(failure_report) -> None:
         "timeout",
         "oom_killed",
         "infra_error",
+        "verifier_error",
         "unscored",
         "trials",
         "attempts",
@@ -225,13 +229,13 @@ def test_index_outcome_table(failure_report) -> None:
     }
     assert got["crashy-agent @ 3x"] == (
         True,
-        ["NOT A MEASUREMENT of the agent (100.0% failed)", "0", "96", *["0"] * 5, "96", "96"],
+        ["NOT A MEASUREMENT of the agent (100.0% failed)", "0", "96", *["0"] * 6, "96", "96"],
     )
     assert got["healthy-agent @ 3x"] == (
         False,
-        ["measurement (2.1% failed)", "94", "0", "1", "1", "0", "0", "0", "96", "97"],
+        ["measurement (2.1% failed)", "94", "0", "1", "1", "0", "0", "0", "0", "96", "97"],
     )
-    assert got["oracle-agent @ 3x"][1][1:] == ["96", "0", "0", "0", "0", "0", "0", "96", "96"]
+    assert got["oracle-agent @ 3x"][1][1:] == ["96", *["0"] * 7, "96", "96"]
     assert got["healthy-agent @ 1x"][1][0].startswith("failures declared as the experiment")
 
 

@@ -46,3 +46,11 @@ def docker_backend(docker_engine):
     from evalnoise.runner.docker_backend import DockerBackend
 
     return DockerBackend()
+
+
+@pytest.fixture(scope="session")
+def env_backend(docker_engine, base_image):
+    """The environment-trial backend (evalnoise.runner.environment) on the base image."""
+    from evalnoise.runner.environment import EnvironmentBackend
+
+    return EnvironmentBackend(base=base_image)

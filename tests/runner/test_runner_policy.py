@@ -172,3 +172,26 @@ def test_invalid_policies(bad):
 def test_describe():
     assert infra_policy("retry:3").describe() == "retry (up to 3 attempts; then as incorrect)"
     assert infra_policy("as_incorrect").describe() == "as incorrect"
+
+
+def test_crashes_follow_the_policy_and_are_counted():
+    """Issue 21.1: a crash (agent_error by a fault signal) has no answer: the scorer leaves
+    it unscored and the policy decides how it counts, as for an infra outcome."""
+    rows = table(
+        [
+            ("t1", 0, 1, "ok", 1.0),
+            ("t1", 1, 1, "agent_error", None),  # SIGSEGV
+            ("t2", 0, 1, "agent_error", 0.0),  # exit 1: the agent's own wrong answer
+            ("t2", 1, 1, "ok", 1.0),
+        ]
+    )
+    rows["exit_code"] = [0, 139, 1, 0]
+    counted = apply_infra_policy(rows, "as_incorrect")
+    assert counted.counts["crashed_final"] == 1
+    assert counted.counts["scored_incorrect_by_policy"] == 1
+    assert counted.counted["score"].tolist() == [1.0, 0.0, 0.0, 1.0]
+    excluded = apply_infra_policy(rows, "exclude")
+    assert excluded.counts["excluded"] == 1 and excluded.excluded["exit_code"].tolist() == [139]
+    assert excluded.counted["score"].tolist() == [1.0, 0.0, 1.0]
+    # without exit codes a crash cannot be told from another agent error
+    assert apply_infra_policy(rows.drop(columns="exit_code"), "exclude").counts["excluded"] == 0

@@ -116,3 +116,20 @@ def test_every_trials_column_is_kept():
     out = score_trials(pd.DataFrame([row]), TASKS, "gaia").to_pandas()
     assert out["host"][0] == "h" and out["backend"][0] == "docker"
     assert out["correct"][0] == True  # noqa: E712
+
+
+def test_a_crash_is_not_scored():
+    """Issue 21.1: a crashed trial has no answer, so the score shard holds no 0 for it."""
+    trials = _trials(
+        [
+            {"task_id": "a", "status": "agent_error", "exit_code": 139, "prediction": None},
+            {"task_id": "a", "status": "agent_error", "exit_code": -11, "trial": 1},
+            {"task_id": "a", "status": "agent_error", "exit_code": 1, "trial": 2},
+        ]
+    )
+    out = score_trials(trials, TASKS, "numeric").to_pandas()
+    assert out["score"].isna().tolist() == [True, True, False]
+    assert out["correct"].isna().tolist() == [True, True, False]
+    assert out["judge_status"].tolist()[:2] == ["skipped_crash", "skipped_crash"]
+    assert "crashed (SIGSEGV)" in out["judge_explanation"][0]
+    assert out["score"][2] == 0.0  # a plain agent error is the agent's wrong answer

@@ -169,6 +169,20 @@ def test_nearly_constant_judge_is_degenerate_and_threshold_applies():
     assert not judge_agreement(*_expand(20, 5, 10, 15)).degenerate
 
 
+def test_constant_reference_is_degenerate_both_ways():
+    """Issue 21.10: an always-right agent (reference TRUE everywhere) gets κ = 0 whatever
+    the judge does; it is flagged by the same rule as the always-wrong case."""
+    judge = np.array([1.0] * 36 + [0.0] * 4)  # the judge rejects 10 % of right answers
+    right = judge_agreement(judge, np.ones(40))
+    assert right.kappa == 0.0 and right.degenerate
+    assert "reference says TRUE to 100.0%" in right.degenerate_reason
+    assert "false-reject" in right.degenerate_reason
+    wrong = judge_agreement(1.0 - judge, np.zeros(40))  # mirror image: always wrong
+    assert wrong.kappa == 0.0 and wrong.degenerate
+    assert "reference says FALSE to 100.0%" in wrong.degenerate_reason
+    assert "false-accept" in wrong.degenerate_reason
+
+
 def test_undefined_kappa():
     res = judge_agreement(np.ones(10), np.ones(10))
     assert np.isnan(res.kappa) and np.isnan(res.kappa_se)

@@ -1,4 +1,12 @@
-"""nested_components(), nested_allocation(): statsmodels MixedLM / Type I SS, simulations."""
+"""The judge's nested components and the judge-sample plan, both computed by the G-study
+engine: statsmodels MixedLM / Type I SS, simulations, brute force.
+
+The tests of ``stats/nested.py`` (``nested_components``, ``nested_allocation``), which the
+engine replaced: the same reference values, now against the judge table's record
+(:func:`evalnoise.pipeline.judging.nested_record`, the G study of task / trial:task with judge
+samples as replicates) and the D study behind ``evalnoise plan --sigma2-judge``
+(:func:`evalnoise.cli.plan.judge_plan`).
+"""
 
 from __future__ import annotations
 
@@ -15,13 +23,64 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.anova import anova_lm
 
-from evalnoise.stats.nested import (
-    _mls_difference,
-    nested_allocation,
-    nested_components,
-    nested_mean_variance,
-)
+from evalnoise.cli.plan import judge_plan
+from evalnoise.pipeline.judging import nested_record
+from evalnoise.stats import dstudy, variance_model
+from evalnoise.stats._gmoments import mls_interval
 from evalnoise.stats.planning import allocation_table, cost_allocation
+
+
+class _Record:
+    """The judge record's keys as attributes (None shares as NaN)."""
+
+    def __init__(self, record):
+        self.record = record
+        for k, v in record.items():
+            setattr(self, k, float("nan") if v is None else v)
+
+    def to_dict(self):
+        return self.record
+
+
+def nested_components(scores, tasks, trials, *, confidence=0.95, method="auto"):
+    return _Record(nested_record(scores, tasks, trials, confidence, method=method))
+
+
+def nested_mean_variance(n, t, k, s_a, s_b, s_e):
+    """Var(μ̂) of n tasks × t trials × k judge samples, by the D study."""
+    model = variance_model(
+        ["task", "trial:task"],
+        {"task": s_a, "trial:task": s_b, "residual": s_e},
+        replicate="judge_sample",
+    )
+    var = dstudy(model, {"task": n, "trial": t}, replicates=k).variance
+    return float(var[0]) if var.size == 1 else var
+
+
+class _Plan:
+    """judge_plan's result in the shape of the old NestedAllocationResult."""
+
+    def __init__(self, res, optimum, per_k):
+        rec = res.recommended
+        self.recommended = type("Rec", (), {})()
+        self.recommended.n_tasks = rec.sizes["task"]
+        self.recommended.trials = rec.sizes["trial"]
+        self.recommended.judge_samples = rec.replicates
+        self.recommended.cost = rec.cost
+        self.recommended.variance = rec.variance
+        self.recommended.se = rec.se
+        self.trials_opt = optimum["trial"]
+        self.judge_samples_opt = optimum["judge_sample"]
+        self.n_tasks_opt = optimum["task"]
+        self.judge_samples = per_k["value"]
+        self.variance = per_k["variance"]
+        self.variance_ratio = per_k["variance"] / per_k["variance"][0]
+        self.warnings = res.warnings
+        self.result = res
+
+
+def nested_allocation(budget, s_a, s_b, s_e, **kw):
+    return _Plan(*judge_plan(budget, s_a, s_b, s_e, **kw))
 
 
 def _normal(rng, a=20, b=5, c=3, s=(0.04, 0.08, 0.05), keep=1.0):
@@ -99,7 +158,7 @@ def test_unbalanced_sums_of_squares_match_type1_anova():
     rng = np.random.default_rng(3)
     y, ta, tr = _normal(rng, a=15, b=4, c=3, keep=0.7)
     res = nested_components(y, ta, tr)
-    assert not res.balanced and res.method == "henderson1"
+    assert not res.balanced and res.method == "reml"
     df = pd.DataFrame({"y": y, "task": ta, "trial": tr})
     table = anova_lm(smf.ols("y ~ C(task) + C(task):C(trial)", df).fit(), typ=1)
     assert res.ms_task == pytest.approx(table["mean_sq"].iloc[0], rel=1e-9)
@@ -111,7 +170,7 @@ def test_unbalanced_sums_of_squares_match_type1_anova():
 
 def test_mls_reduces_to_chi_square_and_matches_gauge_rr_form():
     # Nothing subtracted: the exact χ² interval for c1·σ².
-    lo, hi = _mls_difference(2.0, 3.0, 10, 0.0, 0.0, 5, 0.05)
+    lo, hi = mls_interval(np.array([2.0]), np.array([3.0]), np.array([10.0]), 0.05)
     assert lo == pytest.approx(2 * 3 * 10 / stats.chi2.ppf(0.975, 10))
     assert hi == pytest.approx(2 * 3 * 10 / stats.chi2.ppf(0.025, 10))
     # Written out with F(∞, n) quantiles as in Burdick & Graybill (1992), ch. 3.
@@ -125,9 +184,8 @@ def test_mls_reduces_to_chi_square_and_matches_gauge_rr_form():
     h12 = ((1 - f2) ** 2 - h1**2 * f2**2 - g2**2) / f2
     lo_ref = s1 - s2 - math.sqrt(g1**2 * s1**2 + h2**2 * s2**2 + g12 * s1 * s2)
     hi_ref = s1 - s2 + math.sqrt(h1**2 * s1**2 + g2**2 * s2**2 + h12 * s1 * s2)
-    assert _mls_difference(1.0, s1, n1, 1.0, s2, n2, al) == pytest.approx(
-        (lo_ref, hi_ref), rel=1e-6
-    )
+    got = mls_interval(np.array([1.0, -1.0]), np.array([s1, s2]), np.array([n1, n2]), al)
+    assert got == pytest.approx((lo_ref, hi_ref), rel=1e-6)
 
 
 # --- simulations with known components (fixed seeds) --------------------------------------
@@ -141,7 +199,8 @@ def test_coverage_and_unbiasedness_normal(keep):
     raw = np.empty((reps, 3))
     cover = np.zeros(3)
     for r in range(reps):
-        res = nested_components(*_normal(rng, s=tuple(truth), keep=keep))
+        # the moment estimator (Henderson III: Type I for a nested design) is the unbiased one
+        res = nested_components(*_normal(rng, s=tuple(truth), keep=keep), method="henderson3")
         raw[r] = res.sigma2_task_raw, res.sigma2_trial_raw, res.sigma2_judge_raw
         lows = res.sigma2_task_ci_low, res.sigma2_trial_ci_low, res.sigma2_judge_ci_low
         highs = res.sigma2_task_ci_high, res.sigma2_trial_ci_high, res.sigma2_judge_ci_high
@@ -203,7 +262,7 @@ def test_constant_scores_and_truncation():
     ta, tr = np.repeat(np.arange(4), 6), np.tile(np.repeat(np.arange(3), 2), 4)
     res = nested_components(np.ones(24), ta, tr)
     assert (res.sigma2_task, res.sigma2_trial, res.sigma2_judge) == (0.0, 0.0, 0.0)
-    assert np.isnan(res.share_task) and any("shares" in w for w in res.warnings)
+    assert np.isnan(res.share_task) and any("no variance to split" in w for w in res.warnings)
     # Trials vary less than judge noise predicts: σ²_trial < 0 → truncated, raw kept.
     y = np.tile([0.0, 1.0], 12)
     res = nested_components(y, ta, tr)
@@ -224,9 +283,9 @@ def test_missing_rows_labels_and_order():
     y2 = np.append(y, np.nan)
     res = nested_components(y2, np.append(ta, 0), np.append(tr, 0))
     assert res.n_obs == y.size and any("without a score" in w for w in res.warnings)
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match="labels for"):
         nested_components(y, ta[:-1], tr)
-    with pytest.raises(ValueError, match="must not be missing"):
+    with pytest.raises(ValueError, match="missing label"):
         nested_components(y, np.where(ta == 0, np.nan, ta), tr)
 
 
@@ -234,12 +293,10 @@ def test_to_dict_is_json():
     rng = np.random.default_rng(7)
     d = nested_components(*_normal(rng)).to_dict()
     assert json.loads(json.dumps(d))["method"] == "anova"
-    plan = nested_allocation(
-        500, 0.04, 0.1, 0.05, cost_per_trial=1, cost_per_judge_sample=0.1
-    ).to_dict()
-    back = json.loads(json.dumps(plan))
-    assert back["recommended"]["judge_samples"] >= 1
-    assert len(back["variance"]) == len(back["judge_samples"])
+    plan = nested_allocation(500, 0.04, 0.1, 0.05, cost_per_trial=1, cost_per_judge_sample=0.1)
+    back = json.loads(json.dumps(plan.result.to_dict()))
+    assert back["recommended"]["replicates"] >= 1
+    assert len(back["variance"]) == len(back["n_free"])
 
 
 # --- planner -----------------------------------------------------------------------------
@@ -344,13 +401,13 @@ def test_planner_validation_and_edges():
         nested_allocation(100, 0.1, 0.1, 0.1, cost_per_trial=0, cost_per_judge_sample=1)
     with pytest.raises(ValueError, match="cannot buy"):
         nested_allocation(1, 0.1, 0.1, 0.1, cost_per_trial=1, cost_per_judge_sample=1)
-    with pytest.raises(ValueError, match="sigma2_task"):
+    with pytest.raises(ValueError, match="sigma2\\['task'\\]"):
         nested_allocation(100, -0.1, 0.1, 0.1, cost_per_trial=1, cost_per_judge_sample=1)
     free = nested_allocation(
         100, 0.1, 0.1, 0.1, cost_per_trial=1, cost_per_judge_sample=0, max_tasks=10
     )
     assert free.recommended.judge_samples == 64
-    assert any("max_judge_samples" in w for w in free.warnings)
+    assert any("judge_sample is the largest searched (64)" in w for w in free.warnings)
     assert math.isinf(free.judge_samples_opt)
     assert nested_mean_variance([1, 2], 1, 1, 1.0, 0.0, 0.0).tolist() == [1.0, 0.5]
 
@@ -377,7 +434,7 @@ def test_truncated_components_nonnegative_shares_sum_to_one(design):
         y = (y > 0.5).astype(float)
     res = nested_components(y, ta, tr)
     comps = np.array([res.sigma2_task, res.sigma2_trial, res.sigma2_judge])
-    shares = np.array([res.share_task, res.share_trial, res.share_judge])
+    shares = np.array([res.share_task_estimate, res.share_trial_estimate, res.share_judge_estimate])
     finite = np.isfinite(comps)
     assert np.all(comps[finite] >= 0)
     if np.all(np.isfinite(shares)):
@@ -419,3 +476,30 @@ def test_recommended_is_feasible_and_no_worse_than_k1(s_a, s_b, s_e, c_a, c_b, c
     assert rec.variance == pytest.approx(
         nested_mean_variance(rec.n_tasks, rec.trials, rec.judge_samples, s_a, s_b, s_e)
     )
+
+
+def test_the_judge_record_keeps_the_judge_tables_columns():
+    """Every column of the judge table (the fields of the replaced NestedComponentsResult),
+    and the summary reads its shares: a component not detected has no share."""
+    from evalnoise.formatting import jsonable
+    from evalnoise.pipeline.stages import judge_summary
+
+    old_columns = {
+        f"sigma2_{c}{k}" for c in ("task", "trial", "judge") for k in ("", "_raw", "_ci_low",
+                                                                        "_ci_high")
+    } | {f"share_{c}" for c in ("task", "trial", "judge")} | {
+        f"{k}_{c}" for k in ("ms", "df") for c in ("task", "trial", "judge")
+    } | {"icc_task", "mean", "k_trial", "k_task_trial", "k_task", "n_tasks", "n_trials",
+         "n_obs", "balanced", "method", "ci_method", "confidence", "warnings"}  # fmt: skip
+    rng = np.random.default_rng(12)
+    y, ta, tr, _ = _binary(rng, a=40)
+    record = nested_record(y, ta, tr, 0.95)
+    assert old_columns <= set(record)
+    assert json.loads(json.dumps(jsonable(record)))["n_obs"] == y.size
+    summary = judge_summary({"mode": "extract", "samples": 4, "sent": 1, "nested": record})
+    assert summary["share_judge"] == pytest.approx(record["share_judge_estimate"])
+    quiet = nested_record(np.repeat(rng.random(40 * 6) < 0.5, 4).astype(float),
+                          np.repeat(np.arange(40), 24), np.tile(np.repeat(np.arange(6), 4), 40),
+                          0.95)  # fmt: skip
+    assert quiet["sigma2_judge"] == 0 and quiet["share_judge"] is None
+    assert not quiet["detected_judge"] and quiet["share_judge_estimate"] == 0

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalnoise.errors import InputError
-from evalnoise.schema import TASKS
+from evalnoise.schema import QUESTION_TASK_COLUMNS, TASKS
 from evalnoise.tasks import load_task_file, sample_tasks, tasks_table
 
 
@@ -36,7 +36,7 @@ GOOD = [
 
 def test_jsonl(tmp_path):
     tasks = load_task_file(_jsonl(tmp_path / "t.jsonl", GOOD))
-    assert list(tasks.columns) == [f.name for f in TASKS]
+    assert list(tasks.columns) == list(QUESTION_TASK_COLUMNS)
     assert tasks["task_id"].tolist() == ["q1", "2", "q3"]
     assert tasks["answer"].tolist() == ["4", "Paris", "0.5"]
     assert tasks["level"].tolist()[0] == "1" and pd.isna(tasks["level"][1])

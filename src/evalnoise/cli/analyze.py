@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from evalnoise.cli._columns import add_column_options
+from evalnoise.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,6 +69,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "hosts, flaky tasks, resource sensitivity), which runs when the table has a status, "
         "timestamp or host column",
     )
+    facets = p.add_argument_group(
+        "facets: every source of noise the table varied, in one variance model (G study)"
+    )
+    facets.add_argument(
+        "--facets",
+        metavar="COL[,COL…]",
+        help="columns that are random facets crossed with the task (INNER:OUTER nests INNER "
+        "in OUTER, e.g. judge:prompt); the JSON gains per group the G study (a variance "
+        "component per effect, with its interval) and the D study (the total-error SE beside "
+        "the task-clustered one, and projections); the trial column is then optional (scores "
+        "sharing every facet's level are replicates)",
+    )
+    facets.add_argument(
+        "--facet-costs",
+        metavar="F=C[,F=C…]",
+        help="cost per level of each facet (and 'trial' per score) for the D study's cheapest "
+        "design (with --target-se)",
+    )
+    facets.add_argument(
+        "--target-se", type=float, metavar="S", help="the SE the cheapest design must reach"
+    )
     p.add_argument(
         "--max-failure-rate",
         type=float,
@@ -82,20 +104,28 @@ def with_outcomes(
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The rows that count (a failed trial without a score counts as incorrect, as the
     pipeline's ``as_incorrect`` policy does; an ``ok`` trial without a score is unscored and
-    left out), and each group's rows with the columns :func:`outcome_counts` reads."""
+    left out), and each group's rows with the columns :func:`outcome_counts` and
+    :func:`evalnoise.analysis.failure_readings` read (``task_id``, ``status``,
+    ``exit_code``, ``score``)."""
     import numpy as np
     import pandas as pd
+
+    from evalnoise.tables import _to_scores
 
     if status not in raw.columns:
         return raw, {}
     score = raw[columns.score] if columns.score in raw.columns else pd.Series(np.nan, raw.index)
     missing = score.isna() | score.astype("string").str.strip().eq("")
     state = raw[status].astype(str)
+    values = _to_scores(score.mask(missing), path, columns.score, allow_missing=True)
     view = pd.DataFrame(
         {
+            "task_id": raw[columns.task].astype(str).to_numpy()
+            if columns.task in raw.columns
+            else "",
             "status": state.to_numpy(),
             "exit_code": raw["exit_code"].to_numpy() if "exit_code" in raw else np.nan,
-            "score": np.where(missing.to_numpy(), np.nan, 0.0),
+            "score": values,
         }
     )
     groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
@@ -135,13 +165,6 @@ def fixed_seeds(raw: pd.DataFrame, columns: Columns) -> dict[str, str]:
     return out
 
 
-def _outcome_text(outcomes: dict[str, int]) -> str:
-    from evalnoise.outcomes import OUTCOMES
-
-    parts = ", ".join(f"{outcomes[k]} {k}" for k in OUTCOMES)
-    return f"{outcomes['trials']} trials: {parts}"
-
-
 #: Columns of a trial table that give the attribution something to attribute to.
 ATTRIBUTION_EVIDENCE = ("status", "started_at", "ended_at", "host")
 
@@ -178,18 +201,29 @@ def run(args: argparse.Namespace) -> int:
         analyze_frame,
         convergence_records,
         explain_fixed_seed,
+        failure_readings,
+        readings_text,
         reporting_line,
+        withheld_record,
     )
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
-    from evalnoise.outcomes import assess_health, outcome_counts
+    from evalnoise.outcomes import assess_health, outcome_counts, outcome_line
     from evalnoise.tables import read_any, shown_group, validate_trials
 
     source = read_any(args.path)
     columns, used = resolved_columns(source, args, path=str(args.path))
     raw, per_group = with_outcomes(source, columns, args.status, str(args.path))
-    frame = validate_trials(raw, columns, path=str(args.path))
+    facet_out = None
+    if args.facets is not None:
+        frame, facet_out = _facets(raw, columns, args)
+        if columns.trial not in source.columns:
+            used += f"; no {columns.trial!r} column: scores in a design cell are replicates"
+    else:
+        if args.facet_costs or args.target_se is not None:
+            raise InputError("--facet-costs and --target-se need --facets")
+        frame = validate_trials(raw, columns, path=str(args.path))
     announce("analyze", used)
     records = analyze_frame(
         frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
@@ -199,8 +233,20 @@ def run(args: argparse.Namespace) -> int:
         if record["group"] in seeded:
             explain_fixed_seed(record, seeded[record["group"]])
         if record["group"] in per_group:
-            outcomes = outcome_counts(per_group[record["group"]])
+            view = per_group[record["group"]]
+            outcomes = outcome_counts(view)
             health = assess_health(outcomes, max_failure_rate=args.max_failure_rate)
+            readings = failure_readings(
+                view,
+                confidence=args.confidence,
+                cluster_se=args.cluster_se,
+                quantile=args.quantile,
+            )
+            if not health.valid:
+                # not a measurement of the agent: no headline, the reason in its place
+                reason = "not a measurement of the agent (" + "; ".join(health.reasons) + ")"
+                record.update(withheld_record(record, reason))
+            record["readings"] = readings
             record["outcomes"] = outcomes
             record["health"] = health.to_dict()
     conv = (
@@ -209,7 +255,9 @@ def run(args: argparse.Namespace) -> int:
         else None
     )
     attribution = (
-        None if args.no_attribution else attribution_of(source, columns, args.status, args)
+        None
+        if args.no_attribution or columns.trial not in source.columns
+        else attribution_of(source, columns, args.status, args)
     )
     if args.json:
         out: dict[str, Any] = {"groups": records}
@@ -217,6 +265,9 @@ def run(args: argparse.Namespace) -> int:
             out["convergence"] = conv
         if attribution is not None:
             out["attribution"] = attribution.to_dict()
+        if facet_out is not None:
+            out["gstudy"] = {k: v["gstudy"] for k, v in facet_out.items()}
+            out["dstudy"] = {k: v["dstudy"] for k, v in facet_out.items()}
         print(dumps(out))
         return 0
     rows = [
@@ -259,9 +310,12 @@ def run(args: argparse.Namespace) -> int:
     for r in records:
         print(f"{shown_group(r['group'])}: {reporting_line(r, args.confidence)}")
         if "outcomes" in r:
-            print(f"  outcomes: {_outcome_text(r['outcomes'])}")
+            print(f"  outcomes: {outcome_line(r['outcomes'])}")
             if not r["health"]["valid"]:
                 print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
+            o = r["outcomes"]
+            if r.get("withheld") or o["trials"] - o["ok"] - o["unscored"] - o["verifier_error"]:
+                print(f"  readings: {readings_text(r['readings'])}")
         summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:
             print("".join(f"  {line}\n" for line in attribution_lines(summary)), end="")
@@ -272,6 +326,8 @@ def run(args: argparse.Namespace) -> int:
             print(resource_line(resource))
         for skipped in attribution.not_run:
             print(f"not run: {skipped.check} ({skipped.scope}): {skipped.reason}")
+    if facet_out is not None:
+        _print_facets(facet_out, args.confidence)
     if conv is not None:
         print()
         keys = [k for k in conv[0] if k not in ("group", "converged_at")] if conv else []
@@ -285,3 +341,56 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def _facets(raw: pd.DataFrame, columns: Columns, args: Any) -> tuple[pd.DataFrame, dict]:
+    """The standard frame (a trial per row; trials numbered within each task when the file
+    has no trial column) and the per-group G and D studies of ``--facets``."""
+    from evalnoise.facets import facet_frame, facet_records, parse_costs, parse_facet_specs
+
+    specs = parse_facet_specs(args.facets)
+    frame = facet_frame(
+        raw, task=columns.task, score=columns.score, group=columns.group, specs=specs,
+        path=str(args.path),
+    )  # fmt: skip
+    if args.target_se is not None and not args.target_se > 0:
+        raise InputError("--target-se must be > 0")
+    out = facet_records(
+        frame,
+        task=columns.task,
+        specs=specs,
+        confidence=args.confidence,
+        costs=parse_costs(args.facet_costs),
+        target_se=args.target_se,
+    )
+    standard = frame[["group", "task", "score"]].copy()
+    standard["trial"] = standard.groupby(["group", "task"]).cumcount().astype(str)
+    return standard, out
+
+
+def _print_facets(facet_out: dict, confidence: float) -> None:
+    from evalnoise.formatting import fmt, table
+    from evalnoise.tables import shown_group
+
+    for group, rec in facet_out.items():
+        print()
+        if rec["gstudy"] is None:
+            print(f"{shown_group(group)}: G study not computed ({rec['not_computed']})")
+            continue
+        g, te = rec["gstudy"], rec["dstudy"]["total_error"]
+        print(f"{shown_group(group)}: G study of {g['design']} ({g['method']}, {g['ci_method']})")
+        rows = [
+            [
+                c["component"],
+                fmt(c["sigma2"], ".4g"),
+                f"[{fmt(c['ci_low'], '.3g')}, {fmt(c['ci_high'], '.3g')}]",
+                fmt(c["share"], ".2f") if c["detected"] else "not detected",
+            ]
+            for c in g["components"]
+        ]
+        print(table(rows, ["component", "σ²", f"{confidence:.0%} CI", "share"]))
+        print(
+            f"total-error SE {fmt(te['se'], '.4f')} (df {fmt(te['df'], '.1f')}; "
+            f"{confidence:.0%} CI [{fmt(te['ci_low'])}, {fmt(te['ci_high'])}]) vs "
+            f"task-clustered SE {fmt(te['se_clustered'], '.4f')}"
+        )

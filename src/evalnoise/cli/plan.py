@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.cli._columns import add_column_options, columns_from
+from evalnoise.cli._columns import add_column_options, announce, resolved_columns
 from evalnoise.errors import InputError
 from evalnoise.formatting import dumps, fmt, table
 from evalnoise.stats import (
@@ -142,6 +142,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="a pilot's trial table (CSV, JSONL or Parquet): its ANOVA components replace "
         "--sigma2-between/--sigma2-within; one plan per --group",
     )
+    facets = p.add_argument_group(
+        "every facet of a pilot (with --from): a G study per group, then the D study"
+    )
+    facets.add_argument(
+        "--facets",
+        metavar="COL[,COL…]",
+        help="the pilot's columns that are random facets crossed with the task (INNER:OUTER "
+        "nests INNER in OUTER); plans over every facet: with --budget the design of least "
+        "SE it buys, with --target-se the cheapest reaching it",
+    )
+    facets.add_argument(
+        "--facet-costs",
+        metavar="F=C[,F=C…]",
+        help="cost per level of each facet ('task' for the task column) and per score "
+        "('trial'); default: trial=1 (the budget counts scores)",
+    )
+    facets.add_argument("--target-se", type=float, metavar="S", help="SE to reach")
     add_column_options(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(run=run)
@@ -169,6 +186,10 @@ def _money_mode(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.facets is not None:
+        return _run_pilot_facets(args)
+    if args.facet_costs is not None or args.target_se is not None:
+        raise InputError("--facet-costs and --target-se plan with --from PILOT --facets")
     if args.from_path is not None:
         if args.budget is None:
             raise InputError("--from needs --budget")
@@ -452,7 +473,11 @@ def _trial_cost(args: argparse.Namespace, raw: pd.DataFrame, path: str) -> tuple
 def _run_pilot(args: argparse.Namespace) -> int:
     path = str(args.from_path)
     raw = read_any(path)
-    trials = validate_trials(raw, columns_from(args), path=path)
+    # the roles a file stores (evalnoise import: the group column among them) as analyze
+    # reads them, so a multi-agent table plans per agent, each plan named
+    columns, used = resolved_columns(raw, args, path=path)
+    trials = validate_trials(raw, columns, path=path)
+    announce("plan", used)
     money = _money_mode(args)
     plans = []
     for group, rows in trials.groupby("group", sort=False):
@@ -494,7 +519,7 @@ def _run_pilot(args: argparse.Namespace) -> int:
         if i:
             print()
         pl = plan["pilot"]
-        head = f"group {plan['group']}: " if args.group else ""
+        head = f"group {plan['group']}: " if columns.group else ""
         print(
             f"{head}pilot of {pl['n_tasks']} tasks, {pl['n_obs']} trials: σ²_between = "
             f"{pl['sigma2_between']:.4g}, σ²_within = {pl['sigma2_within']:.4g}, "
@@ -512,24 +537,73 @@ def _run_pilot(args: argparse.Namespace) -> int:
 # --- tasks × trials × judge samples (the nested design) ----------------------------------
 
 
+def judge_plan(
+    budget: float,
+    sigma2_task: float,
+    sigma2_trial: float,
+    sigma2_judge: float,
+    *,
+    cost_per_trial: float,
+    cost_per_judge_sample: float,
+    cost_per_task: float = 0.0,
+    max_tasks: int | None = None,
+    max_trials: int | None = None,
+    max_judge_samples: int | None = None,
+) -> tuple[Any, dict[str, float], dict[str, np.ndarray]]:
+    """The D study of tasks × trials × judge samples within a budget.
+
+    The design task / trial:task with judge samples as replicates
+    (:func:`evalnoise.stats.variance_model`), Var(μ̂) = σ²_task/n + σ²_trial/(nT) +
+    σ²_judge/(nTK) at cost n·c_task + nT·c_trial + nTK·c_judge
+    (:func:`evalnoise.stats.best_design`: T up to 4096 and K up to 64 unless capped, n the
+    most the budget buys), the continuous optimum (:func:`evalnoise.stats.nested_optimum`,
+    Cochran 1977 ch. 10) and the best design for each K. Returns (result, optimum, per-K).
+    """
+    from evalnoise.stats import best_design, nested_optimum, variance_model
+
+    model = variance_model(
+        ["task", "trial:task"],
+        {"task": sigma2_task, "trial:task": sigma2_trial, "residual": sigma2_judge},
+        replicate="judge_sample",
+    )
+    if not cost_per_trial > 0:
+        raise ValueError(f"cost_per_trial must be > 0, got {cost_per_trial!r}")
+    costs = {"task": cost_per_task, "trial": cost_per_trial, "judge_sample": cost_per_judge_sample}
+    limits: dict[str, int] = {}
+    caps = {"trial": 4096, "judge_sample": 64}
+    if max_trials is not None:
+        limits["trial"] = max_trials
+    if max_judge_samples is not None:
+        limits["judge_sample"] = max_judge_samples
+    res = best_design(
+        model, budget, costs, free="task", limits=limits, max_free=max_tasks, default_cap=caps
+    )
+    if res.recommended is None:
+        raise ValueError(f"budget {budget:g} cannot buy one task × one trial × one judge sample")
+    return res, nested_optimum(model, costs, budget), res.best_by("judge_sample")
+
+
 def _run_judge_plan(args: argparse.Namespace) -> int:
     """Var(μ̂) = σ²_task/n + σ²_trial/(nT) + σ²_judge/(nTK) under n·c_task + nT·c_trial +
-    nTK·c_judge ≤ B (:func:`evalnoise.stats.nested_allocation`); σ²_between and
+    nTK·c_judge ≤ B (:func:`judge_plan`, the D study of the G-study engine); σ²_between and
     σ²_within stand for σ²_task and σ²_trial."""
-    from evalnoise.stats import nested_allocation
-
     c_trial = args.cost_per_trial if args.cost_per_trial is not None else 1.0
-    res = nested_allocation(
-        args.budget,
-        args.sigma2_between,
-        args.sigma2_within,
-        args.sigma2_judge,
-        cost_per_trial=c_trial,
-        cost_per_judge_sample=args.cost_per_judge_sample,
-        cost_per_task=args.cost_per_task or 0.0,
-        max_tasks=args.max_tasks,
-        max_trials=args.max_trials,
-    )
+    try:
+        res, optimum, per_k = judge_plan(
+            args.budget,
+            args.sigma2_between,
+            args.sigma2_within,
+            args.sigma2_judge,
+            cost_per_trial=c_trial,
+            cost_per_judge_sample=args.cost_per_judge_sample,
+            cost_per_task=args.cost_per_task or 0.0,
+            max_tasks=args.max_tasks,
+            max_trials=args.max_trials,
+        )
+    except ValueError as exc:
+        raise InputError(str(exc)) from exc
+    base = per_k["variance"][0]
+    ratio = per_k["variance"] / base if base > 0 else np.full(per_k["variance"].size, np.nan)
     rows = [
         {
             "judge_samples": int(k),
@@ -540,26 +614,27 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
             "variance_ratio": float(r),
         }
         for k, n, t, c, e, r in zip(
-            res.judge_samples,
-            res.n_tasks,
-            res.trials,
-            res.cost,
-            res.se,
-            res.variance_ratio,
+            per_k["value"],
+            per_k["n_free"],
+            per_k["trial"],
+            per_k["cost"],
+            per_k["se"],
+            ratio,
             strict=True,
         )
     ]
     rec = res.recommended
+    n_tasks, trials, samples = rec.sizes["task"], rec.sizes["trial"], rec.replicates
     out = {
         "recommended": {
-            "n_tasks": int(rec.n_tasks),
-            "trials": int(rec.trials),
-            "judge_samples": int(rec.judge_samples),
+            "n_tasks": int(n_tasks),
+            "trials": int(trials),
+            "judge_samples": int(samples),
             "cost": float(rec.cost),
             "se": float(rec.se),
         },
-        "trials_opt": float(res.trials_opt),
-        "judge_samples_opt": float(res.judge_samples_opt),
+        "trials_opt": float(optimum["trial"]),
+        "judge_samples_opt": float(optimum["judge_sample"]),
         "by_judge_samples": rows,
         "warnings": list(res.warnings),
     }
@@ -567,9 +642,9 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         print(dumps(out))
         return 0
     print(
-        f"best: {rec.n_tasks} tasks × {rec.trials} trials × {rec.judge_samples} judge "
+        f"best: {n_tasks} tasks × {trials} trials × {samples} judge "
         f"sample(s), cost {rec.cost:g} of {args.budget:g}, SE {rec.se:.4f} "
-        f"(continuous optimum T* = {res.trials_opt:.3g}, K* = {res.judge_samples_opt:.3g}; "
+        f"(continuous optimum T* = {optimum['trial']:.3g}, K* = {optimum['judge_sample']:.3g}; "
         "Cochran 1977, ch. 10)"
     )
     print(
@@ -590,4 +665,72 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
     )
     for warning in res.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+# --- every facet of a pilot (the G study and its D study) -------------------------------------
+
+
+def _run_pilot_facets(args: argparse.Namespace) -> int:
+    """Per group of the pilot: its G study over the task and ``--facets``
+    (:func:`evalnoise.facets.facet_records`) and the D study's design for ``--budget`` (least
+    SE) or ``--target-se`` (least cost), with ``--facet-costs``."""
+    from evalnoise.cli._columns import resolved_columns
+    from evalnoise.facets import facet_frame, facet_records, parse_costs, parse_facet_specs
+
+    if args.from_path is None:
+        raise InputError("--facets plans from a pilot: give --from PILOT")
+    if (args.budget is None) == (args.target_se is None):
+        raise InputError("--facets plans for one goal: give --budget B or --target-se S")
+    if args.target_se is not None and not args.target_se > 0:
+        raise InputError("--target-se must be > 0")
+    path = str(args.from_path)
+    raw = read_any(path)
+    columns, _ = resolved_columns(raw, args, path=path)
+    specs = parse_facet_specs(args.facets)
+    frame = facet_frame(
+        raw, task=columns.task, score=columns.score, group=columns.group, specs=specs, path=path
+    )
+    costs = parse_costs(args.facet_costs) or {"trial": 1.0}
+    records = facet_records(
+        frame,
+        task=columns.task,
+        specs=specs,
+        costs=costs,
+        target_se=args.target_se,
+        budget=None if args.budget is None else float(args.budget),
+    )
+    plans = [{"group": g, **rec} for g, rec in records.items()]
+    if args.json:
+        print(dumps({"plans": plans}))
+        return 0
+    for i, plan in enumerate(plans):
+        if i:
+            print()
+        head = f"group {plan['group']}: " if args.group else ""
+        if plan["gstudy"] is None:
+            print(f"{head}no G study ({plan['not_computed']})")
+            continue
+        g, d = plan["gstudy"], plan["dstudy"]
+        te = d["total_error"]
+        comps = ", ".join(
+            f"{c['component']} {fmt(c['sigma2'], '.3g')}"
+            + ("" if c["detected"] else " (not detected)")
+            for c in g["components"]
+        )
+        print(f"{head}pilot G study of {g['design']} ({g['n_obs']} scores): σ² {comps}")
+        print(f"total-error SE as ran {te['se']:.4f} (task-clustered {fmt(te['se_clustered'])})")
+        choice = d.get("best") or d.get("cheapest")
+        if choice is None or choice["design"] is None:
+            print("no design qualifies: " + "; ".join(choice["warnings"] if choice else []))
+            continue
+        sizes = " × ".join(f"{v} {k}" for k, v in choice["design"].items())
+        goal = (
+            f"the least SE for {choice['budget']:g}"
+            if choice["goal"] == "budget"
+            else f"the cheapest design with SE ≤ {choice['target_se']:g}"
+        )
+        print(f"{goal}: {sizes}, SE {choice['se']:.4f}, cost {choice['cost']:g}")
+        for warning in choice["warnings"]:
+            print(f"warning: {warning}", file=sys.stderr)
     return 0

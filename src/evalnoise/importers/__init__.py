@@ -6,7 +6,8 @@ Example::
     write_trials(result, "trials.parquet")
 
 Formats (one module each): ``inspect`` (Inspect AI ``.eval``/``.json`` logs),
-``terminal-bench`` (``results.json``), ``tau-bench`` (result JSON lists), ``metr``
+``terminal-bench`` (``results.json``), ``harbor`` (Harbor job folders: one ``result.json``
+per trial), ``tau-bench`` (result JSON lists), ``metr``
 (``runs.jsonl``) and ``table`` (any CSV/TSV/JSONL/Parquet with a column mapping).
 
 Every row gets ``resource_profile`` = ``"imported"`` (or the ``resource_profile`` option),
@@ -43,7 +44,7 @@ import pyarrow.parquet as pq
 
 from evalnoise.atomic import atomic_path
 from evalnoise.errors import InputError
-from evalnoise.importers import inspect_log, metr, table, tau_bench, terminal_bench
+from evalnoise.importers import harbor, inspect_log, metr, table, tau_bench, terminal_bench
 from evalnoise.importers._common import (
     DEFAULT_RESOURCE_PROFILE,
     build_table,
@@ -69,7 +70,7 @@ COLUMN_ROLES = {
 }
 
 #: format name → importer module (each has FORMAT, OPTIONS, read()).
-FORMATS = {m.FORMAT: m for m in (inspect_log, terminal_bench, tau_bench, metr, table)}
+FORMATS = {m.FORMAT: m for m in (inspect_log, terminal_bench, harbor, tau_bench, metr, table)}
 
 __all__ = [
     "FORMATS",
@@ -101,9 +102,10 @@ def import_trials(
 
     Options common to all formats: ``resource_profile`` (default ``"imported"``) and, except
     for ``metr``, ``agent``. Per format: ``include_humans`` and ``score`` ("binarized" or
-    "raw") for ``metr``; ``scorer`` for ``inspect``; ``column_mapping`` (``"task=COL,..."`` or
-    a dict) for ``table``. An option a format does not take is an error; ``None``/``False``
-    values count as not given.
+    "raw") for ``metr``; ``scorer`` for ``inspect``; ``reward`` (the named reward that
+    scores) for ``harbor``; ``column_mapping`` (``"task=COL,..."`` or a dict) for ``table``.
+    An option a format does not take is an error; ``None``/``False`` values count as not
+    given.
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r} (formats: {', '.join(FORMATS)})")

@@ -120,15 +120,15 @@ def expand_paths(
 
 
 def load_json(path: Path) -> Any:
+    from evalnoise.tables import read_text_utf8
+
     try:
-        with path.open("rb") as fh:
-            return json.load(fh)
+        # a byte that is no UTF-8 is named by its line and file offset (read_text_utf8)
+        return json.loads(read_text_utf8(path))
     except json.JSONDecodeError as exc:
         raise InputError(
             f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", path=str(path)
         ) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text: {exc.reason}", path=str(path)) from exc
     except OSError as exc:
         raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
 

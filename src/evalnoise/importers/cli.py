@@ -10,7 +10,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from evalnoise.errors import InputError
 from evalnoise.importers import FORMATS, import_trials, write_trials
 
 HELP = "convert other projects' evaluation results into a trial table (Parquet)"
@@ -34,6 +33,14 @@ formats:
   terminal-bench  results.json files or leaderboard submission folders: the agent is the
                   submission folder; failure_mode gives the status; is_resolved null
                   counts as unresolved
+  harbor          Harbor job folders (harbor run / harbor job start; Terminal-Bench 2.0's
+                  harness), or trial result.json files: each trial folder's result.json
+                  is one trial; the agent is agent_info.name[__model]; the score is the
+                  reward named by --reward (default 'reward', or the only one); the
+                  exception type gives the status (agent timeout → timeout, environment
+                  and sandbox failures → infra_error, verifier failures → infra_error
+                  until the trial table has verifier_error, agent failures →
+                  agent_error), never a score of 0; tokens, cost and phase times kept
   tau-bench       result JSON lists {task_id, trial, reward, info, traj}: score = reward;
                   the agent is the file name unless --agent
   metr            runs.jsonl: the agent is alias; human baselines dropped unless
@@ -45,6 +52,7 @@ formats:
 EPILOG = """\
 examples:
   evalnoise import terminal-bench results/terminal-bench-core@0.1.1 -o tb.parquet
+  evalnoise import harbor jobs/2026-11-26__10-00-00 -o harbor.parquet
   evalnoise import metr all_runs.jsonl --include-humans -o metr.parquet
   evalnoise import table scores.csv --column-mapping task=item_id,trial=epoch,score=score,\
 agent=model_id -o gpqa.parquet
@@ -99,6 +107,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("--scorer", metavar="NAME", help="inspect: the scorer whose value is the score")
     p.add_argument(
+        "--reward",
+        metavar="KEY",
+        help="harbor: the named reward (verifier_result.rewards) that scores "
+        "(default: 'reward', or the only name the trials use)",
+    )
+    p.add_argument(
         "--column-mapping",
         metavar="KEY=COL,...",
         help="table: which columns hold task, score, trial, agent, status, "
@@ -115,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         "include_humans": args.include_humans,
         "score": args.metr_score,
         "scorer": args.scorer,
+        "reward": args.reward,
         "column_mapping": args.column_mapping,
     }
     result = import_trials(args.format, args.paths, **options)
@@ -128,14 +143,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="evalnoise")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except InputError as exc:
-        print(f"evalnoise import: error: {exc}", file=sys.stderr)
-        return 2
+    """``evalnoise import …`` (``argv`` starts with ``import``): :func:`evalnoise.cli.main`,
+    the one entry point and its one error handler."""
+    from evalnoise.cli import main as cli_main
+
+    return cli_main(sys.argv[1:] if argv is None else list(argv))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from evalnoise.importers._common import (
     natural_key,
     require,
 )
+from evalnoise.tables import read_text_utf8
 
 FORMAT = "metr"
 OPTIONS = ("include_humans", "score")
@@ -74,15 +75,10 @@ def read(
     error_sources: dict[str, int] = {}
     for path in files:
         try:
-            fh = path.open(encoding="utf-8")
+            text = read_text_utf8(path)  # a bad byte is named by its line and offset
         except OSError as exc:
             raise InputError(f"cannot be read: {exc.strerror or exc}", path=str(path)) from exc
-        with fh:
-            try:
-                lines = list(enumerate(fh, start=1))
-            except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 text: {exc.reason}", path=str(path)) from exc
-        for lineno, line in lines:
+        for lineno, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             where = Where(str(path), lineno)  # row = the line number

@@ -14,6 +14,12 @@ at ``backoff_max_s``; a ``Retry-After`` header is honoured up to the cap): HTTP 
 status whose body is not a chat completion (:class:`MalformedResponse`): the server answered,
 and what it answered is the judge's or the agent's error, not a transient fault.
 
+A server that is *known dead* fails every later call of the process at once, without a
+request: when a call's every attempt was refused (nothing listens on the port any more), or
+when the caller's ``alive()`` (e.g. the managed server's process) says the server is gone
+(then without retrying at all). A judge whose server died mid-job so fails its remaining
+trials in a moment instead of backing off on each (:func:`forget_dead_servers` clears it).
+
 This module imports nothing from evalnoise, on purpose: the agent images copy this one file
 in (as ``evalnoise_client.py``) so the agents that run inside trial containers use the same
 client with only Python's standard library.
@@ -27,13 +33,29 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ChatClient", "ChatError", "ChatResponse", "MalformedResponse", "usage_count"]
+__all__ = [
+    "ChatClient",
+    "ChatError",
+    "ChatResponse",
+    "MalformedResponse",
+    "forget_dead_servers",
+    "usage_count",
+]
 
 #: HTTP statuses worth another attempt.
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+#: base URL → why it is known dead, for this process (see the module docstring)
+_DEAD: dict[str, str] = {}
+
+
+def forget_dead_servers() -> None:
+    """Forget every server found dead (a restarted server answers again)."""
+    _DEAD.clear()
 
 
 class ChatError(RuntimeError):
@@ -130,6 +152,9 @@ class ChatClient:
     max_retries: int = 4
     backoff_s: float = 0.5
     backoff_max_s: float = 8.0
+    #: Whether the server is still there (e.g. its process has not exited); None: unknown.
+    #: Asked after a connection fails: False fails this call and every later one at once.
+    alive: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
     #: HTTP requests sent by this client (every attempt counts): lets callers and tests
     #: see exactly how many calls a computation paid for.
     requests_sent: int = field(default=0, init=False, compare=False)
@@ -217,7 +242,11 @@ class ChatClient:
     def _post_json(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         payload = json.dumps(body).encode("utf-8")
         url = self.base_url + path
+        dead = _DEAD.get(self.base_url)
+        if dead is not None:
+            raise ChatError(f"not sent to {url}: {dead}", retryable=False, attempts=0)
         last: ChatError | None = None
+        refused = 0
         for attempt in range(self.max_retries + 1):
             request = urllib.request.Request(
                 url, data=payload, headers=self._headers(), method="POST"
@@ -261,8 +290,21 @@ class ChatClient:
                     message = f"timeout after {self.timeout}s calling {url}"
                 else:
                     message = f"cannot reach {url}: {reason}"
+                refused += isinstance(reason, ConnectionRefusedError)
                 last = ChatError(message, retryable=True, attempts=attempt + 1)
+                if self.alive is not None and not self.alive():
+                    _DEAD[self.base_url] = "the server's process is gone (known dead)"
+                    raise ChatError(
+                        f"{message}; the server's process is gone: not retried",
+                        retryable=False,
+                        attempts=attempt + 1,
+                    ) from None
             if attempt < self.max_retries:
                 time.sleep(self._delay(attempt, retry_after))
         assert last is not None
+        if refused == self.max_retries + 1:
+            # nothing listens there any more: the next calls fail at once
+            _DEAD[self.base_url] = (
+                f"every one of {refused} attempts of an earlier call was refused (known dead)"
+            )
         raise last

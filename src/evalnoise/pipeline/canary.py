@@ -69,7 +69,10 @@ def roomiest_profile(profiles: Mapping[str, Mapping[str, Any]]) -> str:
 def canary_task(tasks: pd.DataFrame) -> pd.DataFrame:
     """The one-row tasks table of the canary: :data:`CANARY_QUESTION` with the largest
     ``cpus``, ``memory_mb`` and ``time_limit_s`` among ``tasks`` (so the canary gets the
-    most room any trial of the sweep gets)."""
+    most room any trial of the sweep gets). Environment tasks bring their own container and
+    verifier, which a question cannot stand for: their canary is the first task itself."""
+    if is_environment(tasks):
+        return tasks.iloc[[0]].reset_index(drop=True)
 
     def largest(column: str) -> Any:
         if column not in tasks or tasks[column].isna().all():
@@ -88,6 +91,11 @@ def canary_task(tasks: pd.DataFrame) -> pd.DataFrame:
             "sampling_seed": pd.array([None], dtype="Int64"),
         }
     )
+
+
+def is_environment(tasks: pd.DataFrame) -> bool:
+    """Whether the tasks are environment tasks (the tasks table's ``kind``)."""
+    return "kind" in tasks and bool(tasks["kind"].eq("environment").any())
 
 
 def _tail(text: Any, lines: int = _STDERR_LINES) -> str:
@@ -140,6 +148,14 @@ def _mib(value: Any) -> str:
     return f"{int(value) / 2**20:.0f} MiB"
 
 
+def _canary_task_text(row: Mapping[str, Any]) -> str:
+    if row.get("task_id") not in (None, CANARY_TASK_ID):
+        return f"the first environment task {row['task_id']!r}" + (
+            f" (phase {row['phase']})" if isinstance(row.get("phase"), str) else ""
+        )
+    return f"the one-line task {CANARY_QUESTION!r}"
+
+
 def canary_message(agent: str, resource_profile: str, row: Mapping[str, Any]) -> str:
     """The one message a failed canary stops the run with."""
     code = row.get("exit_code")
@@ -152,7 +168,7 @@ def canary_message(agent: str, resource_profile: str, row: Mapping[str, Any]) ->
         f"canary failed: agent {agent!r} under resource profile {resource_profile!r} (the "
         f"roomiest) ended {row.get('status')} with {how}"
         + (f": {error}" if isinstance(error, str) and error else "")
-        + f" on the one-line task {CANARY_QUESTION!r}. No trial of this agent was run.\n"
+        + f" on {_canary_task_text(row)}. No trial of this agent was run.\n"
         f"  last lines of stderr:\n{_tail(row.get('stderr_tail'))}\n"
         + (
             f"  last lines of stdout:\n{_tail(row.get('stdout_tail'))}\n"
@@ -176,14 +192,18 @@ def run_canary(
     server: Mapping[str, Any] | None = None,
     server_log: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    reward_key: str | None = None,
 ) -> dict[str, Any]:
     """Run the canary trial of ``agent`` under ``resource_profile``; write its record to
-    ``output`` (JSON) if it passes, raise :class:`CanaryFailed` if not."""
+    ``output`` (JSON) if it passes, raise :class:`CanaryFailed` if not. A question's canary
+    passes when the trial ends ``ok`` with an answer, an environment task's when it ends
+    ``ok`` (the verifier left a valid reward, whatever it is)."""
     from evalnoise.atomic import write_text
     from evalnoise.formatting import dumps
     from evalnoise.pipeline.shards import run_trials_shard
 
     tasks = canary_task(pd.read_parquet(tasks_path))
+    environment = is_environment(tasks)
     with tempfile.TemporaryDirectory(prefix="evalnoise-canary-") as tmp:
         tasks_file = Path(tmp) / "tasks.parquet"
         tasks.to_parquet(tasks_file, index=False)
@@ -203,10 +223,11 @@ def run_canary(
             server=server,
             server_log=server_log,
             environ=environ,
+            reward_key=reward_key,
         )
         row = pd.read_parquet(shard).iloc[-1].to_dict()
     name, profile = str(agent["name"]), str(resource_profile["name"])
-    passed = row.get("status") == "ok" and isinstance(row.get("prediction"), str)
+    passed = row.get("status") == "ok" and (environment or isinstance(row.get("prediction"), str))
     if not passed:
         raise CanaryFailed(canary_message(name, profile, row))
     record = {

@@ -9,6 +9,9 @@
   of the context (:func:`evalnoise.pipeline.settings.agent_image_tag`).
 - ``image: base`` — the evalnoise base image itself; ``image: NAME`` — a ready image.
 - the ``local`` backend runs commands on the host: no image.
+- ``program: oracle | nop | shell_agent`` — agents of environment tasks: no image of their
+  own (they work in each task's image, built ``FROM`` the base image); the record names
+  the base.
 
 The same inputs give the same tag on every machine, so the tag — part of every trial's
 identity in its shard's journal — does not change when an image is rebuilt elsewhere; the
@@ -22,7 +25,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evalnoise.pipeline.settings import agent_image_tag, context_files
+from evalnoise.pipeline.settings import (
+    BUILTIN_PROGRAMS,
+    HOST_PROGRAMS,
+    agent_image_tag,
+    context_files,
+)
 
 __all__ = ["ensure_image", "image_inputs", "image_params"]
 
@@ -50,11 +58,25 @@ def _program_files(program: str, local: bool) -> list[Path]:
     return files
 
 
+def _host_program_files(program: str) -> list[Path]:
+    """The files of an agent program that runs on the host (the exec protocol)."""
+    from evalnoise.models import agent_images
+
+    root = agent_images.agents_dir()
+    return [
+        root / program / "agent.py",
+        root / "common" / "agentlib.py",
+        Path(agent_images.__file__).with_name("client.py"),
+    ]
+
+
 def image_inputs(config: Mapping[str, Any], name: str) -> list[str]:
     """The files whose change changes agent ``name``'s image."""
     agent = config["agents"][name]
-    if config["backend"] == "local":
+    if config["backend"] == "local" or agent["program"] in BUILTIN_PROGRAMS:
         return []
+    if agent["program"] in HOST_PROGRAMS:
+        return [_relative(p) for p in _host_program_files(agent["program"])]
     if agent["program"]:
         return [_relative(p) for p in _program_files(agent["program"], agent["model"] == "image")]
     if agent["build"]:
@@ -96,6 +118,18 @@ def ensure_image(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     client = engine_client(purpose=f"agent {name!r}'s image")
     try:
         base = build_base_image(client=client)
+        if agent["program"] in BUILTIN_PROGRAMS:
+            # played by the runner in the task's image (built FROM the base)
+            return {"agent": name, "image": None, "id": None, "base": base}
+        if agent["program"] in HOST_PROGRAMS:
+            # a host program: no image, but its code is part of its trials' identity (the
+            # "image" of the spec, in every shard's journal header)
+            from evalnoise.runner.images import context_digest
+
+            files = _host_program_files(agent["program"])
+            root = Path(os.path.commonpath([str(p) for p in files]))
+            digest = context_digest(root, files, prefix=f"host-program={agent['program']}\n")
+            return {"agent": name, "image": f"host:{digest}", "id": None, "base": base}
         if agent["program"]:
             from evalnoise.models.agent_images import build_agent_images
 

@@ -95,10 +95,13 @@ def _frame(path: str, columns: Mapping[str, Any]) -> pd.DataFrame:
     else:
         status = pd.Series("ok", index=raw.index)
     infra = status.isin(INFRA_STATUSES).to_numpy()
+    # a trial that did not end ok needs no score: an infra outcome counts as the infra policy
+    # says, an agent error is scored as the agent's failure (evalnoise.scorers.score_table)
+    unanswered = status.ne("ok").to_numpy()
     work = raw.copy()
-    if columns["score"] in work.columns and infra.any():
-        # an infrastructure outcome needs no score: the infra policy decides how it counts
-        filled = work[columns["score"]].astype(object).where(~infra, 0)
+    if columns["score"] in work.columns and unanswered.any():
+        missing = work[columns["score"]].isna().to_numpy()
+        filled = work[columns["score"]].astype(object).where(~(unanswered & missing), 0)
         work[columns["score"]] = filled
     work[_KEY] = (agent + "\x00" + profile).to_numpy()
     valid = validate_trials(
@@ -109,7 +112,8 @@ def _frame(path: str, columns: Mapping[str, Any]) -> pd.DataFrame:
     valid["agent"] = agent.to_numpy()
     valid["resource_profile"] = profile.to_numpy()
     valid["status"] = status.to_numpy()
-    valid.loc[infra, "score"] = np.nan
+    # an infra outcome or a verifier that left no reward has no score (never the placeholder)
+    valid.loc[infra | status.eq("verifier_error").to_numpy(), "score"] = np.nan
     if columns["level"]:
         level = raw[columns["level"]] if columns["level"] in raw.columns else None
         if level is None:

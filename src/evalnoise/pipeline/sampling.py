@@ -11,6 +11,9 @@ so asking for more tasks appends rows and leaves existing chunks as they were:
   levels are interleaved by rank. Without stratification, one ``DataFrame.sample``.
 - ``frames``: :func:`evalnoise.tasks.load_frames` (``DataFrame.sample(n, random_state=seed)``,
   as the paper sampled FRAMES).
+- ``harbor``: environment tasks (:func:`evalnoise.tasks.harbor.load_harbor_tasks`), every
+  task folder in name order, or a sample of ``n`` like a task file's; a task the runner
+  cannot honour is rejected here, when the DAG is built, with every problem of the set.
 
 Tasks that declare no resources get :data:`DEFAULT_RESOURCES`; the config's
 ``benchmark.cpus`` / ``memory_mb`` / ``time_limit_s`` override every task's.
@@ -97,6 +100,35 @@ def _from_file(bench: Mapping[str, Any]) -> pd.DataFrame:
     return sample_frame(tasks, int(n), seed)
 
 
+def _relative_dir(path: str) -> str:
+    """A task folder relative to the working directory (the checkout) when inside it: the
+    tasks table then names no machine's paths, and a moved checkout reads the same table."""
+    from pathlib import Path
+
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(Path(path).resolve())
+
+
+def _harbor(bench: Mapping[str, Any]) -> pd.DataFrame:
+    """Environment tasks (:mod:`evalnoise.tasks.harbor`): every task folder under ``path``,
+    by name; with ``n``, a sample like a task file's (stratified by level when asked)."""
+    from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
+    from evalnoise.tasks.taskfile import sample_tasks as sample_frame
+
+    tasks = load_harbor_tasks(bench["path"], public_network=bench.get("network", "reject"))
+    frame = pd.DataFrame.from_records(environment_task_rows(tasks))
+    frame["task_dir"] = [_relative_dir(d) for d in frame["task_dir"]]
+    frame = frame.sort_values("task_id", kind="mergesort").reset_index(drop=True)
+    n, seed = bench["n"], int(bench["seed"])
+    if n is None or n >= len(frame):
+        return frame
+    if bench["stratify_by_level"] and frame["level"].notna().any():
+        return _stratified(frame, int(n), seed)
+    return sample_frame(frame, int(n), seed)
+
+
 def sample_tasks(benchmark: Mapping[str, Any]) -> pd.DataFrame:
     """The sampled tasks as a DataFrame with exactly the TASKS columns, in sampling order.
 
@@ -111,6 +143,8 @@ def sample_tasks(benchmark: Mapping[str, Any]) -> pd.DataFrame:
         from evalnoise.tasks import load_frames
 
         tasks = load_frames(benchmark["path"], n=benchmark["n"], seed=int(benchmark["seed"]))
+    elif source == "harbor":
+        tasks = _harbor(benchmark)
     else:
         raise ValueError(f"unknown benchmark source {source!r}")
     tasks = tasks.copy()
@@ -125,6 +159,9 @@ def sample_tasks(benchmark: Mapping[str, Any]) -> pd.DataFrame:
     tasks["sampling_seed"] = int(benchmark["seed"])
     if "level" not in tasks.columns:
         tasks["level"] = None
+    for column in ("kind", "task_dir", "verifier_time_limit_s", "task_digest"):
+        if column not in tasks.columns:  # a question task: none of the environment's columns
+            tasks[column] = None
     out = tasks[[f.name for f in TASKS]].reset_index(drop=True)
     out["task_id"] = out["task_id"].astype(str)
     out["cpus"] = out["cpus"].astype("float64")
@@ -132,6 +169,7 @@ def sample_tasks(benchmark: Mapping[str, Any]) -> pd.DataFrame:
     out["time_limit_s"] = out["time_limit_s"].astype("float64")
     out["sampling_seed"] = out["sampling_seed"].astype("int64")
     out["level"] = out["level"].astype("string")
+    out["verifier_time_limit_s"] = out["verifier_time_limit_s"].astype("float64")
     return out
 
 
@@ -139,6 +177,11 @@ def task_pool_size(benchmark: Mapping[str, Any]) -> int | None:
     """How many tasks the source holds (None: unlimited, the generated benchmark)."""
     if benchmark["source"] == "generated":
         return None
+    if benchmark["source"] == "harbor":
+        from evalnoise.tasks.harbor import load_harbor_tasks
+
+        network = benchmark.get("network", "reject")
+        return len(load_harbor_tasks(benchmark["path"], public_network=network))
     from evalnoise.tables import read_any
 
     return len(read_any(benchmark["path"]))
@@ -154,6 +197,10 @@ def benchmark_name(benchmark: Mapping[str, Any]) -> str:
         return f"evalnoise generated arithmetic (levels {levels}, seed {benchmark['seed']})"
     if source == "frames":
         return "FRAMES"
+    if source == "harbor":
+        from pathlib import Path
+
+        return f"{Path(benchmark['path']).resolve().name} (Harbor tasks)"
     from pathlib import Path
 
     return Path(benchmark["path"]).stem

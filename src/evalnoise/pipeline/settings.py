@@ -92,8 +92,28 @@ def _describe(error: Any) -> list[str]:
     if error.validator == "required":
         return [f"config key {where or '(top level)'}: {error.message}"]
     if error.validator in ("oneOf", "anyOf") and error.context:
-        best = min(error.context, key=lambda e: len(list(e.absolute_path)))
-        return _describe(best)
+        # the alternatives whose type the value has say what is wrong inside it; when none
+        # has, the value's type is the problem: name every type allowed
+        depth = len(list(error.absolute_path))
+        wrong_type = [
+            e
+            for e in error.context
+            if e.validator == "type" and len(list(e.absolute_path)) == depth
+        ]
+        inside = [e for e in error.context if e not in wrong_type]
+        if inside:
+            return _describe(max(inside, key=lambda e: len(list(e.absolute_path))))
+        types = [
+            t
+            for e in wrong_type
+            for t in (
+                e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+            )
+        ]
+        return [
+            f"config key {where or '(top level)'}: {error.instance!r} is not of type "
+            + ", ".join(repr(t) for t in dict.fromkeys(types))
+        ]
     return [f"config key {where or '(top level)'}: {error.message}"]
 
 
@@ -114,16 +134,89 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
         more = len(lines) - _MAX_ERRORS
         shown = lines[:_MAX_ERRORS] + ([f"... and {more} more"] if more > 0 else [])
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(shown))
-    _check_semantics(config)
+    # the cross-field rules read the config as the run will see it: every default filled in
+    # from the schema (the one place defaults are written)
+    defaulted = with_defaults(config, schema)
+    _check_semantics(defaulted)
+    from evalnoise.pipeline.variants import VariantError, check_variants
+
+    try:
+        # with the defaults: a global sampling facet must suit the default agents as well
+        check_variants(defaulted)
+    except VariantError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+#: agent programs for environment tasks that the runner plays itself
+BUILTIN_PROGRAMS = ("oracle", "nop")
+#: agent programs for environment tasks that run on the host (the exec protocol)
+HOST_PROGRAMS = ("shell_agent",)
+#: every agent program for environment tasks
+ENVIRONMENT_PROGRAMS = (*BUILTIN_PROGRAMS, *HOST_PROGRAMS)
+
+
+def _check_environment(config: Mapping[str, Any]) -> None:
+    """The rules of a run of environment tasks (``benchmark.source: harbor``), and of
+    environment-task agents elsewhere."""
+    bench = config.get("benchmark") or {}
+    harbor = bench.get("source") == "harbor" and not config.get("trials_from")
+    agents = config.get("agents") or {}
+    if not harbor:
+        for name, agent in agents.items():
+            if agent.get("program") in ENVIRONMENT_PROGRAMS:
+                raise ConfigError(
+                    f"config key agents.{name}.program: {agent['program']!r} is an agent of "
+                    "environment tasks; it needs benchmark.source: harbor"
+                )
+        return
+    if not bench.get("path"):
+        raise ConfigError("config key benchmark.path: required when benchmark.source is 'harbor'")
+    if config.get("backend", "docker") != "docker":
+        raise ConfigError(
+            "config key backend: environment tasks (benchmark.source harbor) run in the "
+            "task's own container: use the docker backend"
+        )
+    scorer = config.get("scorer") or {}
+    if scorer.get("name", "numeric") != "reward":
+        raise ConfigError(
+            "config key scorer.name: environment tasks are scored by their verifier: set it "
+            f"to reward (not {scorer.get('name', 'numeric')!r})"
+        )
+    if (scorer.get("judge") or {}).get("stage", True):
+        raise ConfigError(
+            "config key scorer.judge.stage: environment tasks have no answer for a judge to "
+            "read (their verifier scores them): set it to false"
+        )
+    for name, agent in agents.items():
+        program = agent.get("program")
+        if program not in ENVIRONMENT_PROGRAMS and not agent.get("command"):
+            raise ConfigError(
+                f"config key agents.{name}: an agent of environment tasks is program oracle, "
+                "nop or shell_agent, or a `command` speaking the exec protocol "
+                "(docs/agent-contract.md)"
+            )
+        if agent.get("build") or agent.get("image"):
+            raise ConfigError(
+                f"config key agents.{name}.{'build' if agent.get('build') else 'image'}: an "
+                "environment task brings its own image; the agent works in it"
+            )
+        if program in HOST_PROGRAMS and agent.get("model") != "served":
+            raise ConfigError(
+                f"config key agents.{name}.model: {program} needs a model: set it to served"
+            )
 
 
 def _check_semantics(config: Mapping[str, Any]) -> None:
     """What a JSON schema cannot say."""
+    _check_environment(config)
+    harbor = (config.get("benchmark") or {}).get("source") == "harbor"
     local = config.get("backend") == "local"
     for name, agent in (config.get("agents") or {}).items():
         where = f"config key agents.{name}"
         kinds = [k for k in ("program", "build", "image") if agent.get(k)]
-        if local:
+        if harbor:
+            pass  # checked above: environment agents have no image of their own
+        elif local:
             if not agent.get("command"):
                 raise ConfigError(
                     f"{where}.command: required with the local backend (the "
@@ -234,11 +327,11 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
             )
     elif compare:
         raise ConfigError(f"{key}.compare: only the difference target compares agents")
-    first = seq.get("first_block") or {}
-    first_tasks, first_trials = int(first.get("tasks", 6)), int(first.get("trials", 2))
-    max_trials = seq.get("max_trials_per_task")
+    first = seq["first_block"]
+    first_tasks, first_trials = int(first["tasks"]), int(first["trials"])
+    max_trials = seq["max_trials_per_task"]
     if max_trials is None:
-        max_trials = (config.get("trials") or {}).get("count", 8)
+        max_trials = config["trials"]["count"]
         trials_key = "trials.count (the default max_trials_per_task)"
     else:
         trials_key = f"{key}.max_trials_per_task"
@@ -264,12 +357,14 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with its local ``$ref`` followed; keys beside the ``$ref`` (a property's
+    own ``default`` and ``description``) win over the target's."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
         node: Any = root
         for part in ref[2:].split("/"):
             node = node[part]
-        return node
+        return {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
 
 
@@ -370,7 +465,7 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
         env["AGENT_MODEL"] = config["model_server"]["alias"]
         runtime.append(RUNTIME_URL_VAR)
     network = agent["network"] or ("host" if served else "none")
-    return {
+    spec = {
         "name": name,
         "image": image,
         "command": list(agent["command"]) if agent["command"] else None,
@@ -379,6 +474,14 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
         "runtime_env": runtime,
         "network": network,
     }
+    program = agent["program"]
+    if program in BUILTIN_PROGRAMS:
+        spec["builtin"] = program  # played by the runner in the task's container
+    elif program in HOST_PROGRAMS:
+        # an external agent: a host program of this checkout, run by the Python the runner
+        # runs in (evalnoise.runner.external_agent.host_command resolves both at start)
+        spec["command"] = ["{python}", f"agents/{program}/agent.py"]
+    return spec
 
 
 def resource_profile_spec(config: Mapping[str, Any], name: str) -> dict[str, Any]:

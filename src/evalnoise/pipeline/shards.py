@@ -40,6 +40,7 @@ __all__ = [
     "run_trials_shard",
     "score_shard",
     "select_rows",
+    "verifier_rounds",
 ]
 
 log = logging.getLogger(__name__)
@@ -217,12 +218,18 @@ def run_trials_shard(
     server: Mapping[str, Any] | None = None,
     server_log: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    reward_key: str | None = None,
+    variant: Mapping[str, Any] | None = None,
 ) -> ShardRun:
     """Run (or finish) one shard; returns the runner's :class:`ShardResult` and how often
     the model server was started (0 when every trial was already in the journal).
 
     ``image_info`` is the JSON written by :func:`evalnoise.pipeline.images.ensure_image`;
-    its ``image`` completes the agent spec.
+    its ``image`` completes the agent spec. Environment tasks (the tasks table's ``kind``)
+    run on :class:`evalnoise.runner.environment.EnvironmentBackend`, their images built on
+    the record's ``base`` image, ``reward_key`` naming the reward that scores. ``variant``
+    is the shard's prompt / sampling variant (:class:`evalnoise.runner.variant.TrialVariant`
+    as a mapping; None without variants).
 
     The shard id that labels its containers derives from the journal path, which stays the
     same when a block or chunk grows (see :mod:`evalnoise.pipeline.plan`), so leftovers of a
@@ -232,10 +239,19 @@ def run_trials_shard(
 
     tasks = select_rows(pd.read_parquet(tasks_path), int(rows[0]), int(rows[1]))
     spec = dict(agent)
+    record = {}
     if image_info is not None:
-        spec["image"] = json.loads(Path(image_info).read_text(encoding="utf-8"))["image"]
+        record = json.loads(Path(image_info).read_text(encoding="utf-8"))
+        spec["image"] = record["image"]
     env = dict(os.environ if environ is None else environ)
-    runner: Any = make_backend(backend)
+    if "kind" in tasks and tasks["kind"].eq("environment").any():
+        from evalnoise.runner.environment import EnvironmentBackend
+
+        if backend != "docker":
+            raise ValueError(f"environment tasks run on the docker backend, not {backend!r}")
+        runner: Any = EnvironmentBackend(base=record.get("base"), reward_key=reward_key)
+    else:
+        runner = make_backend(backend)
     lazy = None
     if server is not None:
         lazy = LazyServer(server, server_log)
@@ -256,10 +272,21 @@ def run_trials_shard(
             shard_id=default_shard_id(journal),
             progress=False,
             environ=env,
+            variant=variant,
         )
     finally:
         if lazy is not None:
             lazy.stop()
+    unverified = _last_statuses(output).count("verifier_error")
+    if unverified:
+        rounds = verifier_rounds(output) + 1
+        log.warning(
+            "%d trials have no verdict from their verifier (verifier_error): they have no "
+            "score, are flagged in every output, and a plain rerun runs them again. Round %d.",
+            unverified,
+            rounds,
+        )
+        write_text(_unverified_file(output), f"{rounds}\n")
     log.info(
         "%s: %d rows for %d trials (%d attempts run now, %d resumed) %s in %.1fs%s",
         output,
@@ -274,15 +301,25 @@ def run_trials_shard(
     return ShardRun(result, lazy.starts if lazy else 0, lazy.base_url if lazy else None)
 
 
+def _last_statuses(shard: str | os.PathLike[str]) -> list[str]:
+    """The status of every trial's last attempt in a trial shard."""
+    frame = pq.read_table(shard, columns=["task_id", "trial", "attempt", "status"]).to_pandas()
+    frame = frame.sort_values(["task_id", "trial", "attempt"], kind="mergesort")
+    return frame.drop_duplicates(["task_id", "trial"], keep="last")["status"].tolist()
+
+
 def _judge(
     judge: Mapping[str, Any],
     server_url: str | None,
     model: str | None,
     cache_path: str | os.PathLike[str] | None,
     numeric: Mapping[str, Any] | None = None,
+    alive: Any = None,
 ) -> Any:
     """The :class:`evalnoise.scorers.LLMJudge` of the config's ``scorer.judge`` section; in
-    ``extract`` mode it compares with the numeric scorer's options ``numeric``."""
+    ``extract`` mode it compares with the numeric scorer's options ``numeric``. ``alive``
+    (the managed server's process check) lets the client fail every remaining call at once
+    when the server died (:class:`evalnoise.models.ChatClient`)."""
     from evalnoise.models import ChatClient
     from evalnoise.scorers import DEFAULT_TEMPLATE, LLMJudge
     from evalnoise.scorers.deterministic import numeric as numeric_scorer
@@ -296,6 +333,7 @@ def _judge(
         model=judge["model"] or model,
         api_key_env=judge["api_key_env"],
         max_tokens=judge["max_tokens"],
+        alive=alive if not judge["base_url"] else None,
     )
     options = dict(numeric or {})
 
@@ -318,6 +356,21 @@ def _judge(
 
 def _rounds_file(shard: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(shard)}.unjudged-rounds")
+
+
+def _unverified_file(shard: str | os.PathLike[str]) -> Path:
+    return Path(f"{os.fspath(shard)}.unverified-rounds")
+
+
+def verifier_rounds(shard: str | os.PathLike[str]) -> int:
+    """How many runs of this trial shard's job ended with trials the verifier left without a
+    reward (``verifier_error``); 0 when none did. As :func:`judge_rounds` for the judge: the
+    ``run_trials`` rule takes it as a param, so a plain rerun runs the shard's job again and
+    the shard runs exactly those trials once more (a new attempt each)."""
+    try:
+        return int(_unverified_file(shard).read_text(encoding="utf-8").strip() or 0)
+    except (OSError, ValueError):
+        return 0
 
 
 def judge_rounds(shard: str | os.PathLike[str]) -> int:
@@ -380,6 +433,7 @@ def score_shard(
                 running.model if running else None,
                 judge_cache,
                 scorer.get("numeric"),
+                alive=running.alive if running else None,
             )
             try:
                 table = score_trials(trials, tasks, "judge", judge=judge)

@@ -14,20 +14,23 @@ Outputs are deterministic (sorted, no timestamps), so reruns do not churn DVC ha
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from evalnoise.analysis import (
     compare_all_pairs,
+    failure_readings,
     group_stats,
     holm_into,
+    readings_text,
     reporting_line,
     undefined_group_record,
+    withheld_record,
 )
 from evalnoise.attribution.text import attribution_lines, resource_line
-from evalnoise.outcomes import OUTCOMES
+from evalnoise.outcomes import OUTCOMES, outcome_line
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -126,6 +129,11 @@ def group_estimates(frame: pd.DataFrame, group: str, options: Mapping[str, Any])
     )
 
 
+def not_a_measurement(verdict: Any) -> str:
+    """Why a group that failed its health check has no headline number."""
+    return "not a measurement of the agent (" + "; ".join(verdict.reasons) + ")"
+
+
 def group_health(
     data: GroupData, health: Mapping[str, Any] | None = None
 ) -> tuple[dict[str, int], Any, dict[str, int]]:
@@ -135,15 +143,15 @@ def group_health(
     how many trials each fault signal killed."""
     from evalnoise.outcomes import assess_health, crash_signal_name, outcome_counts
 
-    health = dict(health or {})
     outcomes = outcome_counts(data.attempts)
     failed = data.attempts[data.attempts["status"] == "agent_error"]
     names = [crash_signal_name(c) for c in failed.get("exit_code", pd.Series(dtype=float))]
     signals = {n: names.count(n) for n in sorted({n for n in names if n})}
+    # without a health section (a table analysed outside the pipeline): assess_health's rule
     verdict = assess_health(
         outcomes,
-        max_failure_rate=float(health.get("max_failure_rate", 0.5)),
-        expected=data.group in set(health.get("expected_failures") or ()),
+        **({"max_failure_rate": float(health["max_failure_rate"])} if health else {}),
+        expected=bool(health) and data.group in set(health["expected_failures"] or ()),
         crash_examples=signals,
     )
     return outcomes, verdict, signals
@@ -173,8 +181,22 @@ def analyze_group(
 
     outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
+    withheld = None if verdict.valid else not_a_measurement(verdict)
+
+    def estimates(frame: pd.DataFrame, attempts: pd.DataFrame) -> dict[str, Any]:
+        record = group_estimates(frame, data.group, options)
+        if withheld is not None:
+            record = withheld_record(record, withheld)
+        record["readings"] = failure_readings(
+            attempts,
+            confidence=options["confidence"],
+            cluster_se=options["cluster_se"],
+            quantile=options["quantile"],
+        )
+        return record
+
     overall = {
-        **group_estimates(data.frame, data.group, options),
+        **estimates(data.frame, data.attempts),
         **ident,
         "outcomes": outcomes,
         "health": verdict.to_dict(),
@@ -187,7 +209,7 @@ def analyze_group(
             rows = known[known["level"].astype(str) == level]
             levels.append(
                 {
-                    **group_estimates(part, data.group, options),
+                    **estimates(part, rows),
                     **ident,
                     "level": level,
                     "outcomes": outcome_counts(rows),
@@ -195,7 +217,7 @@ def analyze_group(
             )
     per_task = (
         per_task_table(data.frame, confidence=options["confidence"])
-        if not data.frame.empty
+        if not data.frame.empty and withheld is None
         else pd.DataFrame()
     )
     counts = data.frame.groupby("task").size()
@@ -281,12 +303,17 @@ def compare_groups(
     return record
 
 
-def convergence_table(data: GroupData, options: Mapping[str, Any]) -> pd.DataFrame:
+def convergence_table(
+    data: GroupData, options: Mapping[str, Any], health: Mapping[str, Any] | None = None
+) -> pd.DataFrame:
     """ICC convergence over trials (columns :data:`CONVERGENCE_COLUMNS`): the records of
     :func:`evalnoise.analysis.convergence_records` (what the report's chart reads) with the
-    group's agent and resource profile."""
+    group's agent and resource profile. Empty for a group that is not a measurement of the
+    agent (:func:`group_health` with the config's ``health``): its ICC is withheld."""
     from evalnoise.analysis import convergence_records
 
+    if health is not None and not group_health(data, health)[1].valid:
+        return pd.DataFrame(columns=list(CONVERGENCE_COLUMNS))
     opts = options["convergence"]
     rows = convergence_records(
         data.frame, n_subsamples=opts["subsamples"], seed=opts["seed"], tolerance=opts["tolerance"]
@@ -373,18 +400,19 @@ def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def outcome_line(outcomes: Mapping[str, int]) -> str:
-    """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
-    0 unscored`` — every outcome, zeros included, so nothing is silently absent."""
-    parts = [
-        f"{outcomes.get(k, 0)} {k.replace('_', ' ') if k == 'no_answer' else k}" for k in OUTCOMES
-    ]
-    return f"{outcomes.get('trials', 0)} trials: " + ", ".join(parts)
+def failed_trials(outcomes: Mapping[str, int]) -> int:
+    """Trials that ended in a failure: not ``ok`` and not merely waiting for a grader's
+    verdict (:data:`evalnoise.outcomes.UNDECIDED`)."""
+    from evalnoise.outcomes import UNDECIDED
+
+    waiting = sum(int(outcomes.get(k, 0)) for k in UNDECIDED)
+    return int(outcomes.get("trials", 0)) - int(outcomes.get("ok", 0)) - waiting
 
 
 def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One line per group that is not a measurement of the agent, and per group with
-    unscored trials (a changed denominator is never silent); empty when all is well."""
+    """One line per group that is not a measurement of the agent, and per reason a group is
+    incomplete (unscored or unjudged trials: a changed denominator is never silent); empty
+    when all is well."""
     problems = []
     for s in stats:
         health, outcomes = s["health"], s["outcomes"]
@@ -392,12 +420,33 @@ def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:
             problems.append(
                 f"{s['group']}: NOT A MEASUREMENT OF THE AGENT — " + "; ".join(health["reasons"])
             )
-        if outcomes.get("unscored"):
-            problems.append(
-                f"{s['group']}: {outcomes['unscored']} of {outcomes['trials']} trials unscored "
-                "(judge_error); rerun to judge them again"
-            )
+        incomplete = health.get("incomplete")
+        if incomplete is None and outcomes.get("unscored"):  # a record from before 'incomplete'
+            incomplete = [f"{outcomes['unscored']} of {outcomes['trials']} trials unscored"]
+        problems.extend(f"{s['group']}: {reason}" for reason in incomplete or ())
     return problems
+
+
+def with_judge(stats: Mapping[str, Any], judged: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A group's stats with its judge stage's verdicts counted: ``outcomes["unjudged"]``
+    (trials the judge left without a verdict) and the health that follows
+    (:func:`evalnoise.outcomes.assess_health`: incomplete while any is unjudged)."""
+    if judged is None:
+        return dict(stats)
+    from evalnoise.outcomes import Health, assess_health
+
+    outcomes = {**stats["outcomes"], "unjudged": int(judged.get("unjudged") or 0)}
+    old = stats["health"]
+    health = assess_health(outcomes, expected=bool(old.get("expected")))
+    merged = Health(
+        valid=bool(old["valid"]),
+        failure_rate=float(old["failure_rate"]),
+        reasons=tuple(old["reasons"]),
+        expected=bool(old.get("expected")),
+        incomplete=health.incomplete,
+    ).to_dict()
+    overall = {**stats["overall"], "outcomes": outcomes, "health": merged}
+    return {**stats, "outcomes": outcomes, "health": merged, "overall": overall}
 
 
 def summarize(
@@ -419,8 +468,11 @@ def summarize(
     ``problems`` (what makes the run fail) and ``metrics`` (the DVC metrics dict)."""
     from evalnoise.costs import combine_costs
 
-    stats = sorted(stats, key=lambda s: (s["agent"], s["resource_profile"]))
     judged = {r["group"]: judge_summary(r) for r in judge}
+    stats = sorted(
+        (with_judge(s, judged.get(s["group"])) for s in stats),
+        key=lambda s: (s["agent"], s["resource_profile"]),
+    )
     judge_costs = {r["group"]: r.get("costs") for r in judge}
     groups = [
         {
@@ -447,7 +499,12 @@ def summarize(
         record["mcnemar"] = dict(record["mcnemar"])
     _holm(comparisons)
     profiles = pd.DataFrame([_profile_row(s) for s in stats], columns=list(PROFILE_COLUMNS))
-    per_task = pd.DataFrame([row for s in stats for row in s["per_task"]])
+    from evalnoise.analysis import PER_TASK_COLUMNS
+
+    # with columns also when empty (every group withheld): readers get a header, not nothing
+    per_task = pd.DataFrame(
+        [row for s in stats for row in s["per_task"]], columns=list(PER_TASK_COLUMNS)
+    )
 
     def concat(frames: Sequence[pd.DataFrame], columns: Sequence[str], by: str) -> pd.DataFrame:
         frames = [f for f in frames if len(f)]
@@ -456,7 +513,7 @@ def summarize(
         out = pd.concat(frames, ignore_index=True)
         return out.sort_values(["group", by], kind="mergesort").reset_index(drop=True)
 
-    problems = health_problems(stats) + judge_problems(judged.values())
+    problems = health_problems(stats)
     lines = []
     if problems:
         lines.append("!! " + "\n!! ".join(problems))
@@ -468,6 +525,9 @@ def summarize(
         for r in s["levels"]:
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
+        shown = readings_text(s["overall"].get("readings"))
+        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"])):
+            lines.append(f"  readings: {shown}")
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']], confidence)}")
         if attribution and s["group"] in attribution:
@@ -475,6 +535,9 @@ def summarize(
             if "not_computed" in a:
                 lines.append(f"  attribution: not computed ({a['not_computed']})")
             else:
+                if s["overall"].get("withheld"):
+                    # no statistic of a group that is not a measurement: no noise model
+                    a = {k: v for k, v in a.items() if k != "noise"}
                 lines.extend(f"  {line}" for line in attribution_lines(a))
         infra = s["infra"]
         lines.append(
@@ -522,6 +585,11 @@ def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "samples": record["samples"],
         "sent": record["sent"],
         "judge_errors": int((record.get("statuses") or {}).get("judge_error", 0)),
+        "unjudged": int(
+            record.get("unjudged", (record.get("statuses") or {}).get("judge_error", 0))
+        ),
+        "call_failures": record.get("call_failures"),
+        "unparsed": record.get("unparsed"),
         "parse_rate": record.get("parse_rate"),
         "accuracy": accuracy.get("mean"),
         "ci_low": accuracy.get("ci_low"),
@@ -551,16 +619,6 @@ def judge_line(j: Mapping[str, Any], confidence: float = 0.95) -> str:
     from evalnoise.report.cards import judge_text
 
     return judge_text(j, f"{confidence:.0%}")
-
-
-def judge_problems(judged: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Trials the judge could not score: never a silent change of the judge's denominator."""
-    return [
-        f"judge: {j['judge_errors']} of {j['sent']} trials unjudged (judge_error); rerun to "
-        "judge them again"
-        for j in judged
-        if j["judge_errors"]
-    ]
 
 
 def _num(value: Any, digits: int = 6) -> float | None:
@@ -593,10 +651,39 @@ def metrics(
             "infra_error_rate": _num(infra["infra_error_rate_attempts"]),
             "n_tasks": int(rec["n_tasks"]),
             "n_trials": int(rec["n_obs"]),
-            "valid": bool(s["health"]["valid"]),
+            # a measurement of the agent with every trial decided by its scorers
+            "valid": bool(s["health"]["valid"]) and not s["health"].get("incomplete"),
+            "measurement": bool(s["health"]["valid"]),
             "expected_failures": bool(s["health"]["expected"]),
-            "outcomes": {k: int(s["outcomes"][k]) for k in (*OUTCOMES, "trials")},
+            "outcomes": {
+                k: int(s["outcomes"][k])
+                for k in (*OUTCOMES, "trials", "unjudged")
+                if k in s["outcomes"]
+            },
         }
+        if s["health"].get("incomplete"):
+            groups[s["group"]]["incomplete"] = list(s["health"]["incomplete"])
+        if rec.get("withheld"):
+            # no headline: say why beside the nulls
+            groups[s["group"]]["withheld"] = rec["withheld"]
+        if rec.get("withheld") or failed_trials(s["outcomes"]):
+            groups[s["group"]]["readings"] = {
+                name: {
+                    "accuracy": _num(r["mean"]),
+                    "ci_low": _num(r["ci_low"]),
+                    "ci_high": _num(r["ci_high"]),
+                    "n_trials": int(r["n_trials"]),
+                }
+                for name, r in (rec.get("readings") or {}).items()
+            }
+        noise = ((attribution or {}).get(s["group"]) or {}).get("noise")
+        if noise and noise.get("dstudy") and not rec.get("withheld"):
+            # every facet that varied counted (issue 23): beside the task-clustered CI
+            te = noise["dstudy"]["total_error"]
+            groups[s["group"]]["total_error_se"] = _num(te["se"])
+            groups[s["group"]]["total_error_ci_low"] = _num(te["ci_low"])
+            groups[s["group"]]["total_error_ci_high"] = _num(te["ci_high"])
+            groups[s["group"]]["se_clustered"] = _num(te.get("se_clustered"))
         if attribution and "infra_share" in attribution.get(s["group"], {}):
             a = attribution[s["group"]]
             groups[s["group"]]["infra_share"] = _num(a["infra_share"])
@@ -607,6 +694,7 @@ def metrics(
             groups[s["group"]]["judge"] = {
                 k: _num(j[k]) for k in ("accuracy", "kappa", "parse_rate", "share_judge")
             }
+            groups[s["group"]]["judge"]["unjudged"] = int(j.get("unjudged") or 0)
     pairs = {}
     for r in comparisons:
         name = f"{r['kind']}:{r['within']}:{r['a']}-vs-{r['b']}"
@@ -617,7 +705,7 @@ def metrics(
             "p_holm": _num(r.get("p_paired_holm")),
         }
     return {
-        "valid": not health_problems(stats) and not judge_problems((judged or {}).values()),
+        "valid": not health_problems(stats),
         "groups": dict(sorted(groups.items())),
         "comparisons": dict(sorted(pairs.items())),
     }

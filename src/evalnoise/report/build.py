@@ -63,7 +63,7 @@ from evalnoise.attribution.tables import (
 from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import fmt, jsonable, pct
 from evalnoise.report import charts
-from evalnoise.report._render import CSP, chart_spec, embed_script, vega_bundle, write_chart
+from evalnoise.report._render import chart_spec, embed_script, page_head, write_chart
 from evalnoise.report.cards import (
     NOT_A_MEASUREMENT_LABEL,
     OUTCOME_LEGEND,
@@ -88,6 +88,7 @@ from evalnoise.report.health import (
     machine_of,
     status_text,
 )
+from evalnoise.report.noise import dstudy_frame, noise_html
 from evalnoise.report.sequential import sequential_section
 
 __all__ = ["CHART_STEMS", "build_report"]
@@ -115,6 +116,7 @@ CHART_STEMS = (
     "per_task_accuracy",
     "icc_convergence",
     "budget_allocation",
+    "dstudy",
     "infra_by_resource_profile",
     "comparisons",
     "resource_sensitivity",
@@ -175,6 +177,7 @@ def _charts(
     infra: pd.DataFrame | None,
     comparisons: pd.DataFrame | None,
     skipped: Sequence[Mapping[str, Any]],
+    dstudy: pd.DataFrame | None = None,
     groups: Sequence[str],
     titles: Mapping[str, str],
     labels: Mapping[str, str],
@@ -240,6 +243,18 @@ def _charts(
                 "allocation.",
                 charts.budget_chart(_relabel(budget, labels)),
                 tuple(notes),
+            )
+        )
+    if dstudy is not None:
+        out.append(
+            _Chart(
+                "dstudy",
+                "D study: the least SE a budget buys",
+                "From each group's one model of the noise (section \u201cWhere the noise comes "
+                "from\u201d): the total-error SE of the best split of a budget into tasks × "
+                "trials per task, the time blocks and hosts as they ran, at ¼ to 8 × what "
+                "the run cost (container-seconds); the label gives the split.",
+                charts.dstudy_chart(dstudy),
             )
         )
     if infra is not None:
@@ -446,6 +461,8 @@ def _card_html(card: Mapping[str, Any], stem: str) -> str:
         for k, v, struck in card_fields(card)
     )
     line = card["reporting_line"]
+    # a withheld headline's line says why there is no number: nothing to strike through
+    struck_line = invalid and not card["metrics"].get("accuracy_withheld")
     parts = [
         f'<article class="card{" invalid" if invalid else ""}" id="card-{html.escape(stem)}"'
         f' data-valid="{_valid_attr(card.get("valid"))}">',
@@ -453,7 +470,7 @@ def _card_html(card: Mapping[str, Any], stem: str) -> str:
         _banner_html(card),
         (
             f'<p class="line not-measurement">{_struck(line, code=True)}</p>'
-            if invalid
+            if struck_line
             else f'<pre class="line">{html.escape(line)}</pre>'
         ),
         f'<table class="kv">\n{rows}\n</table>',
@@ -881,8 +898,13 @@ def _share_text(g: Mapping[str, Any]) -> str:
         return "infrastructure share of variance: undefined (every score equal: no variance)"
     comps = g.get("components") or {}
     hosts = int(g.get("hosts") or 0)
+    share = (
+        "not detected (its interval reaches 0)"
+        if g.get("infra_share_detected") is False
+        else pct(_num(g.get("infra_share")))
+    )
     parts = [
-        f"infrastructure share of variance {pct(_num(g.get('infra_share')))} "
+        f"infrastructure share of variance {share} "
         f"[{pct(_num(g.get('infra_share_ci_low')))}, {pct(_num(g.get('infra_share_ci_high')))}]",
         f" ({' + '.join(g.get('infra_components') or ()) or 'no infrastructure component'}"
         f"; {g.get('time_blocks') or 0} time blocks, {hosts} host{'s' if hosts != 1 else ''}",
@@ -914,8 +936,9 @@ def _share_html(
         '<h3 id="infra-share">Infrastructure share of variance</h3>\n'
         "<p>The share of the score variance that depends on when (time block) or where (host) a "
         "trial ran, task-specific time effects included: (σ²_time_block + σ²_host + "
-        "σ²_task:time_block) / total, by Henderson's method III with a parametric-bootstrap "
-        f"{confidence:.0%} interval; drift is the within-task change in success from the run's "
+        "σ²_task:time_block) / total, from the G study (evalnoise.stats.gstudy: REML or "
+        f"ANOVA) with a {confidence:.0%} modified-large-sample interval; a share whose interval "
+        "reaches 0 is not detected; drift is the within-task change in success from the run's "
         "first trial to its last (task-clustered t test).</p>\n"
         f'<ul class="infra-share">{"".join(items)}</ul>'
     )
@@ -991,6 +1014,7 @@ def _attribution_section(
             "infrastructure share of variance",
             lambda: _share_html(att.summary, labels, titles, invalid, confidence),
         ),
+        ("noise model", lambda: noise_html(att.summary, labels, titles, invalid)),
     ]
     for name, render in parts:
         if not labels and name != "resource-sensitive tasks":
@@ -1129,12 +1153,20 @@ def _index_html(
     summary = []
     for stem, card in cards:
         link = f'<a href="#card-{html.escape(stem)}">{html.escape(card_title(card))}</a>'
-        if card.get("valid") is False:
+        if card.get("valid") is False and card["metrics"].get("accuracy_withheld"):
+            line = html.escape(card["reporting_line"])
+            summary.append(f'<tr class="invalid"><td>{link}</td><td><code>{line}</code></td></tr>')
+        elif card.get("valid") is False:
             line = _struck(card["reporting_line"], code=True)
             summary.append(f'<tr class="invalid"><td>{link}</td><td>{line}</td></tr>')
         else:
             line = html.escape(card["reporting_line"])
             summary.append(f"<tr><td>{link}</td><td><code>{line}</code></td></tr>")
+        readings = {k: v for k, v, _ in card_fields(card)}.get("Readings")
+        if readings:
+            # labelled readings beside (never instead of) the headline
+            text = html.escape("readings: " + readings)
+            summary.append(f'<tr class="readings"><td></td><td>{text}</td></tr>')
         if card.get("judge"):
             # accuracy by the LLM judge beside the reference, its kappa and variance share
             judge = html.escape(judge_text(card["judge"], f"{context.confidence:.0%}"))
@@ -1179,20 +1211,7 @@ def _index_html(
         + ['<a href="#attribution">Where the noise comes from</a>']
         + ['<a href="#cards">Evaluation Cards</a>', '<a href="#run">Run</a>']
     )
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<link rel="icon" href="data:,">
-<title>{html.escape(title)}</title>
-<style>{_STYLE}</style>
-<script>
-{vega_bundle()}
-</script>
-</head>
-<body>
-<h1>{html.escape(title)}</h1>
+    return f"""{page_head(title, _STYLE)}
 {_top_banner(cards)}
 <p>Accuracy ± {context.confidence:.0%} CI | ICC | between-query SE, per agent and resource
 profile (Mustahsan et al., eq. 11). Infra policy: <strong>{html.escape(context.infra_policy)}
@@ -1399,10 +1418,12 @@ def build_report(
 
     # --- charts --------------------------------------------------------------------------
     rendered = []
+    curves = None if att is None else dstudy_frame(att.summary, att_titles)
     for ch in _charts(
         per_task=per_task,
         convergence=convergence,
         budget=budget,
+        dstudy=curves if curves is not None and len(curves) else None,
         infra=infra,
         comparisons=comparisons,
         skipped=skipped,

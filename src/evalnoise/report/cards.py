@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalnoise.analysis import reporting_line
+from evalnoise.analysis import readings_text, reporting_line
 from evalnoise.costs import DRIVERS, Prices, driver_label, estimate_cost
 from evalnoise.formatting import fmt, jsonable, pct
 from evalnoise.report.health import (
@@ -406,6 +406,8 @@ def evaluation_card(
         "trials": trials,
         "metrics": {
             "confidence": conf,
+            # a group that is not a measurement has no accuracy: the reason instead
+            "accuracy_withheld": record.get("withheld"),
             "accuracy": record["mean"],
             "accuracy_ci_low": record["ci_low"],
             "accuracy_ci_high": record["ci_high"],
@@ -421,6 +423,8 @@ def evaluation_card(
             "sigma2_between": record.get("sigma2_between"),
             "sigma2_within": record.get("sigma2_within"),
             "between_query_se": between_query_se(record),
+            # labelled readings that are not the headline (evalnoise.analysis.failure_readings)
+            "readings": None if record.get("readings") is None else dict(record["readings"]),
         },
         "task_complexity": {
             "level": context.task_level,
@@ -692,7 +696,9 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         ),
         (
             "Accuracy",
-            f"{pct(m['accuracy'])} ({conf} CI [{pct(m['accuracy_ci_low'])}, "
+            f"none: {m['accuracy_withheld']}"
+            if m.get("accuracy_withheld")
+            else f"{pct(m['accuracy'])} ({conf} CI [{pct(m['accuracy_ci_low'])}, "
             f"{pct(m['accuracy_ci_high'])}], task-clustered SE {fmt(m['accuracy_se_clustered'])})",
         ),
         (
@@ -718,6 +724,17 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         ("Infra error rate", rate_text),
         ("Health", _health_text(card)),
     ]
+    readings = readings_text(m.get("readings"))
+    outcomes = card.get("outcomes") or {}
+    failed = (
+        (outcomes.get("trials") or 0)
+        - (outcomes.get("ok") or 0)
+        - (outcomes.get("unscored") or 0)
+        - (outcomes.get("verifier_error") or 0)
+    )
+    if readings and (m.get("accuracy_withheld") or failed > 0):
+        # labelled readings, never the headline: shown (not struck) also on an invalid card
+        rows.insert(4, ("Readings", readings))
     if card.get("policy_sensitivity"):
         # beside the policy it qualifies, before Health
         rows.insert(
@@ -732,7 +749,12 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     if card.get("machine"):
         rows.append(("Machine", _machine_text(card["machine"])))
     invalid = card.get("valid") is False
-    return [(k, v, invalid and k in MEASURED_FIELDS) for k, v in rows]
+    # a withheld accuracy is no number to strike: its value says why there is none
+    withheld = bool(m.get("accuracy_withheld"))
+    return [
+        (k, v, invalid and k in MEASURED_FIELDS and not (withheld and k == "Accuracy"))
+        for k, v in rows
+    ]
 
 
 def _amount(value: float | None, currency: str | None) -> str:
@@ -822,6 +844,26 @@ def _not_applied(price_key: str) -> str:
     return f"{price_key} not applied: its driver is not in this group's record"
 
 
+def _judged_text(j: Mapping[str, Any]) -> str:
+    """``parsed 100.0% of 96`` or, with unjudged trials, ``16 of 96 UNJUDGED (16 calls
+    failed, 0 replies unparseable); parsed 100.0% of the 80 replies``."""
+    sent, unjudged = j.get("sent"), j.get("unjudged") or 0
+    if not unjudged:
+        return f"parsed {pct(j.get('parse_rate'))} of {sent}"
+    failed, unparsed = j.get("call_failures"), j.get("unparsed")
+    replies = None if failed is None or sent is None else sent - failed
+    split = (
+        ""
+        if failed is None
+        else f" ({failed} call{'s' if failed != 1 else ''} failed, {unparsed} "
+        f"repl{'ies' if unparsed != 1 else 'y'} unparseable)"
+    )
+    parsed = f"parsed {pct(j.get('parse_rate'))} of " + (
+        f"the {replies} replies" if replies is not None else f"{sent}"
+    )
+    return f"{unjudged} of {sent} UNJUDGED{split}; {parsed}"
+
+
 def judge_text(j: Mapping[str, Any], conf: str) -> str:
     """The LLM judge beside the reference scorer: its accuracy, parse rate, kappa against
     the reference with its CI, error rates, and its share of the score variance."""
@@ -829,7 +871,7 @@ def judge_text(j: Mapping[str, Any], conf: str) -> str:
     text = (
         f"judge ({j.get('mode')}, {samples} sample{'s' if samples != 1 else ''} per trial): "
         f"accuracy {pct(j.get('accuracy'))} ({conf} CI [{pct(j.get('ci_low'))}, "
-        f"{pct(j.get('ci_high'))}]); parsed {pct(j.get('parse_rate'))} of {j.get('sent')}; "
+        f"{pct(j.get('ci_high'))}]); {_judged_text(j)}; "
         f"κ = {fmt(j.get('kappa'), '.2f')} [{fmt(j.get('kappa_ci_low'), '.2f')}, "
         f"{fmt(j.get('kappa_ci_high'), '.2f')}], false accept {pct(j.get('false_accept_rate'))}, "
         f"false reject {pct(j.get('false_reject_rate'))}"
@@ -911,7 +953,7 @@ def card_markdown(card: Mapping[str, Any]) -> str:
         lines += [f"> **{head}:** {reasons}", ""]
     elif note is not None:
         lines += [f"> **Note:** {note}", ""]
-    if card.get("valid") is False:
+    if card.get("valid") is False and not card["metrics"].get("accuracy_withheld"):
         lines += [
             f"~~`{card['reporting_line']}`~~ — **{NOT_A_MEASUREMENT_LABEL}**",
             "",

@@ -33,7 +33,6 @@ __all__ = [
     "is_invalid",
     "machine_of",
     "outcomes_of",
-    "outcomes_text",
     "status_text",
 ]
 
@@ -49,6 +48,7 @@ OUTCOME_HEADERS = {
     "timeout": "timeout",
     "oom_killed": "oom_killed",
     "infra_error": "infra_error",
+    "verifier_error": "verifier_error",
     "unscored": "unscored",
 }
 
@@ -93,6 +93,8 @@ def outcomes_of(record: Mapping[str, Any]) -> dict[str, int | None] | None:
     if not isinstance(raw, Mapping):
         return None
     out = {key: _count(raw.get(key)) for key in (*OUTCOMES, "trials", "attempts")}
+    if "verifier_error" not in raw:  # a record from before environment tasks: none could be
+        out["verifier_error"] = 0
     if out["trials"] is None:
         parts = [out[k] for k in OUTCOMES if k != "unscored"]
         if all(p is not None for p in parts):
@@ -116,6 +118,7 @@ def health_of(record: Mapping[str, Any]) -> dict[str, Any]:
             "expected": False,
             "failure_rate": None,
             "reasons": [],
+            "incomplete": [],
             "crash_signals": crash_signals,
         }
     rate = raw.get("failure_rate")
@@ -128,6 +131,7 @@ def health_of(record: Mapping[str, Any]) -> dict[str, Any]:
         "expected": bool(_flag(raw.get("expected"))),
         "failure_rate": rate,
         "reasons": [str(r) for r in raw.get("reasons") or ()],
+        "incomplete": [str(r) for r in raw.get("incomplete") or ()],
         "crash_signals": crash_signals,
     }
 
@@ -160,26 +164,13 @@ def status_text(health: Mapping[str, Any]) -> str:
         return "not assessed (outcomes not recorded)"
     if health.get("valid") is False:
         return "NOT A MEASUREMENT of the agent"
-    if health.get("expected"):
-        return EXPECTED_NOTE
-    return "measurement"
+    incomplete = health.get("incomplete") or ()
+    base = EXPECTED_NOTE if health.get("expected") else "measurement"
+    return base + (" — INCOMPLETE: " + "; ".join(incomplete) if incomplete else "")
 
 
 def _n(value: int | None) -> str:
     return "?" if value is None else str(value)
-
-
-def outcomes_text(outcomes: Mapping[str, int | None] | None) -> str:
-    """``ok 90 · crashed 0 · … · unscored 1 — of 96 trials (97 attempts)`` or
-    ``not recorded``."""
-    if outcomes is None:
-        return "not recorded"
-    parts = " · ".join(f"{OUTCOME_HEADERS[k]} {_n(outcomes.get(k))}" for k in OUTCOMES)
-    tail = f" — of {_n(outcomes.get('trials'))} trials"
-    attempts = outcomes.get("attempts")
-    if attempts is not None and attempts != outcomes.get("trials"):
-        tail += f" ({attempts} attempts)"
-    return parts + tail
 
 
 def machine_of(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -87,6 +87,9 @@ TAIL_BYTES = 4096
 REDACTED = "[REDACTED]"
 
 NETWORK_MODES = ("none", "host")
+#: Agents of environment tasks that the runner itself plays (evalnoise.runner.environment):
+#: ``oracle`` runs the task's solution/solve.sh, ``nop`` (the null agent) does nothing.
+BUILTIN_AGENTS = ("oracle", "nop")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -111,10 +114,17 @@ class AgentSpec:
     user: str = "65534:65534"
     pids_limit: int = 256
     scratch_mb: int = 256
+    #: an agent the runner plays itself for environment tasks (:data:`BUILTIN_AGENTS`)
+    builtin: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError("agent spec: 'name' must be a non-empty string")
+        if self.builtin is not None and self.builtin not in BUILTIN_AGENTS:
+            raise ValueError(
+                f"agent {self.name!r}: builtin must be one of {BUILTIN_AGENTS}, got "
+                f"{self.builtin!r}"
+            )
         if self.network not in NETWORK_MODES:
             raise ValueError(
                 f"agent {self.name!r}: network must be one of {NETWORK_MODES}, got {self.network!r}"
@@ -152,6 +162,7 @@ class AgentSpec:
             "user",
             "pids_limit",
             "scratch_mb",
+            "builtin",
         }
         unknown = set(data) - allowed
         if unknown:
@@ -183,6 +194,7 @@ class AgentSpec:
             user=str(data.get("user", "65534:65534")),
             pids_limit=int(data.get("pids_limit", 256)),
             scratch_mb=int(data.get("scratch_mb", 256)),
+            builtin=data.get("builtin"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,6 +210,9 @@ class AgentSpec:
             "user": self.user,
             "pids_limit": self.pids_limit,
             "scratch_mb": self.scratch_mb,
+            # only when set: the spec of every other agent (and its journals' headers) stays
+            # what it was before built-in agents existed
+            **({"builtin": self.builtin} if self.builtin is not None else {}),
         }
 
     def secret_values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -243,16 +258,7 @@ def task_payload(
     output_path: str = OUTPUT_PATH,
 ) -> dict[str, Any]:
     """The task JSON given to the agent. Never includes the reference answer."""
-
-    def plain(value: Any) -> Any:
-        if value is None:
-            return None
-        try:
-            if value != value:  # NaN / NA from a DataFrame
-                return None
-        except (TypeError, ValueError):
-            return None
-        return value.item() if hasattr(value, "item") else value
+    from evalnoise.formatting import jsonable as plain
 
     return {
         "contract_version": CONTRACT_VERSION,

@@ -10,6 +10,13 @@
   kept for infra error rates. A trial whose last attempt is still an infra outcome is then
   handled by ``on_exhausted`` (``as_incorrect`` by default, or ``exclude``).
 
+A *crash* (``agent_error`` with a fault signal, :func:`evalnoise.outcomes.crashed_mask`) has
+no answer either: the runtime broke, the agent did not answer wrong. The scorer leaves it
+unscored and the policy decides how it counts, as for an infra outcome (it is never
+retried: a crash repeats). A group with an undeclared crash has no headline number at all
+(:func:`evalnoise.outcomes.assess_health`); the policy's reading of it is shown under its
+own label.
+
 In config::
 
     infra_policy: as_incorrect
@@ -32,8 +39,11 @@ from evalnoise.schema import INFRA_STATUSES
 MODES = ("as_incorrect", "retry", "exclude")
 EXHAUSTED_MODES = ("as_incorrect", "exclude")
 
-#: Columns that identify one trial (all its attempts share them).
-TRIAL_KEY = ("agent", "resource_profile", "task_id", "trial")
+#: Columns that identify one trial (all its attempts share them). With prompt or sampling
+#: variants a (task, trial index) runs once per variant: the variant's labels
+#: (:data:`evalnoise.runner.variant.VARIANT_COLUMNS`) are part of the key — last, so a table
+#: without variants (null there, or no such columns) keeps its order and grouping.
+TRIAL_KEY = ("agent", "resource_profile", "task_id", "trial", "prompt_variant", "sampling")
 
 
 @dataclass(frozen=True)
@@ -111,10 +121,11 @@ def should_retry(policy: InfraPolicy, status: str, attempt: int) -> bool:
 class PolicyResult:
     """What :func:`apply_infra_policy` returns.
 
-    ``counted``: one row per trial that counts for accuracy (its last attempt); infra rows
-    among them carry ``score`` 0.0 (and ``correct`` False when that column exists).
-    ``excluded``: last attempts left out by the policy. ``superseded``: earlier attempts of
-    retried trials. ``counts``: the numbers every report prints.
+    ``counted``: one row per trial that counts for accuracy (its last attempt); infra and
+    crash rows among them carry ``score`` 0.0 (and ``correct`` False when that column
+    exists). ``excluded``: last attempts left out by the policy (infra outcomes and
+    crashes). ``superseded``: earlier attempts of retried trials. ``counts``: the numbers
+    every report prints.
     """
 
     counted: pd.DataFrame
@@ -133,8 +144,11 @@ def apply_infra_policy(
 
     ``key`` names the columns identifying a trial (default: those of :data:`TRIAL_KEY`
     present in the table); ``attempt`` orders attempts (missing = every row is attempt 1).
-    Pure: the input is not modified.
+    Crashes (:func:`evalnoise.outcomes.crashed_mask`) follow the policy as infra outcomes do
+    (``crashed_final`` counts them). Pure: the input is not modified.
     """
+    from evalnoise.outcomes import crashed_mask
+
     policy = infra_policy(policy)
     if "status" not in trials.columns:
         raise ValueError("apply_infra_policy: the table has no 'status' column")
@@ -149,15 +163,17 @@ def apply_infra_policy(
     last = frame[last_mask]
     superseded = frame[~last_mask]
     infra_last = last["status"].isin(INFRA_STATUSES)
+    crashed_last = pd.Series(crashed_mask(last), index=last.index)
+    failed_last = infra_last | crashed_last
 
     if policy.mode == "exclude" or (policy.mode == "retry" and policy.on_exhausted == "exclude"):
-        excluded = last[infra_last]
-        counted = last[~infra_last].copy()
+        excluded = last[failed_last]
+        counted = last[~failed_last].copy()
         scored_incorrect = 0
     else:
         excluded = last.iloc[0:0]
         counted = last.copy()
-        counted_infra = counted["status"].isin(INFRA_STATUSES)
+        counted_infra = failed_last.loc[counted.index]
         if "score" in counted.columns:
             counted["score"] = counted["score"].astype("float64")
             counted.loc[counted_infra, "score"] = 0.0
@@ -182,6 +198,7 @@ def apply_infra_policy(
         "superseded_attempts": len(superseded),
         "infra_attempts": infra_attempts,
         "infra_final": int(infra_last.sum()),
+        "crashed_final": int(crashed_last.sum()),
         "infra_error_rate_attempts": infra_attempts / n_attempts if n_attempts else float("nan"),
         "infra_error_rate_trials": float(infra_last.mean()) if n_trials else float("nan"),
     }

@@ -7,13 +7,25 @@ trial does not grow with the number of trials in the shard.
 
 - **Journal.** Each finished trial attempt is appended to the shard's journal as one JSON
   line, written, flushed and fsynced before it counts. The first line is a header naming
-  what the rows depend on (agent spec, resource profile, run seed, backend); a journal whose
+  what the rows depend on (agent spec, resource profile, run seed, backend, and the variant's
+  identity when the shard runs a prompt or sampling variant); a journal whose
   header differs is moved aside (``<journal>.superseded-<UTC time>``), never mixed in.
   Each row also carries a fingerprint of its task's spec, so a changed task is rerun.
+- **Variant.** A shard runs one variant (:class:`evalnoise.runner.variant.TrialVariant`,
+  None without variants): every agent gets the task's question rendered with its template,
+  its key enters every trial's seed and the shard's order, and its labels fill the rows'
+  ``prompt_variant`` and ``sampling`` as the file is written (from the shard's plan, like
+  ``time_block``: a renamed level relabels resumed rows). The task fingerprint is the
+  task's own, never the rendered question's.
 - **Resume.** On start the journal is read (a torn last line — a write cut by SIGKILL — is
   cut off), finished trials are skipped, and a trial whose last attempt the infra policy
-  wants retried continues with the next attempt. A shard killed with SIGKILL and run again
-  ends with exactly one row per (task, trial, attempt): none lost, none duplicated.
+  wants retried continues with the next attempt, and so does a trial whose last attempt
+  was a ``verifier_error`` (the grader failed: each run of the shard tries it once more).
+  A shard killed with SIGKILL and run again
+  ends with exactly one row per (task, trial, attempt): none lost, none duplicated. A trial
+  that ended ``infra_error`` while the engine itself stopped answering is not journaled: the
+  shard stops with :class:`EngineUnavailable` and a resume runs it again (the harness
+  failed, the trial has no outcome).
 - **Order.** The (task, trial) pairs run in the shard's seeded random order
   (:func:`evalnoise.runner.seeds.trial_order`: keyed by the run seed, agent, resource
   profile, task and trial — never by paths or the shard id, so every checkout and every
@@ -42,7 +54,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import math
 import os
 import re
 import sys
@@ -63,11 +74,15 @@ from evalnoise.runner.policy import InfraPolicy, infra_policy, should_retry
 from evalnoise.runner.resources import ResourceProfile, allocate, resource_profile
 from evalnoise.runner.seeds import order_seed, trial_order, trial_seed
 from evalnoise.runner.trial import Backend, EngineUnavailable, TrialRequest
+from evalnoise.runner.variant import TrialVariant, trial_variant
 from evalnoise.schema import TASKS, TRIALS, conform
 
 JOURNAL_VERSION = 1
 _TIMESTAMP_COLUMNS = ("started_at", "ended_at")
 _TASK_SPEC_COLUMNS = ("question", "level", "cpus", "memory_mb", "time_limit_s")
+_ENVIRONMENT_SPEC_COLUMNS = ("task_digest", "verifier_time_limit_s")
+#: columns only environment tasks fill (a question task's table may lack them)
+_OPTIONAL_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
 _FINGERPRINT = "_task_fingerprint"
 #: No dots: scratch dirs and cgroups are named "<shard id>.<uid>", and cleanup globs on it.
 _SHARD_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -107,20 +122,32 @@ class ShardRequest:
     runtime: Mapping[str, str] = field(default_factory=dict)
     concurrency: int = 1
     progress: bool = True
+    #: the shard's prompt / sampling variant (None: a run without variants)
+    variant: TrialVariant | None = None
+
+    @property
+    def variant_key(self) -> str:
+        return self.variant.key if self.variant is not None else ""
 
     def trial_request(self, task: Mapping[str, Any], trial: int, attempt: int) -> TrialRequest:
         """The backend's request for one attempt of ``trial`` of ``task``; its seed depends
-        on (run seed, agent, task, trial) only, so every attempt of a trial shares it."""
+        on (run seed, agent, task, trial, variant) only, so every attempt of a trial shares
+        it. The task's question is rendered with the variant's template."""
+        if self.variant is not None and self.variant.template is not None:
+            task = {**task, "question": self.variant.render(str(task["question"]))}
         return TrialRequest(
             agent=self.agent,
             task=task,
             resource_profile=self.resource_profile,
             trial=trial,
             attempt=attempt,
-            seed=trial_seed(self.run_seed, self.agent.name, str(task["task_id"]), trial),
+            seed=trial_seed(
+                self.run_seed, self.agent.name, str(task["task_id"]), trial, self.variant_key
+            ),
             shard_id=self.shard_id,
             secrets=self.secrets,
             runtime=self.runtime,
+            variant=self.variant,
         )
 
 
@@ -147,19 +174,20 @@ def _canonical(obj: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    if value is None:
-        return None
-    if hasattr(value, "item"):  # numpy / pandas scalars
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
+    """A table cell as it goes into a journal line (:func:`evalnoise.formatting.jsonable`)."""
+    from evalnoise.formatting import jsonable
+
+    return jsonable(value)
 
 
 def _task_fingerprint(task: Mapping[str, Any]) -> str:
-    return hashlib.sha256(
-        _canonical({k: _plain(task.get(k)) for k in _TASK_SPEC_COLUMNS}).encode()
-    ).hexdigest()[:16]
+    spec = {k: _plain(task.get(k)) for k in _TASK_SPEC_COLUMNS}
+    # an environment task's folder (instruction, Dockerfile, tests, solution) is part of its
+    # spec; a question task has none, and its fingerprint stays what it always was
+    for key in _ENVIRONMENT_SPEC_COLUMNS:
+        if _plain(task.get(key)) is not None:
+            spec[key] = _plain(task.get(key))
+    return hashlib.sha256(_canonical(spec).encode()).hexdigest()[:16]
 
 
 # -- the journal ---------------------------------------------------------------------------
@@ -263,7 +291,8 @@ def _tasks_records(tasks: Any, profile: ResourceProfile) -> list[dict[str, Any]]
     missing = [
         f.name
         for f in TASKS
-        if f.name not in frame.columns and f.name not in ("level", "sampling_seed", "answer")
+        if f.name not in frame.columns
+        and f.name not in ("level", "sampling_seed", "answer", *_OPTIONAL_TASK_COLUMNS)
     ]
     if missing:
         raise ValueError(f"tasks table: missing columns {missing}")
@@ -298,13 +327,16 @@ def run_shard(
     shard_id: str | None = None,
     progress: bool = True,
     environ: Mapping[str, str] | None = None,
+    variant: TrialVariant | Mapping[str, Any] | None = None,
 ) -> ShardResult:
     """Run (or finish) one shard and write its Parquet file; see the module docstring.
 
     ``tasks``: a DataFrame with the TASKS columns (``answer`` is never passed on).
     ``agent``: an agent spec; ``resource_profile_spec``: a resource profile (name, mapping or
     object); ``trials``: the block of trial indices; ``policy``: the infra policy;
-    ``backend``: ``"docker"``, ``"local"`` or a backend object. Secret values are read from
+    ``backend``: ``"docker"``, ``"local"`` or a backend object; ``variant``: the shard's
+    prompt / sampling variant (a :class:`TrialVariant` or its mapping; None without
+    variants). Secret values are read from
     ``environ`` (default ``os.environ``) for the names in the agent's ``secret_env``.
     Raises :class:`EngineUnavailable` (after journaling what finished) if the engine stops
     answering, and ``BlockingIOError`` if another process is running the same shard.
@@ -313,6 +345,7 @@ def run_shard(
     spec = agent_spec(agent)
     profile = resource_profile(resource_profile_spec)
     policy = infra_policy(policy)
+    shard_variant = trial_variant(variant)
     trial_indices = sorted({int(t) for t in trials})
     if not trial_indices:
         raise ValueError("run_shard: no trial indices")
@@ -336,6 +369,8 @@ def run_shard(
         "resource_profile": profile.to_dict(),
         "run_seed": int(run_seed),
         "backend": backend_obj.name,
+        # nothing for the neutral variant: its journal is that of a run without variants
+        **(shard_variant.header() if shard_variant is not None else {}),
     }
 
     journal_path.parent.mkdir(parents=True, exist_ok=True)
@@ -380,6 +415,7 @@ def run_shard(
                 output_path=output_path,
                 concurrency=concurrency,
                 progress=progress,
+                variant=shard_variant,
             )
             result = _run(request, backend_obj, journal, old_rows, t_start)
             # A create request sent by a SIGKILLed earlier run can still be completed by the
@@ -436,11 +472,17 @@ def _run(
         if not done:
             return 1
         last = max(done)
+        if done[last]["status"] == "verifier_error":
+            # the grader failed, not the trial: a rerun of the shard runs it again (once per
+            # run, never at once within one: a broken verifier would loop)
+            return last + 1
         return last + 1 if should_retry(policy, done[last]["status"], last) else None
 
     # The shard's seeded order (module docstring, "Order"); the pool starts attempts in the
     # order they are submitted, so this is the order trials start in.
-    order = trial_order(order_seed(request.run_seed), spec.name, profile.name, plan)
+    order = trial_order(
+        order_seed(request.run_seed), spec.name, profile.name, plan, request.variant_key
+    )
     position = {key: place for place, key in enumerate(order)}
     todo = [(key, n) for key in order if (n := next_attempt(key)) is not None]
     finished_before = len(plan) - len(todo)
@@ -483,13 +525,16 @@ def _run(
             for future in [f for f in running if f in done]:
                 key, attempt = running.pop(future)
                 row = future.result()
+                if row["status"] == "infra_error":
+                    # Before the row is journaled: if the engine itself is gone, this row is
+                    # the harness's failure, not the trial's outcome. check() raises
+                    # EngineUnavailable, the row is dropped, and a resume runs the trial again.
+                    backend.check()
                 row[_FINGERPRINT] = fingerprints[key[0]]
                 journal.append(_encode_row(row))
                 attempts.setdefault(key, {})[attempt] = json.loads(_encode_row(row))
                 ran += 1
                 statuses[row["status"]] += 1
-                if row["status"] == "infra_error":
-                    backend.check()  # raises EngineUnavailable: stop, don't burn trials
                 if should_retry(policy, row["status"], attempt):
                     waiting.append((key, attempt + 1))
                 else:
@@ -517,6 +562,8 @@ def _run(
             # takes its place in the order of the shard as it is now
             row["time_block"] = time_block
             row["run_order"] = position[key]
+            if request.variant is not None:
+                row.update(request.variant.columns())
             rows.append(row)
     table = rows_to_table(rows)
     write_parquet_atomic(table, request.output_path)

@@ -70,6 +70,7 @@ from evalnoise.models.client import ChatClient, ChatError, ChatResponse
 from evalnoise.schema import INFRA_STATUSES
 
 __all__ = [
+    "CALL_FAILED",
     "DEFAULT_TEMPLATE",
     "EXTRACT_SCHEMA",
     "EXTRACT_TEMPLATE",
@@ -165,6 +166,9 @@ OK = "ok"
 JUDGE_ERROR = "judge_error"
 SKIPPED_INFRA = "skipped_infra"
 NO_PREDICTION = "no_prediction"
+#: How a ``judge_error``'s explanation starts when no reply came back (the server failed):
+#: unjudged, as opposed to a reply that did not parse.
+CALL_FAILED = "judge call failed"
 
 
 def render_template(template: str, *, question: str, predicted_answer: str, target: str) -> str:
@@ -574,7 +578,7 @@ class LLMJudge:
                 votes.append(None)
                 explanations.append("")
                 replies.append("")
-                problems.append(f"judge call failed after {exc.attempts} attempt(s): {exc}")
+                problems.append(f"{CALL_FAILED} after {exc.attempts} attempt(s): {exc}")
                 # the answer is a judge_error whatever the other samples say: do not pay for
                 # them (or wait out their retries) while the server is down
                 break

@@ -5,14 +5,20 @@ Rules, in order, for each trial:
 1. An infrastructure outcome (``timeout``, ``oom_killed``, ``infra_error``) is not scored:
    ``correct`` and ``score`` are null, ``judge_status='skipped_infra'``. How such trials
    count toward accuracy is the analysis's declared infra policy, not the scorer's.
-2. ``agent_error`` is the agent's failure: ``correct=False``, ``score=0``.
+2. A crash (``agent_error`` with a fault-signal exit, :func:`evalnoise.outcomes.crash_signal`)
+   gave no answer: ``correct`` and ``score`` are null, ``judge_status='skipped_crash'``; the
+   analysis's infra policy decides how it counts, and a group with one has no headline.
+   Any other ``agent_error`` is the agent's failure: ``correct=False``, ``score=0``.
 3. An ``ok`` trial is scored by the chosen scorer against the task's ``answer`` (an empty
    prediction is incorrect; the judge is not asked about it).
 
 Scorers: ``exact``, ``numeric``, ``gaia``, ``fuzzy`` (deterministic; ``judge_status`` null),
 ``judge`` (an :class:`~evalnoise.scorers.judge.LLMJudge`; ``judge_status`` ``ok`` /
-``judge_error`` / ``no_prediction``), and ``recorded`` — imported trials that carry their own
-``score``: correct when ``score >= 0.5``.
+``judge_error`` / ``no_prediction``), ``recorded`` — imported trials that carry their own
+``score``: correct when ``score >= 0.5`` — and ``reward``, the environment tasks' scorer: the
+verifier's reward (partial credit in [0, 1]) is the score, correct when ``>= 0.5``. A
+``verifier_error`` trial (the verifier left no valid reward) is never scored: null, with
+``judge_status='verifier_error'``.
 
 ``score`` is 1.0 / 0.0 for a verdict (null without one) — for ``fuzzy`` too: its similarity
 ratio is in the explanation — except ``recorded``, which keeps the recorded score.
@@ -33,13 +39,19 @@ import pandas as pd
 import pyarrow as pa
 
 from evalnoise.errors import InputError
+from evalnoise.outcomes import crash_signal_name
 from evalnoise.schema import INFRA_STATUSES, SCORES, TRIALS, conform
 from evalnoise.scorers.deterministic import DETERMINISTIC_SCORERS
 from evalnoise.scorers.judge import SKIPPED_INFRA, LLMJudge
 
-__all__ = ["SCORER_NAMES", "score_trials"]
+__all__ = ["SCORER_NAMES", "SKIPPED_CRASH", "VERIFIER_ERROR", "score_trials"]
 
-SCORER_NAMES = (*DETERMINISTIC_SCORERS, "judge", "recorded")
+#: ``judge_status`` of a crashed trial: there was no answer to score
+SKIPPED_CRASH = "skipped_crash"
+#: ``judge_status`` of an environment trial whose verifier left no valid reward
+VERIFIER_ERROR = "verifier_error"
+
+SCORER_NAMES = (*DETERMINISTIC_SCORERS, "judge", "recorded", "reward")
 
 #: the judge's cost of one trial, in this order (:data:`evalnoise.schema.SCORES`)
 _COST_COLUMNS = ("judge_calls", "judge_cached", "judge_prompt_tokens", "judge_completion_tokens")
@@ -115,9 +127,29 @@ def score_trials(
             correct, score = None, None
             judge_status = SKIPPED_INFRA
             explanation = f"infrastructure outcome {status!r}: not scored"
+        elif status == "agent_error" and (signal := crash_signal_name(row.get("exit_code"))):
+            correct, score = None, None
+            judge_status = SKIPPED_CRASH
+            explanation = f"agent_error: crashed ({signal}); no answer, not scored"
         elif status == "agent_error":
             correct, score = False, 0.0
             explanation = "agent_error: scored incorrect"
+        elif status == "verifier_error":
+            # the grader failed, not the agent: no score until a rerun (never a 0)
+            correct, score = None, None
+            judge_status = VERIFIER_ERROR
+            explanation = f"verifier_error: {_none(row.get('error')) or 'no valid reward'}"
+        elif scorer == "reward":
+            reward = _none(row.get("reward"))
+            if reward is None or not 0.0 <= float(reward) <= 1.0:
+                raise InputError(
+                    "scorer 'reward' needs the verifier's reward in [0, 1] on every ok trial "
+                    f"(got {reward!r}); is this an environment task?",
+                    row=done,
+                    column="reward",
+                )
+            score = float(reward)
+            correct, explanation = score >= 0.5, f"the verifier's reward {score:g}"
         elif scorer == "recorded":
             recorded = _none(row.get("score"))
             if recorded is None:

@@ -257,10 +257,12 @@ def judge_agreement(
     0 or 1 or only one task contributes; the interval is then the plain one.
 
     **Degenerate judge.** ``degenerate`` is True with a reason when κ is undefined (p_e = 1:
-    judge and reference both constant and equal) or one judge verdict covers at least
-    ``degenerate_threshold`` of the trials. κ is then at the mercy of a handful of trials, and
-    high raw agreement says only that the reference is as unbalanced as the judge
-    (Feinstein & Cicchetti 1990).
+    judge and reference both constant and equal) or one verdict of *either* rater covers at
+    least ``degenerate_threshold`` of the trials (the judge's: it says one thing to nearly
+    everything; the reference's: an always-right or always-wrong agent, against which κ is 0
+    when the reference is constant, since p_o = p_e). κ is then at the mercy of a handful of
+    trials, and high raw agreement says only that the reference is as unbalanced as the
+    judge (Feinstein & Cicchetti 1990).
 
     Perfect agreement with both verdicts present gives κ = 1 (SE 0), FAR = FRR = 0.
     """
@@ -365,6 +367,17 @@ def judge_agreement(
         reason = (
             f"the judge says {verdict} to {share:.1%} of trials (threshold "
             f"{degenerate_threshold:.0%}): κ and agreement rest on the few other verdicts"
+        )
+    elif n and max(m1 / n, m0 / n) >= degenerate_threshold:
+        # the same rule for the other rater: against a (nearly) constant reference, e.g. an
+        # always-right or always-wrong agent, κ is (nearly) 0 whatever the judge does
+        verdict, share = ("TRUE", m1 / n) if m1 >= m0 else ("FALSE", m0 / n)
+        reason = (
+            f"the reference says {verdict} to {share:.1%} of trials (threshold "
+            f"{degenerate_threshold:.0%}): κ rests on the few other trials (it is 0 when the "
+            "reference is constant, however good the judge); read the false-"
+            + ("reject" if verdict == "TRUE" else "accept")
+            + " rate instead"
         )
     elif n == 0:
         reason = "no trial has both a judge verdict and a reference label"

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalnoise.schema import TASKS
+from evalnoise.schema import QUESTION_TASK_COLUMNS
 
 __all__ = ["LEVEL_RESOURCES", "GeneratedTask", "generate_task", "generate_tasks"]
 
@@ -223,7 +223,7 @@ def generate_tasks(
             if with_solutions:
                 row["solution"] = task.solution
             rows.append(row)
-    columns = [f.name for f in TASKS] + (["solution"] if with_solutions else [])
+    columns = [*QUESTION_TASK_COLUMNS] + (["solution"] if with_solutions else [])
     frame = pd.DataFrame.from_records(rows, columns=columns)
     frame["memory_mb"] = frame["memory_mb"].astype("Int64")
     frame["sampling_seed"] = frame["sampling_seed"].astype("Int64")

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -euo pipefail
+echo done > /app/done.txt
