@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -88,3 +89,41 @@ def run_one(
         runtime=runtime or {},
     )
     return backend.run_trial(request)
+
+
+class Recording:
+    """A backend that runs nothing: answers ``ok`` at once and records each request
+    (``(task_id, trial, attempt)`` in the order the shard's pool starts them).
+
+    ``infra`` names the (task, trial) pairs whose first attempt ends ``timeout`` (for the
+    retry test).
+    """
+
+    name = "recording"
+
+    def __init__(self, infra: set | None = None) -> None:
+        self.requests: list[tuple[str, int, int]] = []
+        self.infra = infra or set()
+        self._lock = threading.Lock()
+
+    def run_trial(self, request):
+        from evalnoise.runner.trial import base_row, finish_row, utc_now
+
+        key = (str(request.task["task_id"]), request.trial)
+        with self._lock:
+            self.requests.append((*key, request.attempt))
+        row = base_row(request, backend=self.name, host=None)
+        row["started_at"] = utc_now()
+        failed = key in self.infra and request.attempt == 1
+        row["status"] = "timeout" if failed else "ok"
+        row["prediction"] = None if failed else f"seed {request.seed}"
+        return finish_row(row, {})
+
+    def check(self) -> None:
+        pass
+
+    def cleanup(self, shard_id: str) -> int:
+        return 0
+
+    def abort(self, shard_id: str) -> None:
+        pass

@@ -11,57 +11,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections import Counter
 from itertools import permutations
 
 import pyarrow.parquet as pq
 import pytest
-from runner_helpers import local_probe_agent, task_row, tasks_frame
+from runner_helpers import Recording, local_probe_agent, task_row, tasks_frame
 
 from evalnoise.runner import run_shard, trial_seed
 from evalnoise.runner.seeds import ORDER_PURPOSE, order_key, order_seed, trial_order
 from evalnoise.runner.shard import read_journal
-from evalnoise.runner.trial import base_row, finish_row, utc_now
 
 AGENT = "probe-local"
 PAIRS = [(f"task-{i:02d}", t) for i in range(5) for t in (4, 5, 6)]
 KEY = ("task_id", "trial")
-
-
-class Recording:
-    """A backend that runs nothing: answers ``ok`` at once and records each request.
-
-    ``infra`` names the (task, trial) pairs whose first attempt ends ``timeout`` (for the
-    retry test).
-    """
-
-    name = "recording"
-
-    def __init__(self, infra: set | None = None) -> None:
-        self.requests: list[tuple[str, int, int]] = []
-        self.infra = infra or set()
-        self._lock = threading.Lock()
-
-    def run_trial(self, request):
-        key = (str(request.task["task_id"]), request.trial)
-        with self._lock:
-            self.requests.append((*key, request.attempt))
-        row = base_row(request, backend=self.name, host=None)
-        row["started_at"] = utc_now()
-        failed = key in self.infra and request.attempt == 1
-        row["status"] = "timeout" if failed else "ok"
-        row["prediction"] = None if failed else f"seed {request.seed}"
-        return finish_row(row, {})
-
-    def check(self) -> None:
-        pass
-
-    def cleanup(self, shard_id: str) -> int:
-        return 0
-
-    def abort(self, shard_id: str) -> None:
-        pass
 
 
 def shard(tmp_path, backend, *, trials=(4, 5, 6), n_tasks=5, run_seed=7, policy="as_incorrect"):

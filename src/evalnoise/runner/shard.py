@@ -1,7 +1,9 @@
 """One shard of trials: agent × resource profile × block of trial indices × chunk of tasks.
 
 :func:`run_shard` runs every (task, trial) of the shard through a backend with bounded
-concurrency (threads) and a tqdm progress bar on stderr, and is safe to kill at any moment:
+concurrency (threads) and a tqdm progress bar on stderr, and is safe to kill at any moment.
+It hands the thread pool at most :func:`in_flight_limit` attempts at a time, so the cost of a
+trial does not grow with the number of trials in the shard.
 
 - **Journal.** Each finished trial attempt is appended to the shard's journal as one JSON
   line, written, flushed and fsynced before it counts. The first line is a header naming
@@ -56,7 +58,7 @@ import os
 import re
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -427,6 +429,13 @@ def run_shard(
         lock_handle.close()
 
 
+def in_flight_limit(concurrency: int) -> int:
+    """How many attempts a shard running ``concurrency`` trials at once hands to its thread
+    pool at a time: ``2 * concurrency`` (one running and one queued per worker, so a worker
+    that finishes starts its next attempt while the shard journals the last one)."""
+    return 2 * concurrency
+
+
 def _run(
     request: ShardRequest,
     backend: Backend,
@@ -491,14 +500,29 @@ def _run(
         dynamic_ncols=True,
     )
     pool = cf.ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="trial")
+    # Attempts not yet handed to the pool, in start order: the plan's, then each retry as its
+    # failed attempt ends. The pool holds at most `limit` of them (one running and one queued
+    # per worker), so each wait below looks at a handful of futures, not at every trial of the
+    # shard still to come: handing all of them over up front made each completion cost
+    # O(trials pending), which dominated long shards (issue 21, item 9). The pool runs its
+    # queue in order, so attempts start in the same order as when all were submitted at once.
+    waiting = deque(todo)
+    limit = in_flight_limit(request.concurrency)
     running: dict[cf.Future[dict[str, Any]], tuple[tuple[str, int], int]] = {}
-    try:
-        for key, attempt in todo:
+
+    def submit() -> None:
+        while waiting and len(running) < limit:
+            key, attempt = waiting.popleft()
             trial_request = request.trial_request(plan[key], key[1], attempt)
             running[pool.submit(backend.run_trial, trial_request)] = (key, attempt)
+
+    try:
+        submit()
         while running:
             done, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-            for future in done:
+            # in the order they were submitted, not the set's: retries then queue (and rows
+            # are journaled) in the order their attempts started
+            for future in [f for f in running if f in done]:
                 key, attempt = running.pop(future)
                 row = future.result()
                 if row["status"] == "infra_error":
@@ -512,12 +536,11 @@ def _run(
                 ran += 1
                 statuses[row["status"]] += 1
                 if should_retry(policy, row["status"], attempt):
-                    retry = request.trial_request(plan[key], key[1], attempt + 1)
-                    nxt = pool.submit(backend.run_trial, retry)
-                    running[nxt] = (key, attempt + 1)
+                    waiting.append((key, attempt + 1))
                 else:
                     bar.update(1)
                 bar.set_postfix({k: v for k, v in sorted(statuses.items())}, refresh=False)
+            submit()
     except BaseException:
         for future in running:
             future.cancel()
