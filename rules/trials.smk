@@ -134,14 +134,15 @@ rule score:
         "../scripts/score.py"
 
 
+# One job per judge of scorer.judge.judges and trial shard: adding a judge runs its jobs only.
 rule judge:
     input:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        judged="results/judged/{judge}/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
     log:
-        "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/judge/{judge}/{agent}/{resource_profile}/t{block}-c{chunk}.log",
     # as its trials: a finished block is judged before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
