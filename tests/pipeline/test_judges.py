@@ -302,3 +302,27 @@ def test_bad_judges_are_named(judges, message):
         config = with_defaults(_config({"judges": judges}), schema)
         check_config(config, schema)
         judge_specs(config["scorer"]["judge"])  # what the workflow does next, at parse time
+
+
+def test_with_one_vote_a_trial_the_residual_is_the_judges_disagreement():
+    """One vote per judge and trial (the default: an LLM judge at T = 0 and a rule): the
+    residual is the trial × judge interaction and counts as the judges' variance."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for t in range(8):
+        for r in range(5):
+            truth = float(rng.random() < 0.5)
+            rows.append(("rule", f"t{t}", str(r), truth))
+            rows.append(("llm", f"t{t}", str(r), truth if rng.random() < 0.8 else 1 - truth))
+    votes = pd.DataFrame(rows, columns=["judge", "task", "trial", "vote"])
+    record = judge_facet_record(votes, 0.95)
+    assert record["residual_includes"] == "trial×judge:task" and record["balanced"] is True
+    by_name = {c["component"]: c["sigma2"] for c in record["components"]}
+    assert record["sigma2_judges"] == pytest.approx(
+        by_name["judge"] + by_name["task×judge"] + by_name["residual"]
+    )
+    summary = judge_summary(
+        {"mode": "extract", "samples": 1, "sent": 1, "judges": [], "judge_facet": record}
+    )
+    names = [c["component"] for c in summary["judge_facet"]["components"]]
+    assert names == ["judge", "task×judge", "residual (trial×judge:task)"]

@@ -95,6 +95,15 @@ def test_no_schema_offers_an_empty_answer_and_no_prompt_a_placeholder():
         assert "<" not in text and '"answer"' not in text
 
 
+def test_the_reply_budget_fits_the_longest_answer():
+    """``{"answer": "242017"}`` took SmolLM2 17 tokens: a budget of 16 cut it short."""
+    assert answer_spec("3675").reply_tokens == 16 + 1 + 6  # sign and six digits
+    assert answer_spec("12345678").reply_tokens == 16 + 1 + 10
+    assert answer_spec("3.25").reply_tokens == 16 + 1 + 6 + 1 + 4
+    assert answer_spec("B").reply_tokens == 17
+    assert answer_spec("Paris").reply_tokens == 16 + 24
+
+
 def test_admits_is_the_schema():
     number = answer_spec("936")
     assert number.admits("936") and number.admits("-12") and number.admits("123456")

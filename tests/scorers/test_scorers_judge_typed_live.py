@@ -10,7 +10,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import pytest
 
 from evalnoise.models import ChatClient
 from evalnoise.scorers import LLMJudge
@@ -62,7 +61,8 @@ def test_a_number_is_extracted_as_digits_only(llama_server):
     for (_, _, target, _), r in zip(items, results, strict=True):
         spec = answer_spec(target)
         assert all(spec.admits(a) for a in _answers(r)), r.replies
-        assert r.completion_tokens <= 16  # a few tokens: no rambling to the limit
+        # a few tokens, within the budget the schema sets: never cut short, never rambling
+        assert r.completion_tokens < spec.reply_tokens
     verdicts = np.array([float(r.correct) for r in results])
     truth = np.array([float(right) for *_, right in items])
     agreement = judge_agreement(verdicts, truth)

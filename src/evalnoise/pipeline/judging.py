@@ -283,7 +283,9 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
     spread within a judge's trial cell; unbalanced (a rule judge votes once, an LLM judge k
     times) it is fitted by REML. The judges' variance is every component with the judge in
     it: σ²(j) (one judge more lenient on every trial), σ²(tj) (judges disagree on some
-    tasks), σ²(rj:t) (on some trials); ``sigma2_judges`` is their sum and
+    tasks), σ²(rj:t) (on some trials; with one vote per judge and trial it is confounded with
+    e, the residual, which then counts: ``residual_includes``); ``sigma2_judges`` is their
+    sum and
     ``share_judges_estimate`` its share of one vote's variance, ``detected_judges`` whether
     any of their intervals excludes 0. ``components`` has every component with its
     interval (``ci_method``), ``detected``, ``share`` (None when not detected) and
@@ -304,6 +306,7 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
         "sigma2_judges": None,
         "share_judges_estimate": None,
         "detected_judges": False,
+        "residual_includes": None,
         "method": None,
         "ci_method": None,
         "balanced": None,
@@ -323,11 +326,19 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
     except NotEstimable as exc:
         out["warnings"] = [f"no component is estimable: {exc}"]
         return out
-    mine = [i for i, f in enumerate(g.facets_of) if "judge" in f and g.effects[i] != "residual"]
+    # with one vote per judge and trial the residual is the trial × judge interaction (the
+    # judges' disagreement on single trials); with replicates it is the votes' own spread
+    confounded = g.residual_includes is not None
+    mine = [
+        i
+        for i, f in enumerate(g.facets_of)
+        if "judge" in f and (g.effects[i] != "residual" or confounded)
+    ]
     for i, effect in enumerate(g.effects):
         out["components"].append(
             {
                 "component": effect,
+                "includes": g.residual_includes if effect == "residual" else None,
                 "facets": list(g.facets_of[i]),
                 "sigma2": float(g.sigma2[i]),
                 "ci_low": float(g.ci_low[i]),
@@ -342,6 +353,7 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
         "sigma2_judges": float(sum(g.sigma2[i] for i in mine)),
         "share_judges_estimate": float(sum(g.share_estimate[i] for i in mine)),
         "detected_judges": bool(any(g.detected[i] for i in mine)),
+        "residual_includes": g.residual_includes,
         "method": g.method,
         "ci_method": g.ci_method,
         "balanced": bool(g.balanced),
@@ -511,9 +523,14 @@ def judges_summary(record: Mapping[str, Any]) -> dict[str, Any]:
             )
         } | {
             "components": [
-                {k: c[k] for k in ("component", "sigma2", "ci_low", "ci_high", "detected")}
+                {k: c.get(k) for k in ("component", "sigma2", "ci_low", "ci_high", "detected")}
+                | (
+                    {"component": f"{c['component']} ({c['includes']})"}
+                    if c.get("includes")
+                    else {}
+                )
                 for c in facet.get("components") or []
-                if "judge" in c["facets"] and c["component"] != "residual"
+                if "judge" in c["facets"] and (c["component"] != "residual" or c.get("includes"))
             ]
         }
     return {"judges": judges, "best_judge": record.get("best_judge"), "judge_facet": facet}

@@ -32,7 +32,10 @@ follows the reference's type, decided per task by :func:`answer_spec`:
 The schema never offers an empty answer (an easy way out for a small model), and the
 prompts (:data:`EXTRACT_TEMPLATES`) hold no placeholder or example answer the model could
 copy into its reply. The length bounds depend on the reference's length only, not on its
-content.
+content. Since the schema bounds the reply, it also says how many tokens the longest
+admissible reply needs (:attr:`AnswerSpec.reply_tokens`): the judge never asks for fewer, so
+no reply is cut short of its closing brace (a cut reply would be unparseable, and at a fixed
+seed unparseable again on every rerun).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from typing import Any
 __all__ = [
     "ANSWER_KINDS",
     "EXTRACT_TEMPLATES",
+    "REPLY_OVERHEAD",
     "SCHEMA_VERSION",
     "AnswerSpec",
     "answer_spec",
@@ -72,6 +76,11 @@ EXTRACT_TEMPLATES = {
     ),
 }
 
+#: Tokens of a structured reply besides its answer's characters: ``{"answer": "`` and
+#: ``"}`` took 10–11 with SmolLM2's tokenizer; the rest is room for the whitespace the JSON
+#: grammar allows.
+REPLY_OVERHEAD = 16
+
 _NUMBER = re.compile(r"[-+\u2212]?(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?:\.(?P<frac>\d+))?")
 _LETTER = re.compile(r"\(?([A-Za-z])\)?[.)]?")
 _PAIRS = ({"yes", "no"}, {"true", "false"})
@@ -90,6 +99,15 @@ class AnswerSpec:
     kind: str
     answer: dict[str, Any]
     choices: tuple[str, ...] = field(default=())
+    #: characters of the longest answer the schema admits
+    longest: int = 0
+
+    @property
+    def reply_tokens(self) -> int:
+        """A reply budget that fits the longest admissible reply: :data:`REPLY_OVERHEAD`
+        tokens for the JSON around the answer, plus one a character (SmolLM2 writes a
+        number digit by digit: ``{"answer": "242017"}`` took 17 tokens)."""
+        return REPLY_OVERHEAD + self.longest
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -116,16 +134,19 @@ def answer_spec(target: str, question: str = "") -> AnswerSpec:
     ref = target.strip()
     number = _NUMBER.fullmatch(ref)
     if number and (number.group("int") or number.group("frac")):
-        digits = len((number.group("int") or "0").replace(",", ""))
-        pattern = f"-?[0-9]{{1,{max(6, digits + 2)}}}"
+        digits = max(6, len((number.group("int") or "0").replace(",", "")) + 2)
+        pattern = f"-?[0-9]{{1,{digits}}}"
+        longest = 1 + digits
         if number.group("frac"):
-            pattern += f"(\\.[0-9]{{1,{max(2, len(number.group('frac')) + 2)}}})?"
-        return AnswerSpec("number", {"type": "string", "pattern": f"^{pattern}$"})
+            decimals = max(2, len(number.group("frac")) + 2)
+            pattern += f"(\\.[0-9]{{1,{decimals}}})?"
+            longest += 1 + decimals
+        return AnswerSpec("number", {"type": "string", "pattern": f"^{pattern}$"}, (), longest)
     lower = ref.lower()
     for pair in _PAIRS:
         if lower in pair:
             choices = tuple(sorted(pair, reverse=True))  # yes/no, true/false
-            return AnswerSpec("choice", {"type": "string", "enum": list(choices)}, choices)
+            return AnswerSpec("choice", {"type": "string", "enum": list(choices)}, choices, 5)
     letter = _LETTER.fullmatch(ref)
     if letter:
         label = letter.group(1).upper()
@@ -135,9 +156,9 @@ def answer_spec(target: str, question: str = "") -> AnswerSpec:
         else:
             last = max(ord(label), ord("D"))
             choices = tuple(chr(c) for c in range(ord("A"), last + 1))
-        return AnswerSpec("choice", {"type": "string", "enum": list(choices)}, choices)
+        return AnswerSpec("choice", {"type": "string", "enum": list(choices)}, choices, 1)
     bound = min(200, max(24, 2 * len(ref) + 8))
-    return AnswerSpec("text", {"type": "string", "minLength": 1, "maxLength": bound})
+    return AnswerSpec("text", {"type": "string", "minLength": 1, "maxLength": bound}, (), bound)
 
 
 def _label(value: str) -> str:

@@ -495,7 +495,9 @@ class LLMJudge:
     samples : k judgements per answer; k=1 uses temperature 0.
     sample_temperature : temperature when k>1 (must be > 0).
     seed : seed of the first sample; sample i uses ``seed + i``.
-    max_tokens : reply budget per judgement.
+    max_tokens : reply budget per judgement; in ``extract`` mode never less than the
+        longest answer of the reference's schema needs
+        (:attr:`evalnoise.scorers.answer_types.AnswerSpec.reply_tokens`).
     mode : ``verdict`` (the model decides) or ``extract`` (the model extracts the answer and
         code compares it with the reference).
     structured : ``auto`` (find the form the server honours on the first call), one of
@@ -652,7 +654,10 @@ class LLMJudge:
         """The response and the structured form it was asked in. Until a form has worked, a
         refusal of one (an HTTP status in ``_UNSUPPORTED``, asked without retries) moves on
         to the next; plain text is the last resort."""
-        schema = spec.schema if self.mode == "extract" else VERDICT_SCHEMA
+        schema, budget = VERDICT_SCHEMA, self.max_tokens
+        if self.mode == "extract":
+            # never fewer tokens than the longest answer the schema admits needs
+            schema, budget = spec.schema, max(self.max_tokens, spec.reply_tokens)
         while True:
             form = self.form or self._untried[0]
             fmt = response_format(form, self.mode, schema)
@@ -664,7 +669,7 @@ class LLMJudge:
                     [{"role": "user", "content": prompt}],
                     temperature=temperature,
                     seed=seed,
-                    max_tokens=self.max_tokens,
+                    max_tokens=budget,
                     **extra,
                 )
             except ChatError as exc:
