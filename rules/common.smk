@@ -18,6 +18,7 @@ from evalnoise.pipeline.canary import roomiest_profile
 from evalnoise.pipeline.imported import import_groups
 from evalnoise.pipeline.jobs import export_checkout
 from evalnoise.pipeline import sequential as pipeline_sequential
+from evalnoise.pipeline import variants as pipeline_variants
 from evalnoise.pipeline.plan import (
     NAME_PATTERN,
     RANGE_PATTERN,
@@ -114,6 +115,7 @@ wildcard_constraints:
     b=NAME_PATTERN,
     block=RANGE_PATTERN,
     chunk=RANGE_PATTERN,
+    variant=pipeline_variants.SEGMENT_PATTERN,
     kind="agents|resource_profiles",
     round="[0-9][0-9][0-9]",
 
@@ -172,9 +174,27 @@ def image_params(wildcards):
 
 
 def agent_param(wildcards):
-    """The runner's agent spec without its image (read from the build_image output).
-    Secret values never appear here: only their names."""
-    return pipeline_settings.agent_spec(config, wildcards.agent)
+    """The runner's agent spec without its image (read from the build_image output), with
+    the shard's sampling variant in its env. Secret values never appear here: only their
+    names."""
+    spec = pipeline_settings.agent_spec(config, wildcards.agent)
+    segment = getattr(wildcards, "variant", "")
+    return PLAN.variant(wildcards.agent, segment).apply(spec)
+
+
+def variant_param(wildcards):
+    """The shard's variant as the runner takes it (evalnoise.runner.variant.TrialVariant):
+    key, template, labels."""
+    return PLAN.variant(wildcards.agent, wildcards.variant).trial_variant().to_dict()
+
+
+# The `variant` param exists only when the config declares variants, so a run without
+# them has exactly the params (and so the finished shards) it always had.
+VARIANT_PARAMS = (
+    {"variant": variant_param}
+    if not IMPORTED and pipeline_variants.declared(config)
+    else {}
+)
 
 
 def resource_profile_param(wildcards):
@@ -218,6 +238,7 @@ def journal_param(wildcards):
             wildcards.resource_profile,
             wildcards.block,
             wildcards.chunk,
+            wildcards.variant,
         )
     )
 

@@ -1,8 +1,9 @@
 # Sampling tasks, building agent images, a canary trial per agent, running trials, scoring
 # them with the reference scorer and (the `judge` stage) with the LLM judge. A shard is
-# agent × resource profile × trial block × task chunk; its journal (results/trials/<agent>/
-# <resource profile>/journals/, never a Snakemake output) survives reruns, so a rerun job
-# resumes instead of repeating paid-for trials.
+# agent × resource profile × variant × trial block × task chunk (the neutral variant, the
+# only one without `variants`, adds nothing to the file names); its journal
+# (results/trials/<agent>/<resource profile>/journals/, never a Snakemake output) survives
+# reruns, so a rerun job resumes instead of repeating paid-for trials.
 
 
 # A shard depends on its own task rows, not on the whole table's date: adding a task reruns
@@ -77,9 +78,9 @@ rule run_trials:
         image=unconstrained(rules.build_image.output.info),
         canary=canary_input,
     output:
-        shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # the trial block is the time block: earlier blocks first (docs/pipeline.md)
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
@@ -91,6 +92,7 @@ rule run_trials:
         mem_mb=run_trials_mem_mb,
         runtime=run_trials_runtime,
     params:
+        **VARIANT_PARAMS,
         agent=agent_param,
         resource_profile=resource_profile_param,
         trials=trials_param,
@@ -113,9 +115,9 @@ rule score:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is scored before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
@@ -140,9 +142,9 @@ rule judge:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        judged="results/judged/{judge}/{agent}/{resource_profile}/t{block}/c{chunk}.parquet",
+        judged="results/judged/{judge}/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/judge/{judge}/{agent}/{resource_profile}/t{block}-c{chunk}.log",
+        "results/logs/judge/{judge}/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is judged before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:

@@ -76,7 +76,7 @@ def test_text_output_flags_the_group(tmp_path, capsys):
     assert "readings: over the trials that answered —" in out
     assert "failures as incorrect 0.0%" in out
     assert (
-        "12 trials: 0 ok, 11 crashed, 0 no_answer, 0 timeout, 0 oom_killed, 0 infra_error, "
+        "12 trials: 0 ok, 11 crashed, 0 no answer, 0 timeout, 0 oom_killed, 0 infra_error, "
         "0 verifier_error, 1 unscored" in out
     )
 

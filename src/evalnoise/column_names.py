@@ -17,3 +17,10 @@ DEFAULT_TRIAL = "trial"
 SCORE_COLUMNS = ("score", "correct")
 #: The roles a table's stored metadata may name, and what each is called in messages.
 ROLES = ("task", "trial", "score", "group")
+
+
+def group_label(agent: object, resource_profile: object | None) -> str:
+    """The name of a group (one agent under one resource profile) in every table, chart and
+    file: ``agent@profile``, or the agent alone when there is no resource profile (a table
+    that names none)."""
+    return str(agent) if resource_profile is None else f"{agent}@{resource_profile}"

@@ -29,7 +29,7 @@ import pandas as pd
 from evalnoise.errors import InputError
 from evalnoise.formatting import jsonable
 
-__all__ = ["facet_frame", "facet_records", "parse_costs", "parse_facet_specs"]
+__all__ = ["facet_frame", "facet_records", "noise_record", "parse_costs", "parse_facet_specs"]
 
 #: the replicate's name in D-study sizes and costs: a score within a design cell (a trial),
 #: unless a facet is called that
@@ -146,20 +146,9 @@ def facet_records(
     per level of each facet (``task`` may name the task column's) and per score (``trial``,
     or ``replicate`` when a facet is called trial; ``observation`` is the same).
     """
-    from evalnoise.stats import (
-        accuracy,
-        best_design,
-        cheapest_design,
-        gstudy,
-        model_of,
-        parse_facets,
-        total_error,
-    )
+    from evalnoise.stats import accuracy, gstudy, parse_facets
 
     design = parse_facets(list(specs), first=[task])
-    costs = dict(costs or {})
-    if "task" in costs and task != "task" and task not in costs:
-        costs[task] = costs.pop("task")  # "task" names the task column's facet
     out: dict[str, dict[str, Any]] = {}
     for group, part in frame.groupby("group", sort=True):
         facets = {task: part["task"].to_numpy()}
@@ -171,24 +160,100 @@ def facet_records(
             out[str(group)] = {"gstudy": None, "dstudy": None, "not_computed": str(exc)}
             continue
         acc = accuracy(y, part["task"].to_numpy(), confidence=confidence)
-        te = total_error(g, cluster=task, se_clustered=acc.se_clustered)
-        model = model_of(g, replicate=_replicate(design.names))
-        dd: dict[str, Any] = {
-            "total_error": te.to_dict(),
-            "projections": _projections(model, te.se),
-        }
-        if costs:
-            try:
-                if target_se is not None:
-                    res = cheapest_design(model, target_se, costs, free=task)
-                    dd["cheapest"] = _choice(res)
-                if budget is not None:
-                    res = best_design(model, budget, costs, free=task)
-                    dd["best"] = _choice(res)
-            except ValueError as exc:
-                raise InputError(str(exc)) from exc
-        out[str(group)] = {"gstudy": g.to_dict(), "dstudy": dd}
+        try:
+            out[str(group)] = noise_record(
+                g,
+                task=task,
+                se_clustered=acc.se_clustered,
+                costs=costs,
+                target_se=target_se,
+                budget=budget,
+            )
+        except ValueError as exc:
+            raise InputError(str(exc)) from exc
     return jsonable(out)
+
+
+def noise_record(
+    g: Any,
+    *,
+    task: str,
+    se_clustered: float | None,
+    costs: Mapping[str, float] | None = None,
+    target_se: float | None = None,
+    budget: float | None = None,
+    limits: Mapping[str, Any] | None = None,
+    clip: tuple[float, float] | None = (0.0, 1.0),
+) -> dict[str, Any]:
+    """One group's ``{"gstudy": …, "dstudy": …}`` from its G study ``g`` (see
+    :func:`facet_records`): the components; the total-error SE beside the task-clustered
+    ``se_clustered`` (:func:`evalnoise.stats.total_error`); the SE with each facet doubled;
+    with ``costs`` (per level of a facet, ``trial`` per score), the cheapest design reaching
+    ``target_se`` and/or the best one ``budget`` buys, the other facets within ``limits``
+    (per facet a maximum or (min, max)). The total-error interval is cut to ``clip`` (scores
+    lie in [0, 1]). Raises ValueError for costs the model cannot use."""
+    from evalnoise.stats import best_design, cheapest_design, model_of, total_error
+
+    costs = dict(costs or {})
+    if "task" in costs and task != "task" and task not in costs:
+        costs[task] = costs.pop("task")  # "task" names the task column's facet
+    te = total_error(g, cluster=task, se_clustered=se_clustered)
+    model = model_of(g, replicate=_replicate(list(g.sizes)))
+    total = te.to_dict()
+    if clip is not None:
+        # a mean of scores in [lo, hi] lies there: the interval is cut at the bounds (said)
+        lo, hi = clip
+        cut = total["ci_low"] < lo or total["ci_high"] > hi
+        total["ci_low"], total["ci_high"] = max(total["ci_low"], lo), min(total["ci_high"], hi)
+        if cut:
+            total["warnings"] = [*total.get("warnings", ()), f"interval cut to [{lo:g}, {hi:g}]"]
+    dd: dict[str, Any] = {
+        "total_error": total,
+        "projections": _projections(model, te.se),
+    }
+    if costs:
+        if target_se is not None:
+            res = cheapest_design(model, target_se, costs, free=task, limits=limits)
+            dd["cheapest"] = _choice(res)
+        if budget is not None:
+            res = best_design(model, budget, costs, free=task, limits=limits)
+            dd["best"] = _choice(res)
+        dd["curve"] = _curve(model, costs, task, limits)
+    return jsonable({"gstudy": g.to_dict(), "dstudy": dd})
+
+
+#: budgets of the D study's curve, as multiples of what the design that ran cost
+CURVE_MULTIPLES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def _curve(
+    model: Any, costs: Mapping[str, float], task: str, limits: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The best design (least SE, :func:`evalnoise.stats.best_design`) at budgets of
+    :data:`CURVE_MULTIPLES` × the cost of the design that ran: SE against budget, the
+    D study's chart."""
+    from evalnoise.stats import best_design, dstudy
+
+    ran = dstudy(model, costs=costs).to_records()[0]
+    base = ran.get("cost")
+    if base is None or not np.isfinite(base) or base <= 0:
+        return []
+    points = []
+    for multiple in CURVE_MULTIPLES:
+        res = best_design(model, multiple * base, costs, free=task, limits=limits)
+        rec = res.recommended
+        if rec is None:
+            continue
+        points.append(
+            {
+                "budget_multiple": multiple,
+                "budget": multiple * base,
+                "se": rec.se,
+                "tasks": rec.sizes.get(task),
+                "trials": rec.replicates,
+            }
+        )
+    return points
 
 
 def _choice(res) -> dict[str, Any]:

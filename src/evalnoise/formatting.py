@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 
+def _is_missing(value: Any) -> bool:
+    """pandas' missing markers (``pd.NA``, ``pd.NaT``); pandas is not imported for this: a
+    process that never imported it holds none of them."""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and (value is pandas.NA or value is pandas.NaT)
+
+
 def jsonable(value: Any) -> Any:
-    """Convert numpy scalars/arrays and NaN/inf to plain JSON values (NaN → null)."""
+    """The one rule for values that leave the process (JSON files, task files, journals):
+    numpy scalars and arrays become Python values, and NaN, ±inf, ``pd.NA`` and ``pd.NaT``
+    become null, recursively."""
+    if value is None or _is_missing(value):
+        return None
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

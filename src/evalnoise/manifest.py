@@ -79,11 +79,12 @@ PACKAGES = (
 #: server over the run must not masquerade as a difference between agents).
 TRIAL_ORDER_RULE = (
     "blocked by trial block, seeded shuffle within shard: Snakemake prefers every shard "
-    "(agent x resource profile x task chunk) of trial block b to any shard of a later "
+    "(agent x resource profile x variant x task chunk) of trial block b to any shard of a later "
     "block (job priority), so every group has trials in every time block; within a "
     "shard, (task, trial) pairs run by ascending key = first 8 bytes (big-endian) of "
     'sha256 of the canonical JSON {"agent", "order_seed", "resource_profile", "task_id", '
-    '"trial"} (sorted keys, no spaces, UTF-8), masked to 63 bits; retries are queued as '
+    '"trial"} (sorted keys, no spaces, UTF-8; plus "variant", its key, in a shard of a '
+    "non-neutral prompt or sampling variant), masked to 63 bits; retries are queued as "
     "their failed attempt ends. Recorded per trial as time_block (the block's first trial "
     "index) and run_order (the trial's place in its shard's order)."
 )

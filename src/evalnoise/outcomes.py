@@ -43,6 +43,7 @@ __all__ = [
     "crashed_mask",
     "final_attempts",
     "outcome_counts",
+    "outcome_line",
     "outcome_of",
 ]
 
@@ -166,6 +167,28 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     counts["trials"] = len(last)
     counts["attempts"] = len(trials)
     return counts
+
+
+def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
+    """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
+    0 verifier_error, 0 unscored`` — every outcome, zeros included, so nothing is silently
+    absent; an unknown count is ``?`` and a record without outcomes ``not recorded``. The
+    one text of a group's outcomes: the summary, the CLI and the cards print it."""
+    if outcomes is None:
+        return "not recorded"
+
+    def count(key: str) -> str:
+        value = outcomes.get(key)
+        return "?" if value is None else str(value)
+
+    parts = [f"{count(k)} {k.replace('_', ' ') if k == 'no_answer' else k}" for k in OUTCOMES]
+    attempts = outcomes.get("attempts")
+    extra = (
+        f" ({attempts} attempts)"
+        if attempts is not None and attempts != outcomes.get("trials")
+        else ""
+    )
+    return f"{count('trials')} trials{extra}: " + ", ".join(parts)
 
 
 @dataclass(frozen=True)

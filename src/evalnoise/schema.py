@@ -90,6 +90,11 @@ TRIALS = pa.schema(
         # null for imported trials
         pa.field("time_block", pa.int64()),
         pa.field("run_order", pa.int64()),
+        # the trial's variant (evalnoise.runner.variant): the prompt template's level name and
+        # the agent's varied sampling settings (`VAR=value`, by variable, comma-separated);
+        # null when the run did not vary that facet, and for imported trials
+        pa.field("prompt_variant", pa.string()),
+        pa.field("sampling", pa.string()),
         pa.field("image", pa.string()),
         pa.field("image_digest", pa.string()),
         pa.field("backend", pa.string()),

@@ -242,14 +242,26 @@ def test_summary_and_round_table_from_records():
         summary_record(records[:1])
 
 
+def defaulted(raw):
+    """``raw`` as the pipeline reads it: every default filled in from the schema (the one
+    place defaults are written)."""
+    from pipeline_helpers import SCHEMA_PATH
+
+    from evalnoise.pipeline.settings import load_schema, with_defaults
+
+    return with_defaults(raw, load_schema(SCHEMA_PATH))
+
+
 def config(**sequential):
-    return {
-        "agents": {"a": {}, "b": {"resource_profiles": ["1x"]}},
-        "resource_profiles": {"1x": {}, "3x": {}},
-        "trials": {"count": 4},
-        "benchmark": {"source": "generated", "n": 20},
-        "sequential": {"enabled": True, **sequential},
-    }
+    return defaulted(
+        {
+            "agents": {"a": {}, "b": {"resource_profiles": ["1x"]}},
+            "resource_profiles": {"1x": {}, "3x": {}},
+            "trials": {"count": 4},
+            "benchmark": {"source": "generated", "n": 20},
+            "sequential": {"enabled": True, **sequential},
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -272,16 +284,17 @@ def test_config_errors_name_the_key(sequential, message):
 
 def test_a_valid_difference_config_passes_and_off_is_never_checked():
     _check_sequential(config(target="difference", compare=["a", "b"], half_width=0.1))
-    _check_sequential({"sequential": {"enabled": False, "target": "icc", "se": None}})
+    _check_sequential(defaulted({"sequential": {"enabled": False, "target": "icc", "se": None}}))
 
 
 def test_settings_resolve_defaults_against_the_run():
     s = SequentialSettings.from_config(
-        {"sequential": {"enabled": True, "half_width": 0.1}, "trials": {"count": 6}}, 30
+        defaulted({"sequential": {"enabled": True, "half_width": 0.1}, "trials": {"count": 6}}),
+        30,
     )
     assert (s.max_trials_per_task, s.max_tasks, s.budget_of(2)) == (6, 30, 2 * 30 * (0 + 6 * 1))
-    assert SequentialSettings.from_config({"sequential": {"enabled": False}}, 30) is None
+    assert SequentialSettings.from_config(defaulted({"sequential": {"enabled": False}}), 30) is None
     with pytest.raises(ValueError, match=r"sequential\.max_tasks: 50 tasks, but the tasks table"):
         SequentialSettings.from_config(
-            {"sequential": {"enabled": True, "half_width": 0.1, "max_tasks": 50}}, 30
+            defaulted({"sequential": {"enabled": True, "half_width": 0.1, "max_tasks": 50}}), 30
         )

@@ -75,6 +75,8 @@ def attribution_trials(agents=(NANO, MINI), seed: int = 3) -> pd.DataFrame:
             t["peak_memory_bytes"] = np.where(
                 t["status"] == "oom_killed", np.nan, np.where(needy, 200, 64) * MIB
             )
+            # container seconds per trial: the D study's cost of a trial
+            t["duration_s"] = 2.0 + (np.arange(len(t)) % 5) * 0.5
             retried = t[t["status"] == "oom_killed"].copy()
             retried["attempt"] = 2
             retried["started_at"] = retried["started_at"] + pd.Timedelta(seconds=1)

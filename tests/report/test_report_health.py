@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from evalnoise.outcomes import outcome_line
 from evalnoise.report import build_report, evaluation_card
 from evalnoise.report.build import NOT_A_MEASUREMENT_SUFFIX
 from evalnoise.report.cards import card_markdown, card_rows
@@ -20,7 +21,6 @@ from evalnoise.report.health import (
     health_of,
     machine_of,
     outcomes_of,
-    outcomes_text,
     status_text,
 )
 
@@ -59,7 +59,7 @@ def test_missing_outcomes_and_health_are_unknown() -> None:
     assert health["valid"] is None and health["reasons"] == [] and not health["expected"]
     assert banner_text(health) is None and expected_text(health) is None
     assert status_text(health).startswith("not assessed")
-    assert outcomes_text(None) == "not recorded"
+    assert outcome_line(None) == "not recorded"
 
 
 def test_partial_outcomes_and_text_flags() -> None:
@@ -74,7 +74,7 @@ def test_partial_outcomes_and_text_flags() -> None:
     assert health["valid"] is False and health["expected"] is False
     assert health["crash_signals"] == {"SIGILL": 1}  # zero counts dropped
     assert banner_text(health) == "Not a measurement of the agent: r"
-    assert "infra_error ?" in outcomes_text(out) and "of ? trials" in outcomes_text(out)
+    assert "? infra_error" in outcome_line(out) and outcome_line(out).startswith("? trials:")
 
 
 def test_machine_of() -> None:

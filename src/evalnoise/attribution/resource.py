@@ -24,6 +24,7 @@ import pandas as pd
 
 from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.runner.resources import MIB
+from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import INFRA_STATUSES
 from evalnoise.stats._checks import check_probability
 from evalnoise.stats.paired import benjamini_hochberg, holm, mcnemar_exact_p
@@ -163,6 +164,12 @@ def _limits(part: pd.DataFrame, warnings: list[str], name: str) -> pd.Series:
     return grouped.max()
 
 
+def _pair_key(trials: pd.DataFrame) -> tuple[str, ...]:
+    """What pairs a trial across profiles: (task, trial index) and, with prompt or sampling
+    variants, the variant's labels (the same seed under both profiles)."""
+    return ("task_id", "trial", *(c for c in VARIANT_COLUMNS if c in trials.columns))
+
+
 def _counted(
     trials: pd.DataFrame, profile: str, policy: InfraPolicy
 ) -> tuple[pd.DataFrame, pd.Series]:
@@ -171,16 +178,11 @@ def _counted(
     part = trials[trials["resource_profile"] == profile]
     if part.empty:
         raise ValueError(f"no trials under resource profile {profile!r}")
-    key = ("task_id", "trial")
+    key = _pair_key(part)
     counted = apply_infra_policy(part, policy, key=key).counted
-    out = pd.DataFrame(
-        {
-            "task_id": counted["task_id"].to_numpy(),
-            "trial": counted["trial"].to_numpy(),
-            "y": binary_outcome(counted),
-            "infra": counted["status"].isin(INFRA_STATUSES).to_numpy(),
-        }
-    )
+    out = pd.DataFrame({name: counted[name].to_numpy() for name in key})
+    out["y"] = binary_outcome(counted)
+    out["infra"] = counted["status"].isin(INFRA_STATUSES).to_numpy()
     peak = pd.Series(dtype=float)
     if "peak_memory_bytes" in part.columns:
         values = pd.to_numeric(part["peak_memory_bytes"], errors="coerce").astype(float)
@@ -273,7 +275,8 @@ def resource_sensitivity(
 
     ca, peak_a = _counted(rows, profile_a, pol)
     cb, peak_b = _counted(rows, profile_b, pol)
-    merged = ca.merge(cb, on=["task_id", "trial"], how="outer", suffixes=("_a", "_b"))
+    key = list(_pair_key(rows))
+    merged = ca.merge(cb, on=key, how="outer", suffixes=("_a", "_b"))
     known = merged["y_a"].notna() & merged["y_b"].notna()
     n_unpaired_a = int((merged["y_a"].notna() & ~known).sum())
     n_unpaired_b = int((merged["y_b"].notna() & ~known).sum())

@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.column_names import group_label
 from evalnoise.runner.policy import InfraPolicy, infra_policy
+from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
 
 __all__ = [
@@ -70,12 +72,6 @@ FLAKY_COLUMNS = ("group", "rank", "task_id", "reason", "checks")
 # verdict words of imported tables (as evalnoise.tables reads a user's score column)
 _TRUE = frozenset({"true", "t", "yes", "y", "correct", "c"})
 _FALSE = frozenset({"false", "f", "no", "n", "incorrect", "i"})
-
-
-def group_label(agent: str, resource_profile: str | None) -> str:
-    """The group name in tables and charts: ``agent@profile`` (the pipeline's
-    ``group_label``), or the agent alone when the table names no resource profile."""
-    return str(agent) if resource_profile is None else f"{agent}@{resource_profile}"
 
 
 @dataclass(frozen=True)
@@ -310,6 +306,9 @@ def _canonical(
         )
     if exists["host"]:
         out["host"] = trials[cols.host].to_numpy()
+    if "duration_s" in trials.columns:
+        # the container seconds a trial took: the D study's cost of a trial
+        out["duration_s"] = pd.to_numeric(trials["duration_s"], errors="coerce").to_numpy()
     if "exit_code" in trials.columns:
         # tells a crash from another agent error: the policies count crashes as they count
         # infra outcomes (evalnoise.runner.policy)
@@ -318,6 +317,11 @@ def _canonical(
         name = getattr(cols, role)
         if _exists(trials, name):
             out[role] = pd.to_numeric(trials[name], errors="coerce")
+    for name in VARIANT_COLUMNS:
+        # part of the trial key (evalnoise.runner.policy.TRIAL_KEY): a (task, trial) runs
+        # once per prompt / sampling variant, and those runs are different trials
+        if name in trials.columns:
+            out[name] = trials[name].to_numpy()
     return out, has, notes
 
 
@@ -509,6 +513,29 @@ def _group_summary(
             {"name": check.name, "ran": ran, "reason": reason, "n_flagged": check.n_flagged}
         )
     comps = None if times is None else times.components
+    noise, noise_note = None, time_note
+    if comps is not None and comps.gstudy is not None:
+        from evalnoise.facets import noise_record
+
+        # what to buy next: tasks or trials, the time blocks and hosts as they ran (spread
+        # over as many; the pipeline does not buy them). Cost of a trial: the group's mean
+        # container seconds (its recorded cost driver), of a task: a trial's (its setup).
+        sizes = comps.gstudy.sizes
+        per_trial = _mean_seconds(rows)
+        costs = {"task": per_trial, "trial": per_trial} if per_trial else None
+        limits = {f: (n, n) for f, n in sizes.items() if f != "task"}
+        target = options.get("target_se")
+        try:
+            noise = noise_record(
+                comps.gstudy,
+                task="task",
+                se_clustered=times.se_clustered,
+                costs=costs,
+                target_se=target if target else times.se_clustered / 2,
+                limits=limits,
+            )
+        except ValueError as exc:  # a model the D study cannot use: the rest stands
+            noise_note = str(exc)
     return {
         "policy": [
             {
@@ -556,10 +583,23 @@ def _group_summary(
         # the hosts of the data, also when the time model could not be fitted
         "hosts": times.n_hosts if times is not None else _n_hosts(rows),
         "time_effects_not_computed": time_note,
+        # one model of the noise (issue 23): the G study's components, the total-error SE
+        # beside the clustered one, the D study (evalnoise.facets.noise_record)
+        "noise": noise,
+        "noise_not_computed": None if noise is not None else noise_note,
         "flaky_flagged": len(frame),
         "flaky_checks_run": [c["name"] for c in checks if c["ran"]],
         "flaky_checks": checks,
     }
+
+
+def _mean_seconds(rows: pd.DataFrame) -> float | None:
+    """The mean recorded container seconds of a group's trials (None when not recorded)."""
+    if "duration_s" not in rows:
+        return None
+    seconds = pd.to_numeric(rows["duration_s"], errors="coerce")
+    mean = float(seconds.mean()) if seconds.notna().any() else float("nan")
+    return mean if np.isfinite(mean) and mean > 0 else None
 
 
 def _n_hosts(rows: pd.DataFrame) -> int:

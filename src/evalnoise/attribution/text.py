@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["attribution_lines", "resource_finding", "resource_line"]
+__all__ = ["attribution_lines", "noise_lines", "resource_finding", "resource_line"]
 
 
 def _p(value: Any) -> str:
@@ -63,7 +63,64 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
             f"({where}); drift p = {_f(a['drift_p'], '.2g')}"
         )
     flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
-    return [f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}", share, flaky]
+    return [
+        f"infra policy: {' | '.join(parts)}; choice moves the result: {moves}",
+        share,
+        *noise_lines(a.get("noise")),
+        flaky,
+    ]
+
+
+def _component(c: Mapping[str, Any]) -> str:
+    name = c["component"]
+    if not c.get("detected"):
+        return f"{name} not detected [{_f(c.get('ci_low'), '.3g')}, {_f(c.get('ci_high'), '.3g')}]"
+    return (
+        f"{name} {_f(c['sigma2'], '.3g')} [{_f(c.get('ci_low'), '.3g')}, "
+        f"{_f(c.get('ci_high'), '.3g')}] share {_f(c.get('share'))}"
+    )
+
+
+def noise_lines(noise: Mapping[str, Any] | None) -> list[str]:
+    """Every source of noise in one model (:func:`evalnoise.facets.noise_record`): each
+    variance component with its interval and share ("not detected" when its interval reaches
+    0), the total-error SE of the accuracy beside the task-clustered SE, and what buys a
+    smaller one (the D study)."""
+    if not noise or not noise.get("gstudy"):
+        return []
+    g, d = noise["gstudy"], noise["dstudy"]
+    te = d["total_error"]
+    ratio = te.get("se_ratio")
+    head = (
+        f"noise, one model ({g.get('method')}; intervals {g.get('ci_method')}): total-error SE "
+        f"{_f(te['se'], '.3f')} (95% CI [{_p(te['ci_low'])}, {_p(te['ci_high'])}]) beside the "
+        f"task-clustered SE {_f(te.get('se_clustered'), '.3f')}"
+        + (f" (× {ratio:.2f})" if ratio is not None else "")
+    )
+    comps = "components: " + " | ".join(_component(c) for c in g["components"])
+    lines = [head, "  " + comps]
+    doubled = [p for p in d.get("projections", ()) if p["change"] != "as ran"]
+    if doubled:
+        lines.append(
+            "  D study, SE if doubled: "
+            + ", ".join(f"{p['change'].replace(' ×2', '')} → {_f(p['se'], '.3f')}" for p in doubled)
+        )
+    cheapest = d.get("cheapest")
+    if cheapest and cheapest.get("design"):
+        design = dict(cheapest["design"])
+        tasks, trials = design.pop("task", None), design.pop("replicates", None)
+        others = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in design.items())
+        lines.append(
+            f"  cheapest design to SE {_f(cheapest['target_se'], '.3f')}: {tasks} tasks × "
+            f"{trials} trial{'s' if trials != 1 else ''} per task"
+            + (f" ({others}, as ran)" if others else "")
+            + f": SE {_f(cheapest['se'], '.3f')}, {_f(cheapest['cost'], '.4g')} container-s"
+        )
+    elif cheapest:
+        lines.append(
+            f"  no design within the searched sizes reaches SE {_f(cheapest['target_se'], '.3f')}"
+        )
+    return lines
 
 
 def resource_finding(r: Mapping[str, Any]) -> str:

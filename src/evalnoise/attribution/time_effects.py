@@ -87,8 +87,6 @@ TASK, BLOCK, HOST, TASK_BLOCK, RESIDUAL = (
 )
 #: components attributed to the infrastructure: every one involving time or host
 INFRA_COMPONENTS = (BLOCK, HOST, TASK_BLOCK)
-# the engine names the interaction in Brennan's notation
-_ENGINE_NAMES = {"task×time_block": TASK_BLOCK}
 
 
 @dataclass(frozen=True)
@@ -243,6 +241,9 @@ class TimeEffectsResult:
     policy: str
     n_trials: int
     warnings: tuple[str, ...] = field(default=())
+    #: the task-clustered SE of the same scores' mean of task means
+    #: (:func:`evalnoise.stats.accuracy`), beside which the total-error SE is read
+    se_clustered: float | None = None
 
     @property
     def infra_share(self) -> float:
@@ -279,12 +280,14 @@ def variance_components(
     infra_components: tuple[str, ...] = INFRA_COMPONENTS,
     confidence: float = 0.95,
     method: str = "auto",
+    extra_facets: Mapping[str, Any] | None = None,
 ) -> VarianceComponentsResult:
     """Crossed random-effects variance components of one group's trials, by the G study.
 
     Model, one row per trial i:
 
-        y_i = μ + a_task(i) + b_block(i) [+ h_host(i)] [+ c_task×block(i)] + e_i,
+        y_i = μ + a_task(i) + b_block(i) [+ h_host(i)] [+ c_task×block(i)]
+              [+ p_f(i) + d_task×f(i), for each facet f of ``extra_facets``] + e_i,
 
     every effect an independent zero-mean random effect with its own variance, e_i the
     residual: :func:`evalnoise.stats.gstudy` with the design task × time_block [× host] and
@@ -304,6 +307,12 @@ def variance_components(
         the task-specific time effects (flaky tasks) out of the share.
     confidence : interval level.
     method : the G study's ``method`` (``"auto"``: REML, or ANOVA on a balanced design).
+    extra_facets : other random facets the run varied, name → labels (the prompt variant and the
+        sampling settings of :mod:`evalnoise.pipeline.variants`), crossed with the rest:
+        each with more than one level adds its main effect and its interaction with the
+        task (``task:<name>``), never counted as infrastructure. Without them, a variant's
+        variance would sit in the residual — or, in a run grown by a variant, in the time
+        block its trials ran in.
 
     Returns
     -------
@@ -346,6 +355,24 @@ def variance_components(
         if h.max(initial=0) > 0:
             facets[HOST] = h
             effects.append((HOST,))
+    for name, labels in (extra_facets or {}).items():
+        if name in (TASK, BLOCK, HOST):
+            raise ValueError(f"facet {name!r} clashes with a facet of the model")
+        codes = _codes(labels)
+        if codes.size != yv.size:
+            raise ValueError(f"facet {name!r} must have the same length as y")
+        if codes.max(initial=0) > 0:  # a facet with one level is no source of variance
+            facets[name] = codes
+            effects.append((name,))
+    for name in [n for n in facets if n not in (TASK, BLOCK, HOST)]:
+        cells = t * (facets[name].max(initial=0) + 1) + facets[name]
+        if np.bincount(cells).max(initial=0) >= 2:
+            effects.append((TASK, name))
+        else:
+            warnings.append(
+                f"no task × {name} cell holds two trials: the task:{name} component cannot "
+                "be told from the residual and is not fitted"
+            )
     if interaction:
         cells = t * (b.max(initial=0) + 1) + b
         if np.bincount(cells).max(initial=0) >= 2:
@@ -357,9 +384,11 @@ def variance_components(
             )
     design = Design(tuple(Facet(n) for n in facets), effects=tuple(effects), replicate="trial")
     g = gstudy(yv, facets, design, method=method, confidence=conf)
-    names = tuple(_ENGINE_NAMES.get(n, n) for n in g.effects)
+    # the engine names an interaction in Brennan's notation (task×time_block), we with ":"
+    engine_names = {f"{TASK}×{n}": f"{TASK}:{n}" for n in facets if n != TASK}
+    names = tuple(engine_names.get(n, n) for n in g.effects)
     for w in g.warnings:
-        for engine, ours in _ENGINE_NAMES.items():
+        for engine, ours in engine_names.items():
             w = w.replace(engine, ours)
         if "one score per cell" not in w:
             warnings.append(w)
@@ -523,7 +552,9 @@ def time_effects(
     -----
     The counted trials (last attempt, ``policy`` applied) with a score and a start time are
     analysed: :func:`variance_components` of the scores on task, time block and host (rows
-    without a host form their own level), and :func:`drift_test` on the start times.
+    without a host form their own level) and, when the group varied them, the prompt
+    variant and the sampling settings (the columns ``prompt_variant`` and ``sampling``), and
+    :func:`drift_test` on the start times.
     """
     require_columns(trials, "task_id", "trial", "status", "started_at")
     if "score" not in trials.columns and "correct" not in trials.columns:
@@ -548,6 +579,13 @@ def time_effects(
     if "host" in counted.columns:
         host = counted["host"].astype(object).where(counted["host"].notna(), "(unknown)")
         n_hosts = int(host.nunique())
+    from evalnoise.runner.variant import VARIANT_COLUMNS
+
+    varied = {
+        name: counted[name].astype(object).where(counted[name].notna(), "(none)").to_numpy()
+        for name in VARIANT_COLUMNS
+        if name in counted.columns and counted[name].notna().any()
+    }
     comp = variance_components(
         y,
         counted["task_id"].to_numpy(),
@@ -556,10 +594,14 @@ def time_effects(
         interaction=interaction,
         infra_components=infra_components,
         confidence=confidence,
+        extra_facets=varied,
     )
     drift = drift_test(
         y, counted["task_id"].to_numpy(), counted["started_at"], confidence=confidence
     )
+    from evalnoise.stats.accuracy import accuracy
+
+    clustered = accuracy(y, counted["task_id"].to_numpy(), confidence=confidence).se_clustered
     return TimeEffectsResult(
         components=comp,
         drift=drift,
@@ -568,4 +610,5 @@ def time_effects(
         policy=pol.describe(),
         n_trials=int(y.size),
         warnings=tuple(warnings),
+        se_clustered=float(clustered),
     )

@@ -165,13 +165,6 @@ def fixed_seeds(raw: pd.DataFrame, columns: Columns) -> dict[str, str]:
     return out
 
 
-def _outcome_text(outcomes: dict[str, int]) -> str:
-    from evalnoise.outcomes import OUTCOMES
-
-    parts = ", ".join(f"{outcomes[k]} {k}" for k in OUTCOMES)
-    return f"{outcomes['trials']} trials: {parts}"
-
-
 #: Columns of a trial table that give the attribution something to attribute to.
 ATTRIBUTION_EVIDENCE = ("status", "started_at", "ended_at", "host")
 
@@ -216,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
-    from evalnoise.outcomes import assess_health, outcome_counts
+    from evalnoise.outcomes import assess_health, outcome_counts, outcome_line
     from evalnoise.tables import read_any, shown_group, validate_trials
 
     source = read_any(args.path)
@@ -317,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
     for r in records:
         print(f"{shown_group(r['group'])}: {reporting_line(r, args.confidence)}")
         if "outcomes" in r:
-            print(f"  outcomes: {_outcome_text(r['outcomes'])}")
+            print(f"  outcomes: {outcome_line(r['outcomes'])}")
             if not r["health"]["valid"]:
                 print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
             o = r["outcomes"]

@@ -10,7 +10,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from evalnoise.errors import InputError
 from evalnoise.importers import FORMATS, import_trials, write_trials
 
 HELP = "convert other projects' evaluation results into a trial table (Parquet)"
@@ -144,14 +143,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="evalnoise")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except InputError as exc:
-        print(f"evalnoise import: error: {exc}", file=sys.stderr)
-        return 2
+    """``evalnoise import …`` (``argv`` starts with ``import``): :func:`evalnoise.cli.main`,
+    the one entry point and its one error handler."""
+    from evalnoise.cli import main as cli_main
+
+    return cli_main(sys.argv[1:] if argv is None else list(argv))
 
 
 if __name__ == "__main__":

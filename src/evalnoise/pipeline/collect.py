@@ -6,6 +6,11 @@ scores), the declared infra policy is applied
 long frame ``group, task, trial, score, level`` of :func:`evalnoise.tables.validate_trials`.
 A counted trial without a score — the LLM judge could not decide — is left out and counted
 as ``unscored``, never silently scored wrong.
+
+With prompt or sampling variants (:mod:`evalnoise.pipeline.variants`) a task's trial index
+runs once per variant; in the long frame each (variant, trial) gets its own ``trial``
+number (:func:`variant_trials`), so a trial stays one row of one task everywhere the
+statistics key by (task, trial). The variants' labels stay in ``attempts``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,6 +34,7 @@ __all__ = [
     "load_group",
     "read_levels",
     "read_scores",
+    "variant_trials",
 ]
 
 
@@ -113,7 +120,7 @@ def group_data(
         {
             "group": group_label(agent, resource_profile),
             "task": counted["task_id"].astype(str).to_numpy(),
-            "trial": counted["trial"].astype("int64").to_numpy(),
+            "trial": variant_trials(counted, stride=_stride(mine)),
             "score": counted["score"].astype("float64").to_numpy(),
         }
     )
@@ -126,3 +133,41 @@ def group_data(
     attempts = mine.reset_index(drop=True)
     attempts["level"] = [levels.get(str(t)) for t in attempts["task_id"].tolist()]
     return GroupData(agent, resource_profile, frame, attempts, counts)
+
+
+def _stride(trials: pd.DataFrame) -> int:
+    return int(trials["trial"].max()) + 1 if len(trials) else 1
+
+
+def variant_trials(trials: pd.DataFrame, *, stride: int) -> np.ndarray:
+    """The ``trial`` numbers of the long frame: the trial index, or with variants
+    ``(prompt rank × LEVELS + sampling rank) × stride + trial``, where a rank is the place of
+    the row's label among the group's labels of that facet, sorted (0 when the facet is not
+    varied), and ``stride`` exceeds every trial index. Two groups with the same levels number
+    them alike, so a paired comparison pairs a trial with the same variant's (with other
+    sampling levels, the same prompt's and the same rank's). Without variants (no such
+    columns, or null throughout) this is the trial index itself."""
+    from evalnoise.runner.variant import VARIANT_COLUMNS
+
+    index = trials["trial"].astype("int64").to_numpy()
+    used = [c for c in VARIANT_COLUMNS if c in trials.columns and trials[c].notna().any()]
+    if not used or not len(index):
+        return index
+    if int(index.max()) >= stride:
+        raise ValueError(f"trial index {int(index.max())} is not below the stride {stride}")
+    ranks = {}
+    for column in VARIANT_COLUMNS:
+        if column not in used:
+            ranks[column] = np.zeros(len(index), dtype=np.int64)
+            continue
+        labels = trials[column].astype(object).where(trials[column].notna(), "").astype(str)
+        _, rank = np.unique(labels.to_numpy(), return_inverse=True)
+        if int(rank.max()) >= _LEVELS:
+            raise ValueError(f"more than {_LEVELS} levels of {column}")
+        ranks[column] = rank.astype(np.int64)
+    variant = ranks["prompt_variant"] * _LEVELS + ranks["sampling"]
+    return variant * int(stride) + index
+
+
+#: Levels of one facet a group may have (the radix of :func:`variant_trials`).
+_LEVELS = 1000

@@ -50,7 +50,27 @@ from evalnoise.formatting import jsonable
 
 __all__ = ["judge_facet_record", "judge_quality", "judges_summary", "nested_record"]
 
-_KEY = ["task_id", "trial", "attempt"]
+_ATTEMPT = ["task_id", "trial", "attempt"]
+
+
+def _key(*frames: pd.DataFrame) -> list[str]:
+    """The columns naming one attempt in ``frames``: task, trial index and attempt, and the
+    variant labels (:data:`evalnoise.runner.variant.VARIANT_COLUMNS`) where the run varied
+    the prompt or the sampling (a (task, trial) then ran once per variant)."""
+    from evalnoise.runner.variant import VARIANT_COLUMNS
+
+    return _ATTEMPT + [c for c in VARIANT_COLUMNS if all(c in f.columns for f in frames)]
+
+
+def _trial_label(frame: pd.DataFrame, columns: list[str]) -> pd.Series:
+    """One string per row naming its trial by ``columns`` (null variant labels as "")."""
+    parts = [frame[c].astype("string").fillna("") for c in columns]
+    label = parts[0]
+    for part in parts[1:]:
+        label = label + "#" + part
+    return label
+
+
 _COSTS = ("judge_calls", "judge_cached", "judge_prompt_tokens", "judge_completion_tokens")
 
 
@@ -169,8 +189,9 @@ def _one_judge(
     group = load_group(paths, context.tasks_path, agent, resource_profile, context.policy)
     accuracy = group_estimates(group.frame, group.group, options)
 
-    both = context.reference[[*_KEY, "correct", "score"]].merge(
-        judged[[*_KEY, "judge_status", "judge_votes"]], on=_KEY, how="inner"
+    key = _key(context.reference, judged)
+    both = context.reference[[*key, "correct", "score"]].merge(
+        judged[[*key, "judge_status", "judge_votes"]], on=key, how="inner"
     )
     both = both[both["correct"].notna() & (both["judge_status"] == "ok")]
     has_votes = both["judge_votes"].map(lambda v: v is not None and len(v) > 0).astype(bool)
@@ -180,9 +201,7 @@ def _one_judge(
     judge_v = np.array([float(x) for v in both["judge_votes"] for x in v], dtype=float)
     ref_v = np.repeat(both["correct"].astype(float).to_numpy(), counts)
     task_v = np.repeat(both["task_id"].astype(str).to_numpy(), counts)
-    trial_v = np.repeat(
-        (both["task_id"].astype(str) + "#" + both["trial"].astype(str)).to_numpy(), counts
-    )
+    trial_v = np.repeat(_trial_label(both, ["task_id", "trial", *key[3:]]).to_numpy(), counts)
     level_v = np.array([context.levels.get(t, "") for t in task_v])
 
     rule = spec.get("rule")
@@ -223,7 +242,7 @@ def _one_judge(
     ok = judged[judged["judge_status"] == "ok"]
     ok = ok[ok["judge_votes"].map(lambda v: v is not None and len(v) > 0).astype(bool)]
     n_votes = np.array([len(v) for v in ok["judge_votes"]], dtype=np.int64)
-    trial_labels = (ok["trial"].astype(str) + "#" + ok["attempt"].astype(str)).to_numpy()
+    trial_labels = _trial_label(ok, ["trial", "attempt", *_key(ok)[3:]]).to_numpy()
     votes = pd.DataFrame(
         {
             "judge": name,
@@ -239,8 +258,9 @@ def _unjudged_trials(frames: list[pd.DataFrame]) -> int:
     """Trials (attempts) that at least one judge left unjudged (``judge_error``)."""
     found: set[tuple[str, ...]] = set()
     for frame in frames:
-        failed = frame.loc[frame["judge_status"] == "judge_error", _KEY].astype(str)
-        found.update(zip(*(failed[k] for k in _KEY), strict=True))
+        key = _key(frame)
+        failed = frame.loc[frame["judge_status"] == "judge_error", key].astype(str)
+        found.update(zip(*(failed[k] for k in key), strict=True))
     return len(found)
 
 
@@ -252,10 +272,13 @@ def _summed_costs(frames: list[pd.DataFrame]) -> dict[str, Any]:
     if len(frames) == 1:
         return cost_drivers(frames[0], JUDGE_DRIVERS)
     cols = [c for c in _COSTS if all(c in f for f in frames)]
-    stacked = pd.concat([f[[*_KEY, *cols]] for f in frames], ignore_index=True)
-    grouped = stacked.groupby(_KEY, sort=False)
+    key = _key(*frames)
+    stacked = pd.concat([f[[*key, *cols]] for f in frames], ignore_index=True)
+    grouped = stacked.groupby(key, sort=False, dropna=False)
     total = grouped[cols].sum(min_count=1)
-    missing = stacked[cols].isna().groupby([stacked[k] for k in _KEY], sort=False).any()
+    missing = (
+        stacked[cols].isna().groupby([stacked[k] for k in key], sort=False, dropna=False).any()
+    )
     total = total.mask(missing.reindex(total.index).fillna(False).astype(bool))
     return cost_drivers(total.reset_index(), JUDGE_DRIVERS)
 

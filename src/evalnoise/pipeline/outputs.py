@@ -51,7 +51,9 @@ SEED_RULE = (
     "trial seed = first 8 bytes (big-endian) of sha256 of the canonical JSON "
     '{"agent", "run_seed", "task_id", "trial"} (sorted keys, no spaces, UTF-8), masked to '
     "63 bits; agents whose RNG takes 32 bits use its low 31 bits (seed32). The resource "
-    "profile is not an input: the same trial gets the same seed under every profile."
+    "profile is not an input: the same trial gets the same seed under every profile. A "
+    'trial of a prompt or sampling variant adds {"variant": its key} (none for the neutral '
+    "variant)."
 )
 
 

@@ -1,16 +1,22 @@
 """The sharding plan: which shards, groups and pairs an evaluation consists of.
 
-A *shard* is agent × resource profile × trial block × task chunk. Blocks and chunks are
-named by the inclusive index range they cover (``0000-0003``), so a shard's file never
-depends on the total trial or task count: raising ``trials.count`` from 8 to 16 (blocks of
+A *shard* is agent × resource profile × variant × trial block × task chunk. Blocks and
+chunks are named by the inclusive index range they cover (``0000-0003``), so a shard's file
+never depends on the total trial or task count: raising ``trials.count`` from 8 to 16 (blocks of
 4) adds the blocks ``0008-0011`` and ``0012-0015`` and leaves ``0000-0003`` and
 ``0004-0007`` as they were.
 
+A *variant* is a combination of prompt and sampling levels
+(:mod:`evalnoise.pipeline.variants`); its shards' files carry its key
+(``c0000-0005.v<key>.parquet``), the neutral variant's — the only one of a run without
+variants — none, so those files are a run's without variants. Adding a level adds its
+shards only.
+
 A shard's journal (:func:`journal_path`) is keyed by the *first* trial and the *first* task
-row of the shard only. A block or chunk that grows (a partial last block when the count is
-not a multiple of the block size; a last chunk when tasks are added) gets a new file name
-but the same journal, so the trials it already ran are resumed from the journal, not run
-again.
+row of the shard only (and its variant). A block or chunk that grows (a partial last block
+when the count is not a multiple of the block size; a last chunk when tasks are added) gets
+a new file name but the same journal, so the trials it already ran are resumed from the
+journal, not run again.
 
 **Shard size.** By default a shard holds ``trials.block_size`` trial indices ×
 ``task_chunk_size`` tasks. A shard's job costs a fixed start (a Python interpreter, imports,
@@ -35,6 +41,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Any
+
+from evalnoise.column_names import group_label
 
 __all__ = [
     "NAME_PATTERN",
@@ -178,15 +186,17 @@ def _rows_json_digest(key: bytes, raw: str) -> str:
     return found
 
 
-def group_label(agent: str, resource_profile: str) -> str:
-    """The group name used in tables and charts: ``agent@resource_profile``."""
-    return f"{agent}@{resource_profile}"
+def _variants(config: Mapping[str, Any], agent: str) -> tuple[Any, ...]:
+    from evalnoise.pipeline.variants import agent_variants
+
+    return agent_variants(config, agent)
 
 
 def journal_path(
-    root: str | Path, agent: str, resource_profile: str, block: str, chunk: str
+    root: str | Path, agent: str, resource_profile: str, block: str, chunk: str, variant: str = ""
 ) -> Path:
-    """The journal of a shard: keyed by its first trial and first task row only."""
+    """The journal of a shard: keyed by its first trial and first task row only, and by its
+    variant's :attr:`~evalnoise.pipeline.variants.Variant.segment` (``""``: neutral)."""
     first_trial, _ = parse_range(block)
     first_row, _ = parse_range(chunk)
     return (
@@ -194,7 +204,7 @@ def journal_path(
         / agent
         / resource_profile
         / "journals"
-        / f"t{first_trial:04d}-c{first_row:04d}.jsonl"
+        / f"t{first_trial:04d}-c{first_row:04d}{variant}.jsonl"
     )
 
 
@@ -204,6 +214,8 @@ class Shard:
     resource_profile: str
     block: str
     chunk: str
+    #: the variant's segment of the file names (``""``: the neutral variant, or none)
+    variant: str = ""
 
     @property
     def wildcards(self) -> dict[str, str]:
@@ -212,6 +224,7 @@ class Shard:
             "resource_profile": self.resource_profile,
             "block": self.block,
             "chunk": self.chunk,
+            "variant": self.variant,
         }
 
     @property
@@ -237,11 +250,17 @@ class Plan:
     #: wildcard → name in the data of agents and of resource profiles (imported tables)
     agent_names: Mapping[str, str] | None = None
     profile_names: Mapping[str, str] | None = None
+    #: agent → its variants (:class:`evalnoise.pipeline.variants.Variant`, from
+    #: :func:`~evalnoise.pipeline.variants.agent_variants`); None = one neutral variant each
+    #: (a run without variants, an imported table). Typed loosely: this module is imported
+    #: by jobs that only name shards, which must not depend on the variants' code.
+    variants: Mapping[str, tuple[Any, ...]] | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], n_tasks: int) -> Plan:
         """The plan of a pipeline run over ``n_tasks`` sampled tasks: every agent under the
-        resource profiles it lists (``agents.<name>.resource_profiles``; all by default)."""
+        resource profiles it lists (``agents.<name>.resource_profiles``; all by default),
+        under each of its variants."""
         trials = config["trials"]
         profiles = tuple(config["resource_profiles"])
         present = None
@@ -261,6 +280,7 @@ class Plan:
                 for a, b in ranges(int(trials["count"]), int(trials["block_size"]))
             ),
             chunks=tuple(format_range(a, b) for a, b in ranges(int(n_tasks), chunk_size(config))),
+            variants={name: _variants(config, name) for name in config["agents"]},
         )
 
     @classmethod
@@ -295,12 +315,26 @@ class Plan:
             return list(self.present)
         return [(a, r) for a in self.agents for r in self.resource_profiles]
 
+    def agent_variants(self, agent: str) -> tuple[Any, ...]:
+        """The variants ``agent`` runs under (one neutral variant without variants)."""
+        from evalnoise.pipeline.variants import NO_VARIANT
+
+        return (self.variants or {}).get(agent) or (NO_VARIANT,)
+
+    def variant(self, agent: str, segment: str) -> Any:
+        """The variant of ``agent`` whose file-name segment is ``segment``."""
+        for variant in self.agent_variants(agent):
+            if variant.segment == segment:
+                return variant
+        raise KeyError(f"agent {agent!r} has no variant {segment!r} in this plan")
+
     def shards(self, agent: str | None = None, resource_profile: str | None = None) -> list[Shard]:
         """Every shard, or those of one agent and/or resource profile."""
         return [
-            Shard(a, r, b, c)
+            Shard(a, r, b, c, v.segment)
             for a, r in self.groups()
             if (agent is None or a == agent) and (resource_profile is None or r == resource_profile)
+            for v in self.agent_variants(a)
             for b in self.blocks
             for c in self.chunks
         ]

@@ -107,41 +107,40 @@ class SequentialSettings:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], n_tasks: int) -> SequentialSettings | None:
-        """None when sequential mode is off. ``n_tasks``: rows of the tasks table (the pool)."""
-        seq = config.get("sequential") or {}
-        if not seq.get("enabled"):
+        """None when sequential mode is off. ``n_tasks``: rows of the tasks table (the pool).
+        ``config`` is the validated config, every default filled in by its schema."""
+        seq = config["sequential"]
+        if not seq["enabled"]:
             return None
-        target = seq.get("target", "accuracy")
-        goal = seq.get("se") if target == "icc" else seq.get("half_width")
-        first = seq.get("first_block") or {}
-        max_tasks = int(seq.get("max_tasks") or n_tasks)
+        target = seq["target"]
+        goal = seq["se"] if target == "icc" else seq["half_width"]
+        first = seq["first_block"]
+        max_tasks = int(seq["max_tasks"] or n_tasks)
         if max_tasks > n_tasks:
             raise ValueError(
                 f"config key sequential.max_tasks: {max_tasks} tasks, but the tasks table "
                 f"holds {n_tasks}"
             )
-        first_tasks = int(first.get("tasks", 6))
+        first_tasks = int(first["tasks"])
         if first_tasks > max_tasks:
             raise ValueError(
                 f"config key sequential.first_block.tasks: {first_tasks} tasks, but at most "
                 f"{max_tasks} can run"
             )
-        compare = seq.get("compare")
+        compare = seq["compare"]
         return cls(
             target=target,
             goal=float(goal),
             compare=tuple(compare) if compare else None,
             first_tasks=first_tasks,
-            first_trials=int(first.get("trials", 2)),
-            max_trials_per_task=int(
-                seq.get("max_trials_per_task") or (config.get("trials") or {}).get("count", 8)
-            ),
+            first_trials=int(first["trials"]),
+            max_trials_per_task=int(seq["max_trials_per_task"] or config["trials"]["count"]),
             max_tasks=max_tasks,
-            budget=None if seq.get("budget") is None else float(seq["budget"]),
-            cost_per_task=float(seq.get("cost_per_task", 0.0)),
-            cost_per_trial=float(seq.get("cost_per_trial", 1.0)),
-            max_rounds=int(seq.get("max_rounds", 20)),
-            confidence=float((config.get("analysis") or {}).get("confidence", 0.95)),
+            budget=None if seq["budget"] is None else float(seq["budget"]),
+            cost_per_task=float(seq["cost_per_task"]),
+            cost_per_trial=float(seq["cost_per_trial"]),
+            max_rounds=int(seq["max_rounds"]),
+            confidence=float(config["analysis"]["confidence"]),
         )
 
     def budget_of(self, n_agents: int) -> float:

@@ -92,8 +92,28 @@ def _describe(error: Any) -> list[str]:
     if error.validator == "required":
         return [f"config key {where or '(top level)'}: {error.message}"]
     if error.validator in ("oneOf", "anyOf") and error.context:
-        best = min(error.context, key=lambda e: len(list(e.absolute_path)))
-        return _describe(best)
+        # the alternatives whose type the value has say what is wrong inside it; when none
+        # has, the value's type is the problem: name every type allowed
+        depth = len(list(error.absolute_path))
+        wrong_type = [
+            e
+            for e in error.context
+            if e.validator == "type" and len(list(e.absolute_path)) == depth
+        ]
+        inside = [e for e in error.context if e not in wrong_type]
+        if inside:
+            return _describe(max(inside, key=lambda e: len(list(e.absolute_path))))
+        types = [
+            t
+            for e in wrong_type
+            for t in (
+                e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+            )
+        ]
+        return [
+            f"config key {where or '(top level)'}: {error.instance!r} is not of type "
+            + ", ".join(repr(t) for t in dict.fromkeys(types))
+        ]
     return [f"config key {where or '(top level)'}: {error.message}"]
 
 
@@ -114,7 +134,17 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
         more = len(lines) - _MAX_ERRORS
         shown = lines[:_MAX_ERRORS] + ([f"... and {more} more"] if more > 0 else [])
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(shown))
-    _check_semantics(config)
+    # the cross-field rules read the config as the run will see it: every default filled in
+    # from the schema (the one place defaults are written)
+    defaulted = with_defaults(config, schema)
+    _check_semantics(defaulted)
+    from evalnoise.pipeline.variants import VariantError, check_variants
+
+    try:
+        # with the defaults: a global sampling facet must suit the default agents as well
+        check_variants(defaulted)
+    except VariantError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 #: agent programs for environment tasks that the runner plays itself
@@ -297,11 +327,11 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
             )
     elif compare:
         raise ConfigError(f"{key}.compare: only the difference target compares agents")
-    first = seq.get("first_block") or {}
-    first_tasks, first_trials = int(first.get("tasks", 6)), int(first.get("trials", 2))
-    max_trials = seq.get("max_trials_per_task")
+    first = seq["first_block"]
+    first_tasks, first_trials = int(first["tasks"]), int(first["trials"])
+    max_trials = seq["max_trials_per_task"]
     if max_trials is None:
-        max_trials = (config.get("trials") or {}).get("count", 8)
+        max_trials = config["trials"]["count"]
         trials_key = "trials.count (the default max_trials_per_task)"
     else:
         trials_key = f"{key}.max_trials_per_task"
@@ -327,12 +357,14 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
 
 
 def _resolve(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` with its local ``$ref`` followed; keys beside the ``$ref`` (a property's
+    own ``default`` and ``description``) win over the target's."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/"):
         node: Any = root
         for part in ref[2:].split("/"):
             node = node[part]
-        return node
+        return {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
     return schema
 
 

@@ -219,6 +219,7 @@ def run_trials_shard(
     server_log: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     reward_key: str | None = None,
+    variant: Mapping[str, Any] | None = None,
 ) -> ShardRun:
     """Run (or finish) one shard; returns the runner's :class:`ShardResult` and how often
     the model server was started (0 when every trial was already in the journal).
@@ -226,7 +227,9 @@ def run_trials_shard(
     ``image_info`` is the JSON written by :func:`evalnoise.pipeline.images.ensure_image`;
     its ``image`` completes the agent spec. Environment tasks (the tasks table's ``kind``)
     run on :class:`evalnoise.runner.environment.EnvironmentBackend`, their images built on
-    the record's ``base`` image, ``reward_key`` naming the reward that scores.
+    the record's ``base`` image, ``reward_key`` naming the reward that scores. ``variant``
+    is the shard's prompt / sampling variant (:class:`evalnoise.runner.variant.TrialVariant`
+    as a mapping; None without variants).
 
     The shard id that labels its containers derives from the journal path, which stays the
     same when a block or chunk grows (see :mod:`evalnoise.pipeline.plan`), so leftovers of a
@@ -269,6 +272,7 @@ def run_trials_shard(
             shard_id=default_shard_id(journal),
             progress=False,
             environ=env,
+            variant=variant,
         )
     finally:
         if lazy is not None:

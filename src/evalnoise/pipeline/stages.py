@@ -30,7 +30,7 @@ from evalnoise.analysis import (
     withheld_record,
 )
 from evalnoise.attribution.text import attribution_lines, resource_line
-from evalnoise.outcomes import OUTCOMES
+from evalnoise.outcomes import OUTCOMES, outcome_line
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -143,15 +143,15 @@ def group_health(
     how many trials each fault signal killed."""
     from evalnoise.outcomes import assess_health, crash_signal_name, outcome_counts
 
-    health = dict(health or {})
     outcomes = outcome_counts(data.attempts)
     failed = data.attempts[data.attempts["status"] == "agent_error"]
     names = [crash_signal_name(c) for c in failed.get("exit_code", pd.Series(dtype=float))]
     signals = {n: names.count(n) for n in sorted({n for n in names if n})}
+    # without a health section (a table analysed outside the pipeline): assess_health's rule
     verdict = assess_health(
         outcomes,
-        max_failure_rate=float(health.get("max_failure_rate", 0.5)),
-        expected=data.group in set(health.get("expected_failures") or ()),
+        **({"max_failure_rate": float(health["max_failure_rate"])} if health else {}),
+        expected=bool(health) and data.group in set(health["expected_failures"] or ()),
         crash_examples=signals,
     )
     return outcomes, verdict, signals
@@ -400,15 +400,6 @@ def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def outcome_line(outcomes: Mapping[str, int]) -> str:
-    """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
-    0 unscored`` — every outcome, zeros included, so nothing is silently absent."""
-    parts = [
-        f"{outcomes.get(k, 0)} {k.replace('_', ' ') if k == 'no_answer' else k}" for k in OUTCOMES
-    ]
-    return f"{outcomes.get('trials', 0)} trials: " + ", ".join(parts)
-
-
 def failed_trials(outcomes: Mapping[str, int]) -> int:
     """Trials that ended in a failure: not ``ok`` and not merely waiting for a grader's
     verdict (:data:`evalnoise.outcomes.UNDECIDED`)."""
@@ -544,6 +535,9 @@ def summarize(
             if "not_computed" in a:
                 lines.append(f"  attribution: not computed ({a['not_computed']})")
             else:
+                if s["overall"].get("withheld"):
+                    # no statistic of a group that is not a measurement: no noise model
+                    a = {k: v for k, v in a.items() if k != "noise"}
                 lines.extend(f"  {line}" for line in attribution_lines(a))
         infra = s["infra"]
         lines.append(
@@ -688,6 +682,14 @@ def metrics(
                 }
                 for name, r in (rec.get("readings") or {}).items()
             }
+        noise = ((attribution or {}).get(s["group"]) or {}).get("noise")
+        if noise and noise.get("dstudy") and not rec.get("withheld"):
+            # every facet that varied counted (issue 23): beside the task-clustered CI
+            te = noise["dstudy"]["total_error"]
+            groups[s["group"]]["total_error_se"] = _num(te["se"])
+            groups[s["group"]]["total_error_ci_low"] = _num(te["ci_low"])
+            groups[s["group"]]["total_error_ci_high"] = _num(te["ci_high"])
+            groups[s["group"]]["se_clustered"] = _num(te.get("se_clustered"))
         if attribution and "infra_share" in attribution.get(s["group"], {}):
             a = attribution[s["group"]]
             groups[s["group"]]["infra_share"] = _num(a["infra_share"])

@@ -98,8 +98,11 @@ def embed_script(div_id: str, spec: dict[str, Any]) -> str:
     )
 
 
-def chart_page(title: str, spec: dict[str, Any]) -> str:
-    """A complete, self-contained HTML page showing one chart."""
+def page_head(title: str, style: str) -> str:
+    """The head of every page of the report (index and chart pages): UTF-8, the Content
+    Security Policy :data:`CSP` (nothing is fetched: the page works offline), no favicon
+    request, the title, ``style``, and the Vega bundle inline; the ``<body>`` opens with
+    the title as ``<h1>``."""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -107,13 +110,18 @@ def chart_page(title: str, spec: dict[str, Any]) -> str:
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <link rel="icon" href="data:,">
 <title>{html.escape(title)}</title>
-<style>body {{ font-family: sans-serif; margin: 1.5em; }}</style>
+<style>{style}</style>
 <script>
 {vega_bundle()}
 </script>
 </head>
 <body>
-<h1>{html.escape(title)}</h1>
+<h1>{html.escape(title)}</h1>"""
+
+
+def chart_page(title: str, spec: dict[str, Any]) -> str:
+    """A complete, self-contained HTML page showing one chart."""
+    return f"""{page_head(title, "body { font-family: sans-serif; margin: 1.5em; }")}
 <div id="chart" class="chart"></div>
 <script>
 {embed_script("chart", spec)}

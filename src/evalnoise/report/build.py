@@ -63,7 +63,7 @@ from evalnoise.attribution.tables import (
 from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import fmt, jsonable, pct
 from evalnoise.report import charts
-from evalnoise.report._render import CSP, chart_spec, embed_script, vega_bundle, write_chart
+from evalnoise.report._render import chart_spec, embed_script, page_head, write_chart
 from evalnoise.report.cards import (
     NOT_A_MEASUREMENT_LABEL,
     OUTCOME_LEGEND,
@@ -89,6 +89,7 @@ from evalnoise.report.health import (
     machine_of,
     status_text,
 )
+from evalnoise.report.noise import dstudy_frame, noise_html
 from evalnoise.report.sequential import sequential_section
 
 __all__ = ["CHART_STEMS", "build_report"]
@@ -116,6 +117,7 @@ CHART_STEMS = (
     "per_task_accuracy",
     "icc_convergence",
     "budget_allocation",
+    "dstudy",
     "infra_by_resource_profile",
     "comparisons",
     "resource_sensitivity",
@@ -176,6 +178,7 @@ def _charts(
     infra: pd.DataFrame | None,
     comparisons: pd.DataFrame | None,
     skipped: Sequence[Mapping[str, Any]],
+    dstudy: pd.DataFrame | None = None,
     groups: Sequence[str],
     titles: Mapping[str, str],
     labels: Mapping[str, str],
@@ -241,6 +244,18 @@ def _charts(
                 "allocation.",
                 charts.budget_chart(_relabel(budget, labels)),
                 tuple(notes),
+            )
+        )
+    if dstudy is not None:
+        out.append(
+            _Chart(
+                "dstudy",
+                "D study: the least SE a budget buys",
+                "From each group's one model of the noise (section \u201cWhere the noise comes "
+                "from\u201d): the total-error SE of the best split of a budget into tasks × "
+                "trials per task, the time blocks and hosts as they ran, at ¼ to 8 × what "
+                "the run cost (container-seconds); the label gives the split.",
+                charts.dstudy_chart(dstudy),
             )
         )
     if infra is not None:
@@ -884,8 +899,13 @@ def _share_text(g: Mapping[str, Any]) -> str:
         return "infrastructure share of variance: undefined (every score equal: no variance)"
     comps = g.get("components") or {}
     hosts = int(g.get("hosts") or 0)
+    share = (
+        "not detected (its interval reaches 0)"
+        if g.get("infra_share_detected") is False
+        else pct(_num(g.get("infra_share")))
+    )
     parts = [
-        f"infrastructure share of variance {pct(_num(g.get('infra_share')))} "
+        f"infrastructure share of variance {share} "
         f"[{pct(_num(g.get('infra_share_ci_low')))}, {pct(_num(g.get('infra_share_ci_high')))}]",
         f" ({' + '.join(g.get('infra_components') or ()) or 'no infrastructure component'}"
         f"; {g.get('time_blocks') or 0} time blocks, {hosts} host{'s' if hosts != 1 else ''}",
@@ -917,8 +937,9 @@ def _share_html(
         '<h3 id="infra-share">Infrastructure share of variance</h3>\n'
         "<p>The share of the score variance that depends on when (time block) or where (host) a "
         "trial ran, task-specific time effects included: (σ²_time_block + σ²_host + "
-        "σ²_task:time_block) / total, by Henderson's method III with a parametric-bootstrap "
-        f"{confidence:.0%} interval; drift is the within-task change in success from the run's "
+        "σ²_task:time_block) / total, from the G study (evalnoise.stats.gstudy: REML or "
+        f"ANOVA) with a {confidence:.0%} modified-large-sample interval; a share whose interval "
+        "reaches 0 is not detected; drift is the within-task change in success from the run's "
         "first trial to its last (task-clustered t test).</p>\n"
         f'<ul class="infra-share">{"".join(items)}</ul>'
     )
@@ -994,6 +1015,7 @@ def _attribution_section(
             "infrastructure share of variance",
             lambda: _share_html(att.summary, labels, titles, invalid, confidence),
         ),
+        ("noise model", lambda: noise_html(att.summary, labels, titles, invalid)),
     ]
     for name, render in parts:
         if not labels and name != "resource-sensitive tasks":
@@ -1193,20 +1215,7 @@ def _index_html(
         + ['<a href="#attribution">Where the noise comes from</a>']
         + ['<a href="#cards">Evaluation Cards</a>', '<a href="#run">Run</a>']
     )
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<link rel="icon" href="data:,">
-<title>{html.escape(title)}</title>
-<style>{_STYLE}</style>
-<script>
-{vega_bundle()}
-</script>
-</head>
-<body>
-<h1>{html.escape(title)}</h1>
+    return f"""{page_head(title, _STYLE)}
 {_top_banner(cards)}
 <p>Accuracy ± {context.confidence:.0%} CI | ICC | between-query SE, per agent and resource
 profile (Mustahsan et al., eq. 11). Infra policy: <strong>{html.escape(context.infra_policy)}
@@ -1413,10 +1422,12 @@ def build_report(
 
     # --- charts --------------------------------------------------------------------------
     rendered = []
+    curves = None if att is None else dstudy_frame(att.summary, att_titles)
     for ch in _charts(
         per_task=per_task,
         convergence=convergence,
         budget=budget,
+        dstudy=curves if curves is not None and len(curves) else None,
         infra=infra,
         comparisons=comparisons,
         skipped=skipped,

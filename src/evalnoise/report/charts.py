@@ -346,6 +346,41 @@ def budget_chart(budget: pd.DataFrame, *, title: str | None = None) -> alt.Layer
     return alt.layer(line, best, label).properties(width=_WIDTH, height=300, title=title)
 
 
+def dstudy_chart(curve: pd.DataFrame) -> alt.LayerChart:
+    """The D study: the least total-error SE each budget buys, one line per group.
+
+    Input columns (:func:`evalnoise.report.noise.dstudy_frame`): ``group``,
+    ``budget_multiple``, ``budget``, ``se``, ``tasks``, ``trials``; the point at 1 × is the
+    budget that ran (its design may differ: the best split of the same budget)."""
+    _require(curve, ("group", "budget", "se", "tasks", "trials"), "dstudy_chart")
+    df = curve.copy()
+    df["group"] = df["group"].astype(str)
+    df["label"] = [f"{int(n)} × {int(t)}" for n, t in zip(df["tasks"], df["trials"], strict=True)]
+    x = alt.X(
+        "budget:Q",
+        title="budget (container-seconds)",
+        scale=alt.Scale(type="log"),
+        axis=alt.Axis(format="~s"),
+    )
+    y = alt.Y("se:Q", title="total-error SE of accuracy", scale=alt.Scale(zero=True))
+    tooltip = [
+        alt.Tooltip("group:N"),
+        alt.Tooltip("budget_multiple:Q", title="× the run's cost"),
+        alt.Tooltip("tasks:Q"),
+        alt.Tooltip("trials:Q", title="trials per task"),
+        alt.Tooltip("se:Q", title="SE", format=".4f"),
+    ]
+    color = alt.Color("group:N", title=None, sort=sorted(df["group"].unique()))
+    base = alt.Chart(df).encode(x=x, y=y, color=color, tooltip=tooltip)
+    line = base.mark_line(point=alt.OverlayMarkDef(size=30))
+    text = base.mark_text(align="left", dx=6, dy=-8, fontSize=10).encode(text="label:N")
+    return alt.layer(line, text).properties(
+        width=_WIDTH,
+        height=300,
+        title="D study: least total-error SE per budget (label: tasks × trials per task)",
+    )
+
+
 def infra_chart(infra: pd.DataFrame, *, confidence: float = 0.95) -> alt.HConcatChart:
     """Accuracy and infrastructure error rate per resource profile, with CIs.
 

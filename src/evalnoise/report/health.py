@@ -33,7 +33,6 @@ __all__ = [
     "is_invalid",
     "machine_of",
     "outcomes_of",
-    "outcomes_text",
     "status_text",
 ]
 
@@ -172,19 +171,6 @@ def status_text(health: Mapping[str, Any]) -> str:
 
 def _n(value: int | None) -> str:
     return "?" if value is None else str(value)
-
-
-def outcomes_text(outcomes: Mapping[str, int | None] | None) -> str:
-    """``ok 90 · crashed 0 · … · unscored 1 — of 96 trials (97 attempts)`` or
-    ``not recorded``."""
-    if outcomes is None:
-        return "not recorded"
-    parts = " · ".join(f"{OUTCOME_HEADERS[k]} {_n(outcomes.get(k))}" for k in OUTCOMES)
-    tail = f" — of {_n(outcomes.get('trials'))} trials"
-    attempts = outcomes.get("attempts")
-    if attempts is not None and attempts != outcomes.get("trials"):
-        tail += f" ({attempts} attempts)"
-    return parts + tail
 
 
 def machine_of(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -264,40 +264,26 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     configure_image(i)
 
 
-def _standalone(prog: str, configure: Any, argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=prog, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    configure(parser)
-    if configure is configure_run_shard:
-        parser.set_defaults(run=run_shard_command)
-    args = parser.parse_args(argv)
-    try:
-        return int(args.run(args) or 0)
-    except InputError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-
-
 def run_shard_main(argv: Sequence[str] | None = None) -> int:
-    """``evalnoise run-shard`` on its own: ``argv`` excludes the subcommand name."""
-    return _standalone("evalnoise run-shard", configure_run_shard, argv)
+    """``evalnoise run-shard`` on its own: ``argv`` excludes the subcommand name (the one
+    entry point, :func:`evalnoise.cli.main`, and its one error handler)."""
+    from evalnoise.cli import main as cli_main
+
+    return cli_main(["run-shard", *(sys.argv[1:] if argv is None else argv)])
 
 
 def image_main(argv: Sequence[str] | None = None) -> int:
     """``evalnoise image`` on its own: ``argv`` starts with ``build`` or ``build-agent``."""
-    return _standalone("evalnoise image", configure_image, argv)
+    from evalnoise.cli import main as cli_main
+
+    return cli_main(["image", *(sys.argv[1:] if argv is None else argv)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evalnoise.runner.cli")
-    add_parsers(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.run(args) or 0)
-    except InputError as exc:
-        print(f"evalnoise {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+    """``python -m evalnoise.runner.cli run-shard|image …``: :func:`evalnoise.cli.main`."""
+    from evalnoise.cli import main as cli_main
+
+    return cli_main(sys.argv[1:] if argv is None else list(argv))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalnoise.runner.docker_backend import read_oom_kills
+from evalnoise.runner.docker_backend import oom_kill_count, read_oom_kills
 
 PROC = Path("/proc")
 
@@ -39,15 +39,7 @@ def oom_kills(cgroup_dir: Path | None) -> int | None:
     count = read_oom_kills(cgroup_dir)
     if count is not None:
         return count
-    try:
-        lines = (cgroup_dir / "memory.oom_control").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        key, _, value = line.partition(" ")
-        if key == "oom_kill" and value.strip().isdigit():
-            return int(value)
-    return None
+    return oom_kill_count(cgroup_dir / "memory.oom_control")
 
 
 def members(cgroup_dir: Path) -> list[int]:

@@ -258,16 +258,7 @@ def task_payload(
     output_path: str = OUTPUT_PATH,
 ) -> dict[str, Any]:
     """The task JSON given to the agent. Never includes the reference answer."""
-
-    def plain(value: Any) -> Any:
-        if value is None:
-            return None
-        try:
-            if value != value:  # NaN / NA from a DataFrame
-                return None
-        except (TypeError, ValueError):
-            return None
-        return value.item() if hasattr(value, "item") else value
+    from evalnoise.formatting import jsonable as plain
 
     return {
         "contract_version": CONTRACT_VERSION,

@@ -52,14 +52,15 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.resources import allocate, docker_resource_kwargs
+from evalnoise.runner.resources import docker_resource_kwargs
 from evalnoise.runner.trial import (
     EngineUnavailable,
     TrialRequest,
-    base_row,
     finish_row,
     read_answer_file,
     record_output,
+    start_row,
+    task_allocation,
     utc_now,
 )
 
@@ -151,8 +152,14 @@ def read_oom_kills(cgroup_dir: Path) -> int | None:
 
     v1 has no hierarchical count (its ``memory.oom_control`` counts the cgroup itself only).
     """
+    return oom_kill_count(cgroup_dir / V2_EVENTS)
+
+
+def oom_kill_count(path: Path) -> int | None:
+    """The ``oom_kill N`` line of a cgroup memory file (v2 ``memory.events``, v1
+    ``memory.oom_control``), None when the file or the line is missing."""
     try:
-        lines = (cgroup_dir / V2_EVENTS).read_text().splitlines()
+        lines = path.read_text().splitlines()
     except OSError:
         return None
     for line in lines:
@@ -455,20 +462,13 @@ class DockerBackend:
         measure_peak: bool = True,
         peak_source: str | None = None,
     ) -> None:
-        import docker
-        import docker.errors
+        from evalnoise.runner.engine import connect_engine
 
-        try:
-            self.client = client or docker.from_env(max_pool_size=max_pool_size, timeout=120)
-            info = self.client.info()
-        except (docker.errors.DockerException, OSError) as exc:
-            raise EngineUnavailable(f"the Docker engine does not answer: {_short(exc)}") from exc
-        self.host = info.get("Name") or os.uname().nodename
-        self.host_cpus = float(info.get("NCPU") or os.cpu_count() or 1)
-        self.cgroup_version = str(info.get("CgroupVersion") or "1")
-        self.cgroup_driver = info.get("CgroupDriver")
+        engine = connect_engine(client, max_pool_size=max_pool_size)
+        self.client, self.host, self.host_cpus = engine.client, engine.host, engine.host_cpus
+        self.cgroup_version, self.cgroup_driver = engine.cgroup_version, engine.cgroup_driver
         self.scratch_root = Path(scratch_root or tempfile.gettempdir())
-        local_engine = "localhost" in self.client.api.base_url or "unix" in self.client.api.base_url
+        local_engine = engine.local
         #: the host's cgroup version as /sys/fs/cgroup shows it (None for a remote engine)
         self.host_cgroup_version = cgroup_version(CGROUP_ROOT) if local_engine else None
         self._parents: _ParentCgroups | None = None
@@ -583,16 +583,8 @@ class DockerBackend:
 
         spec, task = request.agent, request.task
         secrets = dict(request.secrets)
-        row = base_row(request, backend=NAME, host=self.host)
-        row["started_at"] = utc_now()
-        allocation = allocate(
-            float(task["cpus"]),
-            float(task["memory_mb"]),
-            float(task["time_limit_s"]),
-            request.resource_profile,
-            host_cpus=self.host_cpus,
-        )
-        row.update(allocation.to_row())
+        allocation = task_allocation(request, self.host_cpus)
+        row = start_row(request, allocation, backend=NAME, host=self.host)
         if not spec.image:
             row.update(status="infra_error", error=f"agent {spec.name!r} has no image")
             return finish_row(row, secrets)

@@ -129,12 +129,21 @@ from evalnoise.runner.docker_backend import (
     cgroup_version,
     container_memory_dir,
 )
+from evalnoise.runner.engine import connect_engine
 from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
-from evalnoise.runner.resources import Allocation, allocate, docker_resource_kwargs
+from evalnoise.runner.host_processes import kill_marked
+from evalnoise.runner.resources import Allocation, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.task_images import TaskImage, TaskImageCache
-from evalnoise.runner.trial import EngineUnavailable, TrialRequest, base_row, finish_row, utc_now
+from evalnoise.runner.trial import (
+    EngineUnavailable,
+    TrialRequest,
+    finish_row,
+    start_row,
+    task_allocation,
+    utc_now,
+)
 from evalnoise.runner.trial_container import TrialContainer, read_tail, tar_dir
 from evalnoise.tasks.harbor import (
     HarborTask,
@@ -232,20 +241,10 @@ class EnvironmentBackend:
         images: TaskImageCache | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        import docker
-        import docker.errors
-
-        try:
-            self.client = client or docker.from_env(max_pool_size=max_pool_size, timeout=120)
-            info = self.client.info()
-        except (docker.errors.DockerException, OSError) as exc:
-            raise EngineUnavailable(f"the Docker engine does not answer: {_short(exc)}") from exc
-        self.host = info.get("Name") or os.uname().nodename
-        self.host_cpus = float(info.get("NCPU") or os.cpu_count() or 1)
-        base_url = self.client.api.base_url
-        local = "localhost" in base_url or "unix" in base_url
+        engine = connect_engine(client, max_pool_size=max_pool_size)
+        self.client, self.host, self.host_cpus = engine.client, engine.host, engine.host_cpus
         #: the cgroup version of /sys/fs/cgroup when the engine is local (None: not readable)
-        self.cgroup_version = cgroup_version(CGROUP_ROOT) if local else None
+        self.cgroup_version = cgroup_version(CGROUP_ROOT) if engine.local else None
         self.reward_key = reward_key
         # the key decides which trials are ok: it is part of the journal header (the
         # backend's name), so a changed key starts the shard's trials afresh
@@ -306,18 +305,8 @@ class EnvironmentBackend:
                 removed += 1
         stale = [p for p in self.scratch_root.glob(f"evalnoise-env.{shard_id}.*") if p.is_dir()]
         if stale:
-            markers = {f"EVALNOISE_TASK_FILE={p / 'task.json'}".encode() for p in stale}
-            for proc in Path("/proc").iterdir():
-                if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                    continue
-                try:
-                    environ = set((proc / "environ").read_bytes().split(b"\0"))
-                except OSError:
-                    continue
-                if environ & markers:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(int(proc.name), signal.SIGKILL)
-                        removed += 1
+            # an external agent a killed run left: its task file points into its scratch
+            removed += kill_marked(p / "task.json" for p in stale)
             for path in stale:
                 shutil.rmtree(path, ignore_errors=True)
                 removed += 1
@@ -349,18 +338,10 @@ class EnvironmentBackend:
         failure, only :class:`EngineUnavailable` (no row) and programming errors."""
         spec, row_in = request.agent, request.task
         secrets = dict(request.secrets)
-        row = base_row(request, backend=NAME, host=self.host)
+        allocation = task_allocation(request, self.host_cpus)
+        row = start_row(request, allocation, backend=self.name, host=self.host)
         row.update(dict.fromkeys(EXTRA_COLUMNS))
         row["image"] = None
-        row["started_at"] = utc_now()
-        allocation = allocate(
-            float(row_in["cpus"]),
-            float(row_in["memory_mb"]),
-            float(row_in["time_limit_s"]),
-            request.resource_profile,
-            host_cpus=self.host_cpus,
-        )
-        row.update(allocation.to_row())
         verifier_limit = float(row_in.get("verifier_time_limit_s") or 600.0)
         row["verifier_time_limit_s"] = verifier_limit * request.resource_profile.time_limit_factor
         row["task_digest"] = row_in.get("task_digest")

@@ -34,6 +34,7 @@ from evalnoise.runner.exec_protocol import (
     parse_message,
     response,
 )
+from evalnoise.runner.host_processes import host_environment
 from evalnoise.runner.trial import TrialRequest
 from evalnoise.runner.trial_container import KILL_GRACE_S, TrialContainer, read_tail
 
@@ -116,12 +117,7 @@ def run_external_agent(
     payload.pop("output_path", None)
     payload.update(kind="environment", protocol=PROTOCOL, workdir=workdir, user=user)
     contract.write_task_file(task_path, payload)
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "LANG": "C.UTF-8",
-        "HOME": str(home),
-        "TMPDIR": str(home),
-    }
+    env = host_environment(home)
     env.update(
         contract.agent_environment(
             payload,

@@ -35,13 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.resources import Allocation, allocate
+from evalnoise.runner.host_processes import host_environment, kill_marked
+from evalnoise.runner.resources import Allocation
 from evalnoise.runner.trial import (
     TrialRequest,
-    base_row,
     finish_row,
     read_answer_file,
     record_output,
+    start_row,
+    task_allocation,
     utc_now,
 )
 
@@ -106,19 +108,7 @@ class LocalBackend:
         stale = [p for p in self.scratch_root.glob(f"evalnoise-trial.{shard_id}.*") if p.is_dir()]
         if not stale:
             return 0
-        markers = {f"EVALNOISE_TASK_FILE={p / 'task.json'}".encode() for p in stale}
-        killed = 0
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                environ = set((proc / "environ").read_bytes().split(b"\0"))
-            except OSError:
-                continue
-            if environ & markers:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(int(proc.name), signal.SIGKILL)
-                    killed += 1
+        killed = kill_marked(p / "task.json" for p in stale)
         for path in stale:
             shutil.rmtree(path, ignore_errors=True)
         return killed + len(stale)
@@ -131,13 +121,7 @@ class LocalBackend:
 
     def applied(self, request: TrialRequest) -> Allocation:
         """What this backend can enforce of the resource profile's allocation."""
-        task = request.task
-        full = allocate(
-            float(task["cpus"]),
-            float(task["memory_mb"]),
-            float(task["time_limit_s"]),
-            request.resource_profile,
-        )
+        full = task_allocation(request)
         return Allocation(
             cpu_shares=None,
             cpu_quota_cpus=None,
@@ -149,11 +133,9 @@ class LocalBackend:
     def run_trial(self, request: TrialRequest) -> dict[str, Any]:
         spec = request.agent
         secrets = dict(request.secrets)
-        row = base_row(request, backend=NAME, host=self.host)
-        row["image"] = None
-        row["started_at"] = utc_now()
         allocation = self.applied(request)
-        row.update(allocation.to_row())
+        row = start_row(request, allocation, backend=NAME, host=self.host)
+        row["image"] = None
         if not spec.command:
             row.update(
                 status="infra_error",
@@ -175,12 +157,7 @@ class LocalBackend:
             task_path, output_path = workdir / "task.json", outdir / contract.OUTPUT_FILE
             payload = request.payload(allocation.time_limit_s, output_path=str(output_path))
             contract.write_task_file(task_path, payload)
-            env = {
-                "PATH": os.environ.get("PATH", os.defpath),
-                "LANG": "C.UTF-8",
-                "HOME": str(home),
-                "TMPDIR": str(home),
-            }
+            env = host_environment(home)
             env.update(
                 contract.agent_environment(
                     payload,

@@ -39,8 +39,11 @@ from evalnoise.schema import INFRA_STATUSES
 MODES = ("as_incorrect", "retry", "exclude")
 EXHAUSTED_MODES = ("as_incorrect", "exclude")
 
-#: Columns that identify one trial (all its attempts share them).
-TRIAL_KEY = ("agent", "resource_profile", "task_id", "trial")
+#: Columns that identify one trial (all its attempts share them). With prompt or sampling
+#: variants a (task, trial index) runs once per variant: the variant's labels
+#: (:data:`evalnoise.runner.variant.VARIANT_COLUMNS`) are part of the key — last, so a table
+#: without variants (null there, or no such columns) keeps its order and grouping.
+TRIAL_KEY = ("agent", "resource_profile", "task_id", "trial", "prompt_variant", "sampling")
 
 
 @dataclass(frozen=True)

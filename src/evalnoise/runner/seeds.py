@@ -7,6 +7,11 @@ non-negative int64, the ``seed`` column's type. Adding tasks, trials, agents or 
 profiles never changes an existing trial's seed; the resource profile is deliberately not an
 input, so the same trial under two resource profiles gets the same seed (a paired design).
 
+**Variants.** A trial run under a prompt or sampling variant (:mod:`evalnoise.runner.variant`)
+adds the variant's key to the record, ``{..., "variant": key}``: every variant of a trial has
+its own seed, and adding a variant never changes another's. The neutral variant (key ``""``)
+adds nothing, so its seeds are those of a run without variants.
+
 Agents whose RNG takes a 32-bit seed use :func:`seed32` (the low 31 bits: non-negative in
 any signed or unsigned 32-bit type, and never llama.cpp's ``0xFFFFFFFF`` "random seed"
 sentinel). The agent contract passes both (``seed``, ``seed32``).
@@ -43,12 +48,24 @@ def _hash63(record: dict[str, object]) -> int:
     return int.from_bytes(digest[:8], "big") & _MASK
 
 
-def trial_seed(run_seed: int, agent: str, task_id: str, trial: int) -> int:
-    """The seed of trial ``trial`` of ``task_id`` for ``agent`` in run ``run_seed``."""
+def trial_seed(run_seed: int, agent: str, task_id: str, trial: int, variant: str = "") -> int:
+    """The seed of trial ``trial`` of ``task_id`` for ``agent`` in run ``run_seed``, under
+    the variant whose key is ``variant`` (``""``: none, or the neutral one)."""
     run_seed, trial = _integer("run_seed", run_seed), _integer("trial", trial)
-    return _hash63(
-        {"agent": str(agent), "run_seed": run_seed, "task_id": str(task_id), "trial": trial}
-    )
+    record: dict[str, object] = {
+        "agent": str(agent),
+        "run_seed": run_seed,
+        "task_id": str(task_id),
+        "trial": trial,
+    }
+    return _hash63(_with_variant(record, variant))
+
+
+def _with_variant(record: dict[str, object], variant: str) -> dict[str, object]:
+    """``record`` with the variant's key, when there is one (the module docstring)."""
+    if not isinstance(variant, str):
+        raise TypeError(f"variant must be a key string, got {type(variant).__name__}")
+    return {**record, "variant": variant} if variant else record
 
 
 def order_seed(run_seed: int) -> int:
@@ -56,22 +73,28 @@ def order_seed(run_seed: int) -> int:
     return _hash63({"purpose": ORDER_PURPOSE, "run_seed": _integer("run_seed", run_seed)})
 
 
-def order_key(seed: int, agent: str, resource_profile: str, task_id: str, trial: int) -> int:
+def order_key(
+    seed: int, agent: str, resource_profile: str, task_id: str, trial: int, variant: str = ""
+) -> int:
     """Where trial ``trial`` of ``task_id`` falls in its shard's order: shards run their
-    pairs by ascending key. ``seed`` is the run's :func:`order_seed`."""
-    return _hash63(
-        {
-            "agent": str(agent),
-            "order_seed": _integer("seed", seed),
-            "resource_profile": str(resource_profile),
-            "task_id": str(task_id),
-            "trial": _integer("trial", trial),
-        }
-    )
+    pairs by ascending key. ``seed`` is the run's :func:`order_seed`; ``variant`` the key of
+    the shard's variant (``""``: none), so each variant's shard has its own order."""
+    record: dict[str, object] = {
+        "agent": str(agent),
+        "order_seed": _integer("seed", seed),
+        "resource_profile": str(resource_profile),
+        "task_id": str(task_id),
+        "trial": _integer("trial", trial),
+    }
+    return _hash63(_with_variant(record, variant))
 
 
 def trial_order(
-    seed: int, agent: str, resource_profile: str, pairs: Iterable[tuple[str, int]]
+    seed: int,
+    agent: str,
+    resource_profile: str,
+    pairs: Iterable[tuple[str, int]],
+    variant: str = "",
 ) -> list[tuple[str, int]]:
     """The (task_id, trial) ``pairs`` of one shard in the order the shard runs them.
 
@@ -79,7 +102,9 @@ def trial_order(
     itself); duplicates are dropped.
     """
     keyed = {(str(task_id), _integer("trial", trial)): None for task_id, trial in pairs}
-    return sorted(keyed, key=lambda p: (order_key(seed, agent, resource_profile, p[0], p[1]), p))
+    return sorted(
+        keyed, key=lambda p: (order_key(seed, agent, resource_profile, p[0], p[1], variant), p)
+    )
 
 
 def _integer(name: str, value: object) -> int:

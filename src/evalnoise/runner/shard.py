@@ -5,9 +5,16 @@ concurrency (threads) and a tqdm progress bar on stderr, and is safe to kill at 
 
 - **Journal.** Each finished trial attempt is appended to the shard's journal as one JSON
   line, written, flushed and fsynced before it counts. The first line is a header naming
-  what the rows depend on (agent spec, resource profile, run seed, backend); a journal whose
+  what the rows depend on (agent spec, resource profile, run seed, backend, and the variant's
+  identity when the shard runs a prompt or sampling variant); a journal whose
   header differs is moved aside (``<journal>.superseded-<UTC time>``), never mixed in.
   Each row also carries a fingerprint of its task's spec, so a changed task is rerun.
+- **Variant.** A shard runs one variant (:class:`evalnoise.runner.variant.TrialVariant`,
+  None without variants): every agent gets the task's question rendered with its template,
+  its key enters every trial's seed and the shard's order, and its labels fill the rows'
+  ``prompt_variant`` and ``sampling`` as the file is written (from the shard's plan, like
+  ``time_block``: a renamed level relabels resumed rows). The task fingerprint is the
+  task's own, never the rendered question's.
 - **Resume.** On start the journal is read (a torn last line — a write cut by SIGKILL — is
   cut off), finished trials are skipped, and a trial whose last attempt the infra policy
   wants retried continues with the next attempt, and so does a trial whose last attempt
@@ -45,7 +52,6 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import math
 import os
 import re
 import sys
@@ -66,6 +72,7 @@ from evalnoise.runner.policy import InfraPolicy, infra_policy, should_retry
 from evalnoise.runner.resources import ResourceProfile, allocate, resource_profile
 from evalnoise.runner.seeds import order_seed, trial_order, trial_seed
 from evalnoise.runner.trial import Backend, EngineUnavailable, TrialRequest
+from evalnoise.runner.variant import TrialVariant, trial_variant
 from evalnoise.schema import TASKS, TRIALS, conform
 
 JOURNAL_VERSION = 1
@@ -113,20 +120,32 @@ class ShardRequest:
     runtime: Mapping[str, str] = field(default_factory=dict)
     concurrency: int = 1
     progress: bool = True
+    #: the shard's prompt / sampling variant (None: a run without variants)
+    variant: TrialVariant | None = None
+
+    @property
+    def variant_key(self) -> str:
+        return self.variant.key if self.variant is not None else ""
 
     def trial_request(self, task: Mapping[str, Any], trial: int, attempt: int) -> TrialRequest:
         """The backend's request for one attempt of ``trial`` of ``task``; its seed depends
-        on (run seed, agent, task, trial) only, so every attempt of a trial shares it."""
+        on (run seed, agent, task, trial, variant) only, so every attempt of a trial shares
+        it. The task's question is rendered with the variant's template."""
+        if self.variant is not None and self.variant.template is not None:
+            task = {**task, "question": self.variant.render(str(task["question"]))}
         return TrialRequest(
             agent=self.agent,
             task=task,
             resource_profile=self.resource_profile,
             trial=trial,
             attempt=attempt,
-            seed=trial_seed(self.run_seed, self.agent.name, str(task["task_id"]), trial),
+            seed=trial_seed(
+                self.run_seed, self.agent.name, str(task["task_id"]), trial, self.variant_key
+            ),
             shard_id=self.shard_id,
             secrets=self.secrets,
             runtime=self.runtime,
+            variant=self.variant,
         )
 
 
@@ -153,13 +172,10 @@ def _canonical(obj: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    if value is None:
-        return None
-    if hasattr(value, "item"):  # numpy / pandas scalars
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
+    """A table cell as it goes into a journal line (:func:`evalnoise.formatting.jsonable`)."""
+    from evalnoise.formatting import jsonable
+
+    return jsonable(value)
 
 
 def _task_fingerprint(task: Mapping[str, Any]) -> str:
@@ -309,13 +325,16 @@ def run_shard(
     shard_id: str | None = None,
     progress: bool = True,
     environ: Mapping[str, str] | None = None,
+    variant: TrialVariant | Mapping[str, Any] | None = None,
 ) -> ShardResult:
     """Run (or finish) one shard and write its Parquet file; see the module docstring.
 
     ``tasks``: a DataFrame with the TASKS columns (``answer`` is never passed on).
     ``agent``: an agent spec; ``resource_profile_spec``: a resource profile (name, mapping or
     object); ``trials``: the block of trial indices; ``policy``: the infra policy;
-    ``backend``: ``"docker"``, ``"local"`` or a backend object. Secret values are read from
+    ``backend``: ``"docker"``, ``"local"`` or a backend object; ``variant``: the shard's
+    prompt / sampling variant (a :class:`TrialVariant` or its mapping; None without
+    variants). Secret values are read from
     ``environ`` (default ``os.environ``) for the names in the agent's ``secret_env``.
     Raises :class:`EngineUnavailable` (after journaling what finished) if the engine stops
     answering, and ``BlockingIOError`` if another process is running the same shard.
@@ -324,6 +343,7 @@ def run_shard(
     spec = agent_spec(agent)
     profile = resource_profile(resource_profile_spec)
     policy = infra_policy(policy)
+    shard_variant = trial_variant(variant)
     trial_indices = sorted({int(t) for t in trials})
     if not trial_indices:
         raise ValueError("run_shard: no trial indices")
@@ -347,6 +367,8 @@ def run_shard(
         "resource_profile": profile.to_dict(),
         "run_seed": int(run_seed),
         "backend": backend_obj.name,
+        # nothing for the neutral variant: its journal is that of a run without variants
+        **(shard_variant.header() if shard_variant is not None else {}),
     }
 
     journal_path.parent.mkdir(parents=True, exist_ok=True)
@@ -391,6 +413,7 @@ def run_shard(
                 output_path=output_path,
                 concurrency=concurrency,
                 progress=progress,
+                variant=shard_variant,
             )
             result = _run(request, backend_obj, journal, old_rows, t_start)
             # A create request sent by a SIGKILLed earlier run can still be completed by the
@@ -448,7 +471,9 @@ def _run(
 
     # The shard's seeded order (module docstring, "Order"); the pool starts attempts in the
     # order they are submitted, so this is the order trials start in.
-    order = trial_order(order_seed(request.run_seed), spec.name, profile.name, plan)
+    order = trial_order(
+        order_seed(request.run_seed), spec.name, profile.name, plan, request.variant_key
+    )
     position = {key: place for place, key in enumerate(order)}
     todo = [(key, n) for key in order if (n := next_attempt(key)) is not None]
     finished_before = len(plan) - len(todo)
@@ -514,6 +539,8 @@ def _run(
             # takes its place in the order of the shard as it is now
             row["time_block"] = time_block
             row["run_order"] = position[key]
+            if request.variant is not None:
+                row.update(request.variant.columns())
             rows.append(row)
     table = rows_to_table(rows)
     write_parquet_atomic(table, request.output_path)

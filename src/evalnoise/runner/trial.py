@@ -26,7 +26,8 @@ from evalnoise.runner.contract import (
     task_payload,
     usage_columns,
 )
-from evalnoise.runner.resources import ResourceProfile
+from evalnoise.runner.resources import Allocation, ResourceProfile, allocate
+from evalnoise.runner.variant import VARIANT_COLUMNS, TrialVariant
 
 __all__ = [
     "Backend",
@@ -36,6 +37,8 @@ __all__ = [
     "finish_row",
     "read_answer_file",
     "record_output",
+    "start_row",
+    "task_allocation",
     "utc_now",
 ]
 
@@ -53,6 +56,9 @@ class TrialRequest:
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: values of the agent's runtime_env; passed through, not redacted, not recorded
     runtime: Mapping[str, str] = field(default_factory=dict)
+    #: the shard's variant (None: a run without variants); ``task["question"]`` is already
+    #: rendered with its template
+    variant: TrialVariant | None = None
 
     def payload(self, time_limit_s: float, **paths: str) -> dict[str, Any]:
         """The task JSON this trial's agent gets (see ``contract.task_payload``)."""
@@ -122,12 +128,42 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         # plan (evalnoise.runner.shard), not this attempt
         "time_block": None,
         "run_order": None,
+        # the shard's variant (evalnoise.runner.variant): its labels, null without variants
+        **(
+            request.variant.columns()
+            if request.variant is not None
+            else dict.fromkeys(VARIANT_COLUMNS)
+        ),
         "image": request.agent.image,
         "image_digest": None,
         "backend": backend,
         "host": host,
         "score": None,
     }
+
+
+def task_allocation(request: TrialRequest, host_cpus: float | None = None) -> Allocation:
+    """The resource profile applied to the task's declared ``cpus``, ``memory_mb`` and
+    ``time_limit_s`` (:func:`evalnoise.runner.resources.allocate`)."""
+    task = request.task
+    return allocate(
+        float(task["cpus"]),
+        float(task["memory_mb"]),
+        float(task["time_limit_s"]),
+        request.resource_profile,
+        host_cpus=host_cpus,
+    )
+
+
+def start_row(
+    request: TrialRequest, allocation: Allocation, *, backend: str, host: str | None
+) -> dict[str, Any]:
+    """A trial's row as it starts (every backend's first step): :func:`base_row` with the
+    start time and the ``allocation`` applied to its container (or process) recorded."""
+    row = base_row(request, backend=backend, host=host)
+    row["started_at"] = utc_now()
+    row.update(allocation.to_row())
+    return row
 
 
 def record_output(row: dict[str, Any], output: AgentOutput) -> dict[str, Any]:

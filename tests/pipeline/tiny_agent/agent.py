@@ -2,10 +2,14 @@
 
 The rate is a hash of (TINY_SKILL, task id) in [0, 1], or $TINY_RATE when set (1 = always
 right, 0 = always wrong); whether this trial is right is drawn from the trial seed
-($EVALNOISE_SEED). Word problems (no expression) get a guess. Optional $TINY_SLEEP_S seconds
-of work first (the end-to-end test kills a run mid-way). $TINY_CRASH=segv makes it kill
-itself with SIGSEGV, as a native library that crashes on this CPU would; $TINY_CRASH=segv-odd
-only on odd trial indices (the canary's trial 0 passes, half the sweep crashes).
+($EVALNOISE_SEED). The expression is found anywhere in the question, so a prompt variant's
+template may wrap it in text; with $TINY_PROMPT_WEIGHT = w, the rate is (1 - w) × that rate
++ w × a hash of (TINY_SKILL, the question's wording around the expression): the prompt's
+wording moves every task's rate alike, a prompt effect as a G study sees it. Word problems
+(no expression) get a guess. Optional $TINY_SLEEP_S seconds of work first (the end-to-end
+test kills a run mid-way). $TINY_CRASH=segv makes it kill itself with SIGSEGV, as a native
+library that crashes on this CPU would; $TINY_CRASH=segv-odd only on odd trial indices (the
+canary's trial 0 passes, half the sweep crashes).
 """
 
 import hashlib
@@ -30,7 +34,12 @@ skill = os.environ.get("TINY_SKILL", "0")
 rate = int(hashlib.sha256(f"{skill}:{task_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 if os.environ.get("TINY_RATE"):
     rate = float(os.environ["TINY_RATE"])
-match = re.match(r"What is (.+)\?$", question)
+match = re.search(r"What is ([^?]+)\?", question)
+weight = float(os.environ.get("TINY_PROMPT_WEIGHT", "0"))
+if weight:
+    wording = question.replace(match.group(0), "") if match else question
+    prompt_rate = int(hashlib.sha256(f"{skill}:{wording}".encode()).hexdigest()[:8], 16)
+    rate = (1 - weight) * rate + weight * prompt_rate / 0xFFFFFFFF
 expression = match.group(1).replace("×", "*").replace("÷", "//") if match else ""
 if expression and re.fullmatch(r"[0-9+*/() -]+", expression):
     truth = int(eval(expression, {"__builtins__": {}}))  # arithmetic on integers only

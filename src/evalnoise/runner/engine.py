@@ -1,0 +1,59 @@
+"""The Docker engine a backend talks to: connected once, with what the backends read of it.
+
+:func:`connect_engine` is the one place a backend (:class:`~evalnoise.runner.docker_backend.
+DockerBackend` for question trials, :class:`~evalnoise.runner.environment.EnvironmentBackend`
+for environment trials) gets its client: it pings the engine (``info``) and turns any
+failure into :class:`~evalnoise.errors.EngineUnavailable`, so a run that cannot reach the
+engine stops before its first trial instead of recording each as an infra error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from evalnoise.errors import EngineUnavailable
+
+__all__ = ["Engine", "connect_engine"]
+
+
+def _short(text: Any, limit: int = 500) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A connected engine: its ``client`` (``docker.DockerClient``), the engine host's name,
+    CPUs, cgroup version and driver as the engine reports them, and whether it is local
+    (a unix socket or localhost: its cgroups and processes are this machine's)."""
+
+    client: Any
+    host: str
+    host_cpus: float
+    cgroup_version: str
+    cgroup_driver: str | None
+    local: bool
+
+
+def connect_engine(client: Any = None, *, max_pool_size: int = 32) -> Engine:
+    """The engine behind ``client`` (default: ``docker.from_env``, DOCKER_HOST or the local
+    socket), asked for its ``info``; :class:`EngineUnavailable` if it does not answer."""
+    import docker
+    import docker.errors
+
+    try:
+        client = client or docker.from_env(max_pool_size=max_pool_size, timeout=120)
+        info = client.info()
+    except (docker.errors.DockerException, OSError) as exc:
+        raise EngineUnavailable(f"the Docker engine does not answer: {_short(exc)}") from exc
+    base_url = client.api.base_url
+    return Engine(
+        client=client,
+        host=info.get("Name") or os.uname().nodename,
+        host_cpus=float(info.get("NCPU") or os.cpu_count() or 1),
+        cgroup_version=str(info.get("CgroupVersion") or "1"),
+        cgroup_driver=info.get("CgroupDriver"),
+        local="localhost" in base_url or "unix" in base_url,
+    )
