@@ -90,7 +90,7 @@ def test_a_dead_judge_is_counted_and_the_rerun_fills_it_in(tmp_path, docker_engi
     first = run_tool(ws, "snakemake", "--cores", "2", check=False, timeout=1200)
     out = first.stdout + first.stderr
     assert first.returncode != 0
-    assert "6 of 6 trials unjudged (judge_error)" in out, out[-3000:]
+    assert "6 of 6 trials unjudged by the judge stage (judge_error)" in out, out[-3000:]
     metrics = _json(ws, "results/metrics.json")
     assert metrics["valid"] is False
     assert "unjudged" in (ws / "results" / "analysis" / "summary.txt").read_text()
