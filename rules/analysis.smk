@@ -96,7 +96,9 @@ rule judge_quality:
         group=group_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
-        judge=config["scorer"]["judge"],
+        judges=judges_param,
+        judged=group_judged_by_judge,
+        reference=config["scorer"],
         code_version=code_version("analysis"),
     script:
         "../scripts/judge_quality.py"

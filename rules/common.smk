@@ -11,6 +11,7 @@ from snakemake.utils import validate
 
 from evalnoise.pipeline import effective_config
 from evalnoise.pipeline import images as pipeline_images
+from evalnoise.pipeline import judges as pipeline_judges
 from evalnoise.pipeline import settings as pipeline_settings
 from evalnoise.machine import cpu_model
 from evalnoise.pipeline.canary import roomiest_profile
@@ -107,6 +108,7 @@ except (ValueError, OSError) as error:
 
 wildcard_constraints:
     agent=NAME_PATTERN,
+    judge=NAME_PATTERN,
     resource_profile=NAME_PATTERN,
     within=NAME_PATTERN,
     a=NAME_PATTERN,
@@ -256,19 +258,36 @@ def agent_server_tokens(wildcards):
     return 1 if pipeline_settings.uses_model_server(config, wildcards.agent) else 0
 
 
+# The judges of scorer.judge (evalnoise.pipeline.judges.judge_specs), by name, in order:
+# each judges every trial in its own shards (results/judged/JUDGE/...); the first is the one
+# `scorer.name: judge` and `analysis.score: judge` use.
+try:
+    JUDGES = pipeline_judges.judge_specs(config["scorer"]["judge"])
+except pipeline_settings.ConfigError as error:
+    raise WorkflowError(str(error)) from None
+PRIMARY_JUDGE = next(iter(JUDGES))
+
+
+def _judge_spec(wildcards=None):
+    """The spec of the judge of a `judge` job (the primary judge elsewhere)."""
+    return JUDGES[getattr(wildcards, "judge", PRIMARY_JUDGE)]
+
+
 def judge_server(wildcards=None):
-    """The model server spec the judge needs, or None."""
-    if pipeline_settings.uses_model_server(config):
+    """The model server spec the judge (of this job) needs, or None."""
+    if pipeline_settings.uses_judge(config) and pipeline_judges.uses_judge_server(
+        _judge_spec(wildcards)
+    ):
         return pipeline_settings.model_server_spec(config)
     return None
 
 
 def judge_server_tokens(wildcards=None):
-    return 1 if pipeline_settings.uses_model_server(config) else 0
+    return 1 if judge_server(wildcards) is not None else 0
 
 
 def scorer_server(wildcards=None):
-    """The model server the reference scorer needs: only when it is the judge."""
+    """The model server the reference scorer needs: only when it is the (primary) judge."""
     return judge_server() if config["scorer"]["name"] == "judge" else None
 
 
@@ -281,13 +300,18 @@ def judge_template_hash(wildcards=None):
 
     if not pipeline_settings.uses_judge(config):
         return None
-    return template_hash(config["scorer"]["judge"])
+    return template_hash(_judge_spec(wildcards))
 
 
-def judge_scorer_param(wildcards=None):
-    """The scorer section as the judge stage uses it: the LLM judge, comparing with the
-    numeric scorer's options in extract mode."""
-    return {**config["scorer"], "name": "judge"}
+def judge_scorer_param(wildcards):
+    """The scorer section as a `judge` job uses it: its judge's spec, comparing with the
+    numeric scorer's options."""
+    return {**config["scorer"], "name": "judge", "judge": _judge_spec(wildcards)}
+
+
+def judges_param(wildcards=None):
+    """Every judge's spec, by name, in order (the judge_quality rule's)."""
+    return JUDGES
 
 
 # -- collections over the plan ---------------------------------------------------------------
@@ -393,10 +417,14 @@ def judge_rounds_param(wildcards):
 
 
 def all_judged_shards(wildcards=None):
-    """The judge stage's shards (none without it)."""
+    """The judge stage's shards, every judge's (none without it)."""
     if not JUDGE_STAGE:
         return []
-    return [fill(rules.judge.output.judged, **s.wildcards) for s in all_shards()]
+    return [
+        fill(rules.judge.output.judged, judge=judge, **s.wildcards)
+        for judge in JUDGES
+        for s in all_shards()
+    ]
 
 
 def reference_scores_of(agent, resource_profile, design=None):
@@ -408,20 +436,22 @@ def reference_scores_of(agent, resource_profile, design=None):
     ]
 
 
-def judged_of(agent, resource_profile, design=None):
+def judged_of(agent, resource_profile, design=None, judges=None):
+    """The judge stage's shards of one group: of ``judges`` (names; default: every judge)."""
     if not JUDGE_STAGE:
         return []
     return [
-        fill(rules.judge.output.judged, **s.wildcards)
+        fill(rules.judge.output.judged, judge=judge, **s.wildcards)
+        for judge in (JUDGES if judges is None else judges)
         for s in group_shards(agent, resource_profile, design)
     ]
 
 
 def scores_of(agent, resource_profile, design=None):
     """The shards the statistics read: the reference scorer's, or with
-    ``analysis.score: judge`` the judge stage's."""
+    ``analysis.score: judge`` the judge stage's (its primary judge's)."""
     if config["analysis"]["score"] == "judge" and JUDGE_STAGE:
-        return judged_of(agent, resource_profile, design)
+        return judged_of(agent, resource_profile, design, judges=[PRIMARY_JUDGE])
     return reference_scores_of(agent, resource_profile, design)
 
 
@@ -499,7 +529,16 @@ def group_reference_scores(wildcards):
 
 
 def group_judged(wildcards):
+    """Every judge's shards of one group."""
     return judged_of(wildcards.agent, wildcards.resource_profile)
+
+
+def group_judged_by_judge(wildcards):
+    """{judge: its shards of one group}, for judge_quality."""
+    return {
+        judge: judged_of(wildcards.agent, wildcards.resource_profile, judges=[judge])
+        for judge in JUDGES
+    }
 
 
 def _pair_groups(wildcards):

@@ -136,14 +136,15 @@ rule score:
         "../scripts/score.py"
 
 
+# One job per judge of scorer.judge.judges and trial shard: adding a judge runs its jobs only.
 rule judge:
     input:
         trials=unconstrained(rules.run_trials.output.shard),
         tasks=lambda wildcards: ancient(tasks_table()),
     output:
-        judged="results/judged/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
+        judged="results/judged/{judge}/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
-        "results/logs/judge/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
+        "results/logs/judge/{judge}/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is judged before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:

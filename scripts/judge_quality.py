@@ -1,5 +1,5 @@
-"""Snakemake entry point of rule `judge_quality`: the judge against the reference, and its
-own noise, for one agent × resource profile."""
+"""Snakemake entry point of rule `judge_quality`: every judge against the reference, their
+own noise and their variance as a facet, for one agent × resource profile."""
 
 from evalnoise.atomic import write_text
 from evalnoise.formatting import dumps
@@ -10,19 +10,22 @@ log = log_to(snakemake.log[0])
 p = snakemake.params
 record = judge_quality(
     snakemake.input.reference,
-    snakemake.input.judged,
+    dict(p.judged),
     snakemake.input.tasks,
     *p.group,
     options=p.analysis,
     policy=p.infra_policy,
-    judge=p.judge,
+    judges=p.judges,
+    reference=p.reference,
 )
 write_text(snakemake.output.stats, dumps(record) + "\n")
-agreement = record["agreement"] or {}
-log.info(
-    "%s: %d sent to the judge, parse rate %s, kappa %s",
-    record["group"],
-    record["sent"],
-    record["parse_rate"],
-    agreement.get("kappa"),
-)
+for judge in record["judges"]:
+    log.info(
+        "%s: judge %s: %d sent, parse rate %s, kappa %s",
+        record["group"],
+        judge["name"],
+        judge["sent"],
+        judge["parse_rate"],
+        (judge["agreement"] or {}).get("kappa"),
+    )
+log.info("%s: best judge %s", record["group"], record["best_judge"])

@@ -1,9 +1,10 @@
 """The LLM judge as a stage of the pipeline, with the real model server.
 
-1. With the managed server (SmolLM2-135M, extract mode, 2 samples per trial), every trial
-   is judged beside the numeric reference: the judged shards, the judge's parse rate, its κ
-   against the reference, and the judge's share of variance reach the summary, groups.json,
-   metrics.json and the cards.
+1. With the managed server (SmolLM2-135M, extract mode, 2 samples per trial) and the rule
+   judge ``last_number`` (the default's two judges), every trial is judged beside the
+   numeric reference by each: one judged shard per judge, each judge's parse rate and κ
+   against the reference, the judge's share of variance and the judges' variance as a facet
+   reach the summary, groups.json, metrics.json and the cards.
 2. A judge server that is down gives ``judge_error`` rows: counted (summary, metrics), the run
    exits non-zero saying so; once the server is back at the same address a plain
    ``snakemake`` judges exactly those trials again and the run is whole.
@@ -38,28 +39,40 @@ def test_the_judge_stage_measures_the_judge(tmp_path, docker_engine):
     ws = make_workspace(tmp_path / "ws", config)
     run_tool(ws, "snakemake", "--cores", "2", timeout=1200)
     judged = sorted((ws / "results" / "judged").rglob("*.parquet"))
-    assert len(judged) == 1
+    assert [p.relative_to(ws / "results" / "judged").parts[0] for p in judged] == [
+        "last_number",
+        "llm",
+    ]
     (group,) = _json(ws, "results/analysis/groups.json")["groups"]
     judge = group["judge"]
-    assert judge["mode"] == "extract" and judge["samples"] == 2
+    assert judge["name"] == "llm" and judge["mode"] == "extract" and judge["samples"] == 2
     assert judge["sent"] == 6 and judge["parse_rate"] == 1.0 and judge["judge_errors"] == 0
     # the tiny agent answers with the bare number: extraction is exact, so is the judge
     assert judge["kappa"] is None or judge["kappa"] > 0.5
     assert judge["agreement"] >= 0.9
+    assert [j["name"] for j in judge["judges"]] == ["llm", "last_number"]
+    assert judge["judges"][1]["same_as_reference"] is True
     quality = _json(ws, "results/analysis/judge/tiny/1x.json")
     assert quality["nested"] is not None and quality["nested"]["n_obs"] == 12
+    assert quality["judge_facet"]["n_judges"] == 2
+    assert quality["judge_facet"]["n_obs"] == 12 + 6  # 2 votes a trial, and the rule's 1
     summary = (ws / "results" / "analysis" / "summary.txt").read_text()
-    assert "judge (extract, 2 samples per trial)" in summary and "κ = " in summary
+    assert "judge llm (extract, 2 samples per trial)" in summary and "κ = " in summary
+    assert "judge last_number: rule last_number, 1 sample per trial: κ = " in summary
+    assert "judges as a facet: 2 judges" in summary
     metrics = _json(ws, "results/metrics.json")
     assert metrics["valid"] is True
     assert metrics["groups"]["tiny@1x"]["judge"]["parse_rate"] == 1.0
+    assert set(metrics["groups"]["tiny@1x"]["judge"]["kappa_by_judge"]) == {"llm", "last_number"}
     cards = list((ws / "results" / "report").rglob("*.json"))
     assert any(json.loads(c.read_text()).get("judge") for c in cards)
     index = (ws / "results" / "report" / "index.html").read_text()
-    assert "judge (extract, 2 samples per trial)" in index and "κ = " in index
+    assert "judge llm (extract, 2 samples per trial)" in index and "κ = " in index
+    assert "Judge last_number: rule last_number" in index
     manifest = _json(ws, "results/manifest.json")
     assert manifest["judge_template_sha256"]
-    assert any(a["path"].startswith("results/judged/") for a in manifest["artifacts"])
+    assert set(manifest["judge_template_sha256_by_judge"]) == {"llm", "last_number"}
+    assert any(a["path"].startswith("results/judged/llm/") for a in manifest["artifacts"])
 
 
 def test_a_dead_judge_is_counted_and_the_rerun_fills_it_in(tmp_path, docker_engine):
@@ -77,7 +90,7 @@ def test_a_dead_judge_is_counted_and_the_rerun_fills_it_in(tmp_path, docker_engi
     first = run_tool(ws, "snakemake", "--cores", "2", check=False, timeout=1200)
     out = first.stdout + first.stderr
     assert first.returncode != 0
-    assert "6 of 6 trials unjudged (judge_error)" in out, out[-3000:]
+    assert "6 of 6 trials unjudged by the judge stage (judge_error)" in out, out[-3000:]
     metrics = _json(ws, "results/metrics.json")
     assert metrics["valid"] is False
     assert "unjudged" in (ws / "results" / "analysis" / "summary.txt").read_text()

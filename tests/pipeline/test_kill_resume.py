@@ -138,7 +138,7 @@ def _json(path: Path) -> str:
     return _sha(json.dumps(without_when(json.loads(path.read_text())), sort_keys=True).encode())
 
 
-SHARD = re.compile(r"(trials|scores|judged)/[^/]+/[^/]+/t[^/]+/c[^/]+\.parquet")
+SHARD = re.compile(r"(trials|scores|judged/[^/]+)/[^/]+/[^/]+/t[^/]+/c[^/]+\.parquet")
 
 
 def _manifest(path: Path, exact: set[str]) -> str:

@@ -11,7 +11,8 @@ from pipeline_helpers import ROOT, copy_project, job_counts, run_tool
 
 #: What a dry run of the embedded default plans on a fresh checkout: 4 groups (chat@3x,
 #: tool_agent@3x, tool_agent_local@1x and @3x) × 2 trial blocks × 2 task chunks shards, each
-#: scored by the reference and judged; compare = 3 agent pairs in 3x + 1 profile pair;
+#: scored by the reference and judged by both judges (llm, last_number); compare = 3 agent
+#: pairs in 3x + 1 profile pair;
 #: sequential_summary writes results/sequential/ (a fixed design says so: a DVC output).
 DEFAULT_JOBS = {
     "sample_tasks": 1,
@@ -20,7 +21,7 @@ DEFAULT_JOBS = {
     "canary": 3,
     "run_trials": 16,
     "score": 16,
-    "judge": 16,
+    "judge": 32,
     "analyze": 4,
     "compare": 4,
     "convergence": 4,

@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from evalnoise.pipeline.judges import judge_specs, uses_judge_server
 from evalnoise.pipeline.sampling import benchmark_name
 from evalnoise.pipeline.settings import (
     infra_policy_spec,
@@ -92,8 +93,9 @@ def execution_record(trial_shards: Iterable[str | os.PathLike[str]]) -> dict[str
 def _served(config: Mapping[str, Any]) -> bool:
     if config.get("trials_from"):
         return False
-    return any(uses_model_server(config, name) for name in config["agents"]) or uses_model_server(
-        config
+    return any(uses_model_server(config, name) for name in config["agents"]) or (
+        uses_judge(config)
+        and any(uses_judge_server(s) for s in judge_specs(config["scorer"]["judge"]).values())
     )
 
 
@@ -122,8 +124,13 @@ def run_manifest(
         server = config["model_server"]
         model_files[server["alias"]] = server["model_path"] or default_model_path()
     judge_hash = None
+    judge_hashes = {}
     if not imported and uses_judge(config):
         judge_hash = judge_template_hash(config["scorer"]["judge"])
+        judge_hashes = {
+            name: judge_template_hash(spec)
+            for name, spec in judge_specs(config["scorer"]["judge"]).items()
+        }
     secret_names = sorted(
         {
             name
@@ -131,8 +138,10 @@ def run_manifest(
             for name in agent.get("secret_env", [])
         }
     )
-    judge_key = (config.get("scorer") or {}).get("judge", {}).get("api_key_env")
-    if judge_key:
+    judge_section = (config.get("scorer") or {}).get("judge") or {}
+    for judge_key in sorted(
+        {s.get("api_key_env") for s in judge_specs(judge_section).values()} - {None}
+    ):
         secret_names.append(judge_key)
     started, ended = trial_time_span(trial_shards)
     manifest = build_manifest(
@@ -151,6 +160,9 @@ def run_manifest(
     )
     if not imported:
         manifest["execution"] = execution_record(trial_shards)
+    if len(judge_hashes) > 1:
+        # every judge's prompt, mode and schemas (or rule); the first is judge_template_sha256
+        manifest["judge_template_sha256_by_judge"] = judge_hashes
     return manifest
 
 
@@ -202,16 +214,27 @@ def card_context(config: Mapping[str, Any], *, images: Mapping[str, str] | None 
     if scorer["name"] == "judge" or judge_stage(config):
         from evalnoise.pipeline.shards import judge_template_hash
 
-        judge = scorer["judge"]
+        specs = judge_specs(scorer["judge"])
+        judge = next(iter(specs.values()))
         scoring.update(
             {
                 "judge_stage": scorer["name"] != "judge",
-                "judge_model": judge["model"] or config["model_server"]["alias"],
-                "judge_mode": judge["mode"],
-                "judge_samples": judge["samples"],
+                "judge_model": f"rule:{judge['rule']}"
+                if judge["rule"]
+                else judge["model"] or config["model_server"]["alias"],
+                "judge_mode": "rule" if judge["rule"] else judge["mode"],
+                "judge_samples": 1 if judge["rule"] else judge["samples"],
                 "template_sha256": judge_template_hash(judge),
             }
         )
+        if len(specs) > 1 and scorer["name"] != "judge":
+            scoring["judges"] = ", ".join(
+                f"{name} (rule {s['rule']})"
+                if s["rule"]
+                else f"{name} ({s['model'] or config['model_server']['alias']}, {s['mode']}, "
+                f"{s['samples']} samples)"
+                for name, s in specs.items()
+            )
     return CardContext(
         benchmark=benchmark_name(bench),
         infra_policy=policy,

@@ -316,14 +316,22 @@ def _judge(
     numeric: Mapping[str, Any] | None = None,
     alive: Any = None,
 ) -> Any:
-    """The :class:`evalnoise.scorers.LLMJudge` of the config's ``scorer.judge`` section; in
-    ``extract`` mode it compares with the numeric scorer's options ``numeric``. ``alive``
-    (the managed server's process check) lets the client fail every remaining call at once
-    when the server died (:class:`evalnoise.models.ChatClient`)."""
+    """The judge of one spec (:func:`evalnoise.pipeline.judges.judge_specs`; a
+    ``scorer.judge`` section means its first judge): a
+    :class:`evalnoise.scorers.rule_judge.RuleJudge` for a ``rule``, else an
+    :class:`evalnoise.scorers.LLMJudge`. Numbers are compared with the numeric scorer's
+    options ``numeric``. ``alive`` (the managed server's process check) lets the client fail
+    every remaining call at once when the server died (:class:`evalnoise.models.ChatClient`).
+    """
     from evalnoise.models import ChatClient
+    from evalnoise.pipeline.judges import primary_judge
     from evalnoise.scorers import DEFAULT_TEMPLATE, LLMJudge
-    from evalnoise.scorers.deterministic import numeric as numeric_scorer
+    from evalnoise.scorers.rule_judge import RuleJudge
 
+    judge = primary_judge(judge)
+    options = {k: v for k, v in dict(numeric or {}).items() if k in ("rel_tol", "abs_tol")}
+    if judge.get("rule"):
+        return RuleJudge(judge["rule"], numeric_options=options)
     mode = judge.get("mode", "verdict")
     template = DEFAULT_TEMPLATE
     if judge["template"]:
@@ -335,11 +343,6 @@ def _judge(
         max_tokens=judge["max_tokens"],
         alive=alive if not judge["base_url"] else None,
     )
-    options = dict(numeric or {})
-
-    def compare(answer: str, target: str) -> bool:
-        return bool(numeric_scorer(answer, target, **options))
-
     return LLMJudge(
         client,
         template=template,
@@ -350,7 +353,7 @@ def _judge(
         max_tokens=judge["max_tokens"],
         mode=mode,
         structured=judge.get("structured", "auto"),
-        compare=compare,
+        numeric_options=options,
     )
 
 
@@ -391,17 +394,21 @@ def judge_rounds(shard: str | os.PathLike[str]) -> int:
 
 
 def judge_template_hash(judge: Mapping[str, Any]) -> str:
-    """The judge template's hash (template file or the default) for provenance params."""
-    from evalnoise.scorers import DEFAULT_TEMPLATE, template_hash
-    from evalnoise.scorers.judge import EXTRACT_TEMPLATE
+    """The hash of what a judge's verdicts mean besides its model, for provenance params:
+    an LLM judge's prompt (template file or the mode's defaults), mode and answer schemas
+    (:func:`evalnoise.scorers.judge.judge_hash`, as the judge hashes them); a rule judge's
+    rule. ``judge`` is one spec (:func:`evalnoise.pipeline.judges.judge_specs`) or a
+    ``scorer.judge`` section (its first judge)."""
+    from evalnoise.pipeline.judges import primary_judge
+    from evalnoise.scorers.judge import judge_hash, template_hash
 
-    mode = judge.get("mode", "verdict")
+    judge = primary_judge(judge)
+    if judge.get("rule"):
+        return template_hash(f"--rule={judge['rule']}")
+    text = None
     if judge["template"]:
         text = Path(judge["template"]).read_text(encoding="utf-8")
-    else:
-        text = EXTRACT_TEMPLATE if mode == "extract" else DEFAULT_TEMPLATE
-    # as LLMJudge hashes it: the mode is part of what a verdict means
-    return template_hash(f"{text}\n--mode={mode}")
+    return judge_hash(text, judge.get("mode", "verdict"))
 
 
 def score_shard(
@@ -426,9 +433,13 @@ def score_shard(
     tasks = pd.read_parquet(tasks_path)
     name = scorer["name"]
     if name == "judge":
-        with model_server(server, server_log) as running:
+        from evalnoise.pipeline.judges import primary_judge
+
+        spec = primary_judge(scorer["judge"])
+        # a rule judge needs no model server
+        with model_server(None if spec.get("rule") else server, server_log) as running:
             judge = _judge(
-                scorer["judge"],
+                spec,
                 running.base_url if running else None,
                 running.model if running else None,
                 judge_cache,
@@ -439,7 +450,7 @@ def score_shard(
                 table = score_trials(trials, tasks, "judge", judge=judge)
             finally:
                 judge.close()
-            log.info("judge: %d calls reached the model", judge.calls)
+            log.info("judge %s: %d calls reached the model", spec.get("name", ""), judge.calls)
     else:
         options = dict(scorer.get(name) or {})
         table = score_trials(trials, tasks, name, options=options)

@@ -577,10 +577,14 @@ def summarize(
 
 def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
     """The judge's numbers of a group as the summary, cards and metrics show them."""
+    from evalnoise.pipeline.judging import judges_summary
+
     agreement = record.get("agreement") or {}
     nested = record.get("nested") or {}
     accuracy = record.get("accuracy") or {}
     return {
+        "name": record.get("name"),
+        **judges_summary(record),
         "mode": record["mode"],
         "samples": record["samples"],
         "sent": record["sent"],
@@ -616,9 +620,11 @@ def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
 def judge_line(j: Mapping[str, Any], confidence: float = 0.95) -> str:
     """The judge's line of a group in the summary: the same text as its card's
     (:func:`evalnoise.report.cards.judge_text`)."""
-    from evalnoise.report.cards import judge_text
+    from evalnoise.report.cards import judge_text, judges_rows
 
-    return judge_text(j, f"{confidence:.0%}")
+    conf = f"{confidence:.0%}"
+    rows = [f"{k[0].lower()}{k[1:]}: {v}" for k, v in judges_rows(j, conf)]
+    return "\n    ".join([judge_text(j, conf), *rows])
 
 
 def _num(value: Any, digits: int = 6) -> float | None:
@@ -695,6 +701,10 @@ def metrics(
                 k: _num(j[k]) for k in ("accuracy", "kappa", "parse_rate", "share_judge")
             }
             groups[s["group"]]["judge"]["unjudged"] = int(j.get("unjudged") or 0)
+            if len(j.get("judges") or ()) > 1:
+                groups[s["group"]]["judge"]["kappa_by_judge"] = {
+                    r["name"]: _num(r["kappa"]) for r in j["judges"]
+                }
     pairs = {}
     for r in comparisons:
         name = f"{r['kind']}:{r['within']}:{r['a']}-vs-{r['b']}"

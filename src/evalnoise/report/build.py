@@ -77,6 +77,7 @@ from evalnoise.report.cards import (
     cost_text,
     evaluation_card,
     judge_text,
+    judges_rows,
     policy_sensitivity_of,
 )
 from evalnoise.report.health import (
@@ -1171,6 +1172,9 @@ def _index_html(
             # accuracy by the LLM judge beside the reference, its kappa and variance share
             judge = html.escape(judge_text(card["judge"], f"{context.confidence:.0%}"))
             summary.append(f'<tr class="judge"><td></td><td>{judge}</td></tr>')
+            for label, text in judges_rows(card["judge"], f"{context.confidence:.0%}"):
+                line = html.escape(f"{label}: {text}")
+                summary.append(f'<tr class="judge"><td></td><td>{line}</td></tr>')
         if (card.get("costs") or {}).get("prices"):
             # with prices configured, what the group's trials cost (the card has the drivers)
             cost = html.escape("cost: " + cost_text(card["costs"]))

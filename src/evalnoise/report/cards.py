@@ -742,6 +742,7 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         )
     if card.get("judge"):
         rows.append(("Judge vs reference", judge_text(card["judge"], conf)))
+        rows.extend(judges_rows(card["judge"], conf))
     # cost is no statistic of the agent's quality: never struck, also on an invalid card
     costs = card.get("costs") or {}
     rows.append(("Cost drivers", cost_drivers_text(costs)))
@@ -868,8 +869,10 @@ def judge_text(j: Mapping[str, Any], conf: str) -> str:
     """The LLM judge beside the reference scorer: its accuracy, parse rate, kappa against
     the reference with its CI, error rates, and its share of the score variance."""
     samples = j.get("samples") or 1
+    # with several judges, the line of the first one names it (judges_rows: the others)
+    name = f" {j.get('name')}" if len(j.get("judges") or ()) > 1 else ""
     text = (
-        f"judge ({j.get('mode')}, {samples} sample{'s' if samples != 1 else ''} per trial): "
+        f"judge{name} ({j.get('mode')}, {samples} sample{'s' if samples != 1 else ''} per trial): "
         f"accuracy {pct(j.get('accuracy'))} ({conf} CI [{pct(j.get('ci_low'))}, "
         f"{pct(j.get('ci_high'))}]); {_judged_text(j)}; "
         f"κ = {fmt(j.get('kappa'), '.2f')} [{fmt(j.get('kappa_ci_low'), '.2f')}, "
@@ -884,6 +887,51 @@ def judge_text(j: Mapping[str, Any], conf: str) -> str:
     if j.get("degenerate"):
         text += f"; DEGENERATE: {j.get('degenerate_reason')}"
     return text
+
+
+def judges_rows(j: Mapping[str, Any], conf: str) -> list[tuple[str, str]]:
+    """With several judges, beside :func:`judge_text` (the first judge's line): one
+    ``("Judge NAME", text)`` per other judge — its κ against the reference with its interval,
+    false accept and reject rates, parse rate, accuracy by it — and ``("Judges as a facet",
+    text)``: the judges' variance components with their intervals and the best judge. Empty
+    with one judge."""
+    judges = j.get("judges") or []
+    if len(judges) < 2:
+        return []
+    rows = []
+    for r in judges[1:]:
+        how = f"rule {r.get('rule')}" if r.get("kind") == "rule" else r.get("mode")
+        samples = r.get("samples") or 1
+        text = (
+            f"{how}, {samples} sample{'s' if samples != 1 else ''} per trial: "
+            f"κ = {fmt(r.get('kappa'), '.2f')} [{fmt(r.get('kappa_ci_low'), '.2f')}, "
+            f"{fmt(r.get('kappa_ci_high'), '.2f')}], false accept "
+            f"{pct(r.get('false_accept_rate'))}, false reject {pct(r.get('false_reject_rate'))}; "
+            f"{_judged_text(r)}; accuracy {pct(r.get('accuracy'))}"
+        )
+        if r.get("same_as_reference"):
+            text += " (the reference scorer's own rule: agrees by construction)"
+        if r.get("degenerate"):
+            text += "; DEGENERATE"
+        rows.append((f"Judge {r['name']}", text))
+    facet = j.get("judge_facet") or {}
+    parts = [
+        f"σ²({c['component']}) {fmt(c.get('sigma2'), '.4f')} [{fmt(c.get('ci_low'), '.4f')}, "
+        f"{fmt(c.get('ci_high'), '.4f')}]"
+        for c in facet.get("components") or []
+    ]
+    text = f"{len(judges)} judges; " + (
+        ", ".join(parts) + f" ({facet.get('method')}, {conf} {facet.get('ci_method')} "
+        f"intervals); judges' share {fmt(facet.get('share_judges_estimate'), '.2f')}"
+        + ("" if facet.get("detected_judges") else ", not detected")
+        if parts
+        else "no variance components (too few judged trials)"
+    )
+    best = next((r for r in judges if r["name"] == j.get("best_judge")), None)
+    if best is not None:
+        text += f"; best judge {best['name']} (κ = {fmt(best.get('kappa'), '.2f')})"
+    rows.append(("Judges as a facet", text))
+    return rows
 
 
 def card_rows(card: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -20,10 +20,15 @@ No user-supplied grammar is ever forwarded (a malformed GBNF grammar crashes lla
 Modes
 -----
 - ``verdict`` (the paper): the model decides TRUE/FALSE.
-- ``extract``: the model only *extracts* the final answer from the prediction
-  (:data:`EXTRACT_TEMPLATE`, :data:`EXTRACT_SCHEMA`); the comparison with the reference is
-  done in code by a deterministic scorer (``compare``, e.g. ``numeric``). A small model
-  that cannot judge can often extract.
+- ``extract``: the model only *extracts* the final answer from the prediction; the
+  comparison with the reference is done in code by a deterministic scorer. A small model
+  that cannot judge can often extract. The answer's schema follows the reference's type
+  (:func:`evalnoise.scorers.answer_types.answer_spec`): a number is a digits-only string
+  compared by the ``numeric`` scorer, a choice an ``enum`` of the labels compared as labels,
+  free text a bounded string compared by ``exact``; each kind has its own default prompt
+  (:data:`evalnoise.scorers.answer_types.EXTRACT_TEMPLATES`), none with a placeholder the
+  model could copy. A structured answer outside its schema (a server that did not apply the
+  schema) is unparseable, never read as an answer.
 
 Semantics
 ---------
@@ -68,6 +73,13 @@ from pathlib import Path
 
 from evalnoise.models.client import ChatClient, ChatError, ChatResponse
 from evalnoise.schema import INFRA_STATUSES
+from evalnoise.scorers.answer_types import (
+    EXTRACT_TEMPLATES,
+    SCHEMA_VERSION,
+    AnswerSpec,
+    answer_spec,
+    same_choice,
+)
 
 __all__ = [
     "CALL_FAILED",
@@ -88,6 +100,7 @@ __all__ = [
     "LLMJudge",
     "agreement",
     "cache_key",
+    "judge_hash",
     "parse_decision",
     "parse_structured",
     "render_template",
@@ -134,19 +147,15 @@ VERDICT_SCHEMA = {
     "required": ["explanation", "decision"],
 }
 
-#: Extract-then-compare: the model only reads the final answer out of the prediction.
-#: Measured with SmolLM2-135M on 30 generated arithmetic items (15 right, 15 wrong answers in
-#: three phrasings): 30 of 30 parsed, 29 of 30 verdicts equal to the reference, no false
-#: accept, 1.3 s each on one core — where the paper's verdict template agreed on 12 of 30.
-EXTRACT_TEMPLATE = """Extract the final answer from the response below. Reply with the answer only.
-
-Response: {predicted_answer}
-"""
-EXTRACT_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "maxLength": 32}},
-    "required": ["answer"],
-}
+#: Extract-then-compare: the model only reads the final answer out of the prediction (the
+#: prompt of a number; every kind's is in :data:`EXTRACT_TEMPLATES`). Measured with
+#: SmolLM2-135M on 30 generated arithmetic items (15 right, 15 wrong answers in three
+#: phrasings): 30 of 30 parsed, 29 of 30 verdicts equal to the reference, no false accept —
+#: where the paper's verdict template agreed on 12 of 30.
+EXTRACT_TEMPLATE = EXTRACT_TEMPLATES["number"]
+#: The reply's form for a free-text answer; a number's or a choice's is tighter
+#: (:func:`evalnoise.scorers.answer_types.answer_spec`).
+EXTRACT_SCHEMA = answer_spec("free text answer").schema
 MODES = ("verdict", "extract")
 #: how a structured reply is requested: llama.cpp's ``json_object`` + ``schema``, the
 #: OpenAI ``json_schema`` form, or none (plain text, parsed by :func:`parse_decision`)
@@ -192,6 +201,27 @@ def template_hash(template: str = DEFAULT_TEMPLATE) -> str:
     digest.update(f"evalnoise-judge-parser-{PARSER_VERSION}\n".encode())
     digest.update(template.encode("utf-8"))
     return digest.hexdigest()
+
+
+def _templates(template: str | None, mode: str) -> dict[str, str]:
+    """The prompt of each answer kind: ``template`` for all, or the mode's defaults."""
+    if mode == "extract":
+        if template is None or template in (DEFAULT_TEMPLATE, EXTRACT_TEMPLATE):
+            return dict(EXTRACT_TEMPLATES)
+        return dict.fromkeys(EXTRACT_TEMPLATES, template)
+    return dict.fromkeys(EXTRACT_TEMPLATES, DEFAULT_TEMPLATE if template is None else template)
+
+
+def judge_hash(template: str | None = None, mode: str = "verdict") -> str:
+    """What a judge's verdict means besides its model and the three inputs: the
+    :func:`template_hash` of its prompt (``None``: the mode's defaults) and its mode; in
+    ``extract`` mode also every kind's prompt and the answer schemas' version
+    (:data:`evalnoise.scorers.answer_types.SCHEMA_VERSION`). Part of the cache key."""
+    if mode != "extract":
+        return template_hash(f"{_templates(template, mode)['text']}\n--mode={mode}")
+    prompts = _templates(template, mode)
+    text = "\n".join(f"--{kind}--\n{prompts[kind]}" for kind in sorted(prompts))
+    return template_hash(f"{text}\n--mode={mode}\n--answer-schema={SCHEMA_VERSION}")
 
 
 def cache_key(model: str, template_sha: str, question: str, target: str, prediction: str) -> str:
@@ -270,13 +300,16 @@ def _explanation(lines: list[str], clean: list[str], stop: int) -> str:
     return text[:2000]
 
 
-def parse_structured(reply: str, mode: str = "verdict") -> tuple[object, str, str]:
+def parse_structured(
+    reply: str, mode: str = "verdict", spec: AnswerSpec | None = None
+) -> tuple[object, str, str]:
     """Read a structured reply. Returns ``(value, explanation, problem)``.
 
     ``verdict`` mode: ``value`` is True/False from ``{"decision": "TRUE"|"FALSE"}``; a
     reply cut short before its JSON closed still counts if its ``decision`` field is
-    complete. ``extract`` mode: ``value`` is the ``answer`` string. ``value`` is None when
-    the reply does not have the required form; ``problem`` then says why.
+    complete. ``extract`` mode: ``value`` is the ``answer`` string, which must fit the
+    answer schema ``spec`` when one is given. ``value`` is None when the reply does not
+    have the required form; ``problem`` then says why.
     """
     try:
         # strict=False: a raw newline inside a string is a small model's slip, not a new form
@@ -286,6 +319,8 @@ def parse_structured(reply: str, mode: str = "verdict") -> tuple[object, str, st
     if mode == "extract":
         if isinstance(data, dict) and isinstance(data.get("answer"), str):
             answer = data["answer"].strip()
+            if spec is not None and not spec.admits(answer):
+                return None, reply[:2000], f"the answer {answer!r} is not a {spec.kind} answer"
             return answer, f"extracted answer: {answer!r}", ""
         return None, reply[:2000], "the reply is not a JSON object with a string 'answer'"
     if isinstance(data, dict):
@@ -301,9 +336,11 @@ def parse_structured(reply: str, mode: str = "verdict") -> tuple[object, str, st
     return None, reply[:2000], "the reply is not a JSON verdict"
 
 
-def response_format(form: str, mode: str = "verdict") -> dict | None:
-    """The ``response_format`` of a request in structured ``form`` (None for ``text``)."""
-    schema = VERDICT_SCHEMA if mode == "verdict" else EXTRACT_SCHEMA
+def response_format(form: str, mode: str = "verdict", schema: dict | None = None) -> dict | None:
+    """The ``response_format`` of a request in structured ``form`` (None for ``text``);
+    ``schema`` defaults to the mode's (:data:`VERDICT_SCHEMA`, :data:`EXTRACT_SCHEMA`)."""
+    if schema is None:
+        schema = VERDICT_SCHEMA if mode == "verdict" else EXTRACT_SCHEMA
     if form == "json_object_schema":
         return {"type": "json_object", "schema": schema}
     if form == "json_schema":
@@ -458,13 +495,18 @@ class LLMJudge:
     samples : k judgements per answer; k=1 uses temperature 0.
     sample_temperature : temperature when k>1 (must be > 0).
     seed : seed of the first sample; sample i uses ``seed + i``.
-    max_tokens : reply budget per judgement.
+    max_tokens : reply budget per judgement; in ``extract`` mode never less than the
+        longest answer of the reference's schema needs
+        (:attr:`evalnoise.scorers.answer_types.AnswerSpec.reply_tokens`).
     mode : ``verdict`` (the model decides) or ``extract`` (the model extracts the answer and
-        ``compare`` decides).
+        code compares it with the reference).
     structured : ``auto`` (find the form the server honours on the first call), one of
         :data:`STRUCTURED_FORMS`, or ``text``.
-    compare : ``(extracted, target) -> bool`` for ``extract`` mode (default: the numeric
-        scorer).
+    compare : ``(extracted, target) -> bool`` for ``extract`` mode, for every answer kind;
+        default: by the reference's kind (numbers: the numeric scorer with
+        ``numeric_options``; choices: the same label; text: the exact scorer).
+    numeric_options : the numeric scorer's options (``rel_tol``, ``abs_tol``) in
+        ``extract`` mode.
     """
 
     def __init__(
@@ -480,6 +522,7 @@ class LLMJudge:
         mode: str = "verdict",
         structured: str = "auto",
         compare=None,
+        numeric_options: dict | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"judge mode must be one of {MODES}, not {mode!r}")
@@ -487,9 +530,12 @@ class LLMJudge:
             raise ValueError(
                 f"structured must be 'auto' or one of {STRUCTURED_FORMS}, not {structured!r}"
             )
+        #: the prompt of each answer kind (one template for all, unless extract's defaults)
+        self.templates = _templates(template, mode)
         if mode == "extract" and template == DEFAULT_TEMPLATE:
             template = EXTRACT_TEMPLATE
-        _check_template(template, mode)
+        for text in set(self.templates.values()):
+            _check_template(text, mode)
         if samples < 1:
             raise ValueError("samples must be >= 1")
         if samples > 1 and sample_temperature <= 0:
@@ -506,15 +552,10 @@ class LLMJudge:
         #: the structured form in use: known once a call succeeded (or fixed by the caller)
         self.form: str | None = None if structured == "auto" else structured
         self._untried = list(STRUCTURED_FORMS) if structured == "auto" else [structured]
-        if compare is None:
-            from evalnoise.scorers.deterministic import numeric
-
-            def compare(answer: str, target: str) -> bool:
-                return bool(numeric(answer, target))
-
         self.compare = compare
-        # the mode and the structured request are part of what a verdict means
-        self._template_sha = template_hash(f"{template}\n--mode={mode}")
+        self.numeric_options = dict(numeric_options or {})
+        # the mode, the prompts and the answer schemas are part of what a verdict means
+        self._template_sha = judge_hash(template, mode)
         self._memo: dict[tuple[str, str], tuple[bool, str, str]] = {}
         #: judge calls that reached the model (cache and memo hits excluded)
         self.calls = 0
@@ -548,6 +589,7 @@ class LLMJudge:
                 score=0.0,
             )
         key = cache_key(self.model, self._template_sha, question, target, prediction)
+        spec = answer_spec(target, question)
         prompt = None
         votes: list[bool | None] = []
         explanations: list[str] = []
@@ -568,11 +610,14 @@ class LLMJudge:
                 continue
             if prompt is None:
                 prompt = render_template(
-                    self.template, question=question, predicted_answer=prediction, target=target
+                    self.templates[spec.kind],
+                    question=question,
+                    predicted_answer=prediction,
+                    target=target,
                 )
             self.calls += 1
             try:
-                response, form = self._ask(prompt, temperature, seed)
+                response, form = self._ask(prompt, temperature, seed, spec)
             except ChatError as exc:
                 cost.add(None)
                 votes.append(None)
@@ -584,7 +629,7 @@ class LLMJudge:
                 break
             cost.add(response)
             reply = response.text
-            verdict, explanation, problem = self._read(reply, form, target)
+            verdict, explanation, problem = self._read(reply, form, target, spec)
             votes.append(verdict)
             explanations.append(explanation)
             replies.append(reply)
@@ -603,13 +648,19 @@ class LLMJudge:
             completion_tokens=cost.completion_tokens,
         )
 
-    def _ask(self, prompt: str, temperature: float, seed: int) -> tuple[ChatResponse, str]:
+    def _ask(
+        self, prompt: str, temperature: float, seed: int, spec: AnswerSpec
+    ) -> tuple[ChatResponse, str]:
         """The response and the structured form it was asked in. Until a form has worked, a
         refusal of one (an HTTP status in ``_UNSUPPORTED``, asked without retries) moves on
         to the next; plain text is the last resort."""
+        schema, budget = VERDICT_SCHEMA, self.max_tokens
+        if self.mode == "extract":
+            # never fewer tokens than the longest answer the schema admits needs
+            schema, budget = spec.schema, max(self.max_tokens, spec.reply_tokens)
         while True:
             form = self.form or self._untried[0]
-            fmt = response_format(form, self.mode)
+            fmt = response_format(form, self.mode, schema)
             extra = {"response_format": fmt} if fmt else {}
             probing = self.form is None and len(self._untried) > 1
             client = replace(self.client, max_retries=0) if probing else self.client
@@ -618,7 +669,7 @@ class LLMJudge:
                     [{"role": "user", "content": prompt}],
                     temperature=temperature,
                     seed=seed,
-                    max_tokens=self.max_tokens,
+                    max_tokens=budget,
                     **extra,
                 )
             except ChatError as exc:
@@ -632,17 +683,31 @@ class LLMJudge:
             self.form = form
             return reply, form
 
-    def _read(self, reply: str, form: str, target: str) -> tuple[bool | None, str, str]:
+    def _read(
+        self, reply: str, form: str, target: str, spec: AnswerSpec
+    ) -> tuple[bool | None, str, str]:
         """``(verdict, explanation, problem)`` of a reply in ``form``."""
         if form == "text":
             if self.mode == "verdict":
                 return parse_decision(reply)
             value, explanation, problem = reply.strip(), f"extracted answer: {reply!r}", ""
         else:
-            value, explanation, problem = parse_structured(reply, self.mode)
+            value, explanation, problem = parse_structured(reply, self.mode, spec)
         if value is None or self.mode == "verdict":
             return value, explanation, problem  # type: ignore[return-value]
-        return bool(self.compare(str(value), target)), explanation, ""
+        return self._same(str(value), target, spec.kind), explanation, ""
+
+    def _same(self, answer: str, target: str, kind: str) -> bool:
+        """The extracted answer against the reference, by the reference's kind."""
+        if self.compare is not None:
+            return bool(self.compare(answer, target))
+        from evalnoise.scorers.deterministic import exact, numeric
+
+        if kind == "number":
+            return bool(numeric(answer, target, **self.numeric_options))
+        if kind == "choice":
+            return same_choice(answer, target)
+        return bool(exact(answer, target))
 
     def _combine(
         self,
