@@ -213,8 +213,9 @@ def _fake_tree(root: Path) -> None:
         (root / path).write_text(text, encoding="utf-8")
 
 
-FAKE_DOC = """The package `src/evalnoise/` and `src/evalnoise/a.py::f`; `src/evalnoise/pkg/b.py` runs
-in `rules/x.smk::r` from `Snakefile::all`; `c` and inner are named without their file.
+FAKE_DOC = """The package `src/evalnoise/` and `src/evalnoise/a.py::f`;
+`src/evalnoise/pkg/b.py` runs in `rules/x.smk::r` from `Snakefile::all`; `c` and inner are
+named without their file.
 
 ## Internal modules
 
@@ -247,7 +248,8 @@ def test_the_collector_finds_what_the_page_misses(tmp_path):
         "rules/x.smk::inner",
     ]
     complete = FAKE_DOC.replace(
-        "without their file.", "as `rules/x.smk::c`, `rules/x.smk::inner`; `src/evalnoise/pkg/`."
+        "named without their file.",
+        "named as `rules/x.smk::c`, `rules/x.smk::inner`; `src/evalnoise/pkg/`.",
     )
     assert unmapped(tmp_path, complete) == []
     # a module on neither the map nor the internal list makes it fail, by name
