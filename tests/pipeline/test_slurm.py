@@ -88,7 +88,8 @@ N_TRIALS = 2 * 1 * 3 * 2
 VICTIM = "results/trials/steady/1x/t0000-0001/c0000-0002.parquet"
 VICTIM_RECORD = "results/logs/jobs/trials/steady/1x/t0000-0001/c0000-0002.json"
 VICTIM_LOG = "results/logs/run_trials/steady/1x/t0000-0001-c0000-0002.log"
-VICTIM_SLURM_LOG = "results/logs/slurm/rule_run_trials/steady_1x_0000-0001_0000-0002/{job}.log"
+# the plugin joins the job's wildcards with "_": the last, the variant, is empty without variants
+VICTIM_SLURM_LOG = "results/logs/slurm/rule_run_trials/steady_1x_0000-0001_0000-0002_/{job}.log"
 
 #: Wall-clock measurements of a trial: the only columns two runs of it may differ in.
 MEASURED = ["duration_s", "peak_memory_bytes", "started_at", "ended_at"]

@@ -121,7 +121,7 @@ def test_the_dag_asks_for_what_the_function_says(tmp_path, default_config):
     output = run_tool(ws, "snakemake", "-n", "--profile", "profiles/slurm").stdout
     jobs = re.findall(
         r"rule run_trials:\n(?:    .*\n)*?    wildcards: agent=(\w+), resource_profile=(\w+), "
-        r"block=([\d-]+), chunk=([\d-]+)\n(?:    priority: \d+\n)?"
+        r"block=([\d-]+), chunk=([\d-]+)(?:, variant=[\w.-]*)?\n(?:    priority: \d+\n)?"
         r"    threads: (\d+)\n    resources: (.*)\n",
         output,
     )
