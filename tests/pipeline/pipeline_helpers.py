@@ -260,11 +260,22 @@ def digests(paths) -> dict[str, str]:
 #: killed run had already judged).
 WHEN_KEYS = re.compile(
     r"^(infra_share.*|infra_components|components|drift_.*|time_blocks"
-    r"|time_effects_not_computed|costs)$"
+    r"|time_effects_not_computed|costs"
+    # the one noise model crosses task with time block: whether it is fitted, and its SEs
+    r"|noise|noise_not_computed|total_error_.*|se_clustered)$"
 )
 #: The same in the summary's and the report's text (the cards' cost lines open with
 #: "per trial attempt").
 WHEN_TEXT = re.compile(r"infrastructure share of variance[^\n<]*|per trial attempt\b[^\n<|]*")
+
+
+#: The summary's lines of the one noise model (evalnoise.attribution.text.noise_lines): a
+#: model of task × time block, present only where the trials spread over time blocks.
+NOISE_LINES = re.compile(
+    r"^ *(noise, one model|components: |D study, SE if doubled: |cheapest design to SE "
+    r"|no design within ).*\n",
+    re.M,
+)
 
 
 def without_when(value):

@@ -52,6 +52,7 @@ import pandas as pd
 import pytest
 from model_stack import require
 from pipeline_helpers import (
+    NOISE_LINES,
     ROOT,
     SLURM_WORKSPACES,
     WHEN_TEXT,
@@ -263,7 +264,7 @@ def _masked_pair(ours: Path, theirs: Path) -> tuple[object, object]:
         texts = [ours.read_text(), theirs.read_text()]
         if any("attribution: not computed" in text for text in texts):
             texts = [ATTRIBUTION_LINES.sub("", text) for text in texts]
-        return tuple(WHEN_TEXT.sub("<when>", text) for text in texts)
+        return tuple(WHEN_TEXT.sub("<when>", NOISE_LINES.sub("", text)) for text in texts)
     return _masked(ours), _masked(theirs)
 
 
