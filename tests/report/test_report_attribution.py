@@ -15,7 +15,7 @@ import pytest
 from evalnoise.attribution import attribution_for_trials, read_attribution
 from evalnoise.formatting import dumps
 from evalnoise.report import build_report
-from evalnoise.report.build import ATTRIBUTION_NOT_GIVEN
+from evalnoise.report.attribution_section import ATTRIBUTION_NOT_GIVEN
 from evalnoise.report.cards import NOT_A_MEASUREMENT_LABEL
 
 # as in conftest.py (the example's agents, the failure run's, the synthetic run's needy tasks)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalnoise.report.build import _manifest_rows
+from evalnoise.report.run_section import manifest_rows
 
 
 def test_executor_and_slurm_job_ids_are_shown():
@@ -15,12 +15,12 @@ def test_executor_and_slurm_job_ids_are_shown():
             ],
         }
     }
-    rows = dict(_manifest_rows(manifest))
+    rows = dict(manifest_rows(manifest))
     assert rows["executor"] == "slurm"
     assert rows["trial jobs"] == "2; Slurm job ids 9, 12"
 
 
 def test_local_runs_show_no_job_ids():
-    rows = dict(_manifest_rows({"execution": {"executors": ["local"], "trial_jobs": [{}]}}))
+    rows = dict(manifest_rows({"execution": {"executors": ["local"], "trial_jobs": [{}]}}))
     assert rows["executor"] == "local" and rows["trial jobs"] == "1"
-    assert "executor" not in dict(_manifest_rows({}))
+    assert "executor" not in dict(manifest_rows({}))

@@ -12,10 +12,10 @@ import pytest
 
 from evalnoise.outcomes import outcome_line
 from evalnoise.report import build_report, evaluation_card
-from evalnoise.report.build import NOT_A_MEASUREMENT_SUFFIX
 from evalnoise.report.cards import card_markdown, card_rows
 from evalnoise.report.charts import infra_chart
 from evalnoise.report.health import (
+    NOT_A_MEASUREMENT_SUFFIX,
     banner_text,
     expected_text,
     health_of,

@@ -24,6 +24,7 @@ from evalnoise.outcomes import OUTCOME_LABELS, OUTCOMES
 __all__ = [
     "EXPECTED_NOTE",
     "NOT_A_MEASUREMENT",
+    "NOT_A_MEASUREMENT_SUFFIX",
     "OUTCOMES",
     "OUTCOME_HEADERS",
     "OUTCOME_LABELS",
@@ -38,6 +39,8 @@ __all__ = [
 
 #: What an invalid group's numbers are not.
 NOT_A_MEASUREMENT = "Not a measurement of the agent"
+#: How an invalid group is labelled in charts.
+NOT_A_MEASUREMENT_SUFFIX = " — NOT A MEASUREMENT"
 #: The neutral note of a group whose failures the config declared to be the experiment.
 EXPECTED_NOTE = "failures declared as the experiment (health.expected_failures)"
 #: Short column headers of the outcome tables, in :data:`OUTCOMES` order.

@@ -1,0 +1,64 @@
+"""The page's "Summary" section: one reporting line per agent @ resource profile (accuracy ±
+CI | ICC | between-query SE, Mustahsan et al. eq. 11), and beside it — never instead of it —
+the labelled readings, the judges' lines (accuracy by each LLM judge beside the reference,
+its κ and variance share) and, with prices configured, what the group's trials cost.
+
+An invalid group's line is struck through and labelled; a withheld headline says why there
+is no number, so it is shown as it is.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evalnoise.report._markup import struck_through
+from evalnoise.report.cards import card_fields, card_title, cost_text, judge_text, judges_rows
+
+__all__ = ["summary_rows", "summary_section"]
+
+
+def summary_rows(card: Mapping[str, Any], stem: str, level: str) -> list[str]:
+    """The table rows of one card (``stem``: its anchor), ``level`` the confidence as text."""
+    rows = []
+    link = f'<a href="#card-{html.escape(stem)}">{html.escape(card_title(card))}</a>'
+    if card.get("valid") is False and card["metrics"].get("accuracy_withheld"):
+        line = html.escape(card["reporting_line"])
+        rows.append(f'<tr class="invalid"><td>{link}</td><td><code>{line}</code></td></tr>')
+    elif card.get("valid") is False:
+        line = struck_through(card["reporting_line"], code=True)
+        rows.append(f'<tr class="invalid"><td>{link}</td><td>{line}</td></tr>')
+    else:
+        line = html.escape(card["reporting_line"])
+        rows.append(f"<tr><td>{link}</td><td><code>{line}</code></td></tr>")
+    readings = {k: v for k, v, _ in card_fields(card)}.get("Readings")
+    if readings:
+        # labelled readings beside (never instead of) the headline
+        text = html.escape("readings: " + readings)
+        rows.append(f'<tr class="readings"><td></td><td>{text}</td></tr>')
+    if card.get("judge"):
+        # accuracy by the LLM judge beside the reference, its kappa and variance share
+        judge = html.escape(judge_text(card["judge"], level))
+        rows.append(f'<tr class="judge"><td></td><td>{judge}</td></tr>')
+        for label, text in judges_rows(card["judge"], level):
+            line = html.escape(f"{label}: {text}")
+            rows.append(f'<tr class="judge"><td></td><td>{line}</td></tr>')
+    if (card.get("costs") or {}).get("prices"):
+        # with prices configured, what the group's trials cost (the card has the drivers)
+        cost = html.escape("cost: " + cost_text(card["costs"]))
+        rows.append(f'<tr class="cost"><td></td><td>{cost}</td></tr>')
+    return rows
+
+
+def summary_section(cards: Sequence[tuple[str, Mapping[str, Any]]], confidence: float) -> str:
+    """The ``<section id="summary">`` of every (file stem, card), in the given order."""
+    rows = [row for stem, card in cards for row in summary_rows(card, stem, f"{confidence:.0%}")]
+    body = "\n".join(rows)
+    return f"""<section id="summary">
+<h2>Summary</h2>
+<table class="summary">
+<tr><th>agent @ resource profile</th><th>reporting line</th></tr>
+{body}
+</table>
+</section>"""
