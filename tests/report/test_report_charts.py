@@ -95,6 +95,19 @@ def test_tidy_convergence_long_form() -> None:
     assert set(h_plugin["reference"]) == {0.62}
 
 
+def test_the_convergence_chart_reads_the_table_the_pipeline_writes() -> None:
+    # two names, two concepts: the columns the pipeline writes and the subset the chart needs
+    from evalnoise.pipeline.stages import CONVERGENCE_TABLE_COLUMNS
+
+    assert set(charts.CONVERGENCE_CHART_COLUMNS) < set(CONVERGENCE_TABLE_COLUMNS)
+    written = _conv_table().assign(agent="a", resource_profile="1x")
+    tidy = charts.tidy_convergence(written[list(CONVERGENCE_TABLE_COLUMNS)])
+    assert len(tidy) == 11
+    for column in charts.CONVERGENCE_CHART_COLUMNS:
+        with pytest.raises(ValueError, match=rf"missing columns \['{column}'\]"):
+            charts.tidy_convergence(written.drop(columns=[column]))
+
+
 def test_tidy_convergence_without_full_values() -> None:
     tidy = charts.tidy_convergence(_conv_table().drop(columns=["full_icc", "full_plugin"]))
     assert tidy["reference"].isna().all()

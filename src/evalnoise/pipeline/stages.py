@@ -35,7 +35,7 @@ from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
     "BUDGET_COLUMNS",
-    "CONVERGENCE_COLUMNS",
+    "CONVERGENCE_TABLE_COLUMNS",
     "PROFILE_COLUMNS",
     "analyze_group",
     "budget_table",
@@ -45,7 +45,11 @@ __all__ = [
     "summarize",
 ]
 
-CONVERGENCE_COLUMNS = (
+#: Columns of the convergence table the pipeline writes (one CSV per group, concatenated by
+#: :func:`summarize`): every key of :func:`evalnoise.analysis.convergence_records` plus the
+#: group's agent and resource profile. The report's chart reads a subset of them
+#: (:data:`evalnoise.report.charts.CONVERGENCE_CHART_COLUMNS`).
+CONVERGENCE_TABLE_COLUMNS = (
     "group",
     "agent",
     "resource_profile",
@@ -306,24 +310,25 @@ def compare_groups(
 def convergence_table(
     data: GroupData, options: Mapping[str, Any], health: Mapping[str, Any] | None = None
 ) -> pd.DataFrame:
-    """ICC convergence over trials (columns :data:`CONVERGENCE_COLUMNS`): the records of
-    :func:`evalnoise.analysis.convergence_records` (what the report's chart reads) with the
+    """ICC convergence over trials (columns :data:`CONVERGENCE_TABLE_COLUMNS`): the records
+    of :func:`evalnoise.analysis.convergence_records` (what the report's chart reads) with the
     group's agent and resource profile. Empty for a group that is not a measurement of the
     agent (:func:`group_health` with the config's ``health``): its ICC is withheld."""
     from evalnoise.analysis import convergence_records
 
     if health is not None and not group_health(data, health)[1].valid:
-        return pd.DataFrame(columns=list(CONVERGENCE_COLUMNS))
+        return pd.DataFrame(columns=list(CONVERGENCE_TABLE_COLUMNS))
     opts = options["convergence"]
     rows = convergence_records(
         data.frame, n_subsamples=opts["subsamples"], seed=opts["seed"], tolerance=opts["tolerance"]
     )
     table = pd.DataFrame.from_records(
-        rows, columns=[c for c in CONVERGENCE_COLUMNS if c not in ("agent", "resource_profile")]
+        rows,
+        columns=[c for c in CONVERGENCE_TABLE_COLUMNS if c not in ("agent", "resource_profile")],
     )
     table.insert(1, "agent", data.agent)
     table.insert(2, "resource_profile", data.resource_profile)
-    return table[list(CONVERGENCE_COLUMNS)]
+    return table[list(CONVERGENCE_TABLE_COLUMNS)]
 
 
 def budget_table(
@@ -566,7 +571,7 @@ def summarize(
         "comparisons": comparisons,
         "skipped": skipped,
         "profiles": profiles,
-        "convergence": concat(convergence, CONVERGENCE_COLUMNS, "trials"),
+        "convergence": concat(convergence, CONVERGENCE_TABLE_COLUMNS, "trials"),
         "budget": concat(budgets, BUDGET_COLUMNS, "n_tasks"),
         "per_task": per_task,
         "summary": "\n".join(lines) + "\n",

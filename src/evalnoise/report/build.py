@@ -237,8 +237,8 @@ def build_report(
     per_task : ``group, task, n, mean, ci_low, ci_high``
         (:func:`evalnoise.analysis.per_task_table`).
     convergence : the stats convergence table with a ``group`` column
-        (:data:`~.charts.CONVERGENCE_COLUMNS`; a ``converged_at`` column, if present, feeds
-        the cards' limitations).
+        (:data:`~.charts.CONVERGENCE_CHART_COLUMNS`; a ``converged_at`` column, if present,
+        feeds the cards' limitations).
     comparisons : records (:func:`evalnoise.analysis.compare_all_pairs`) or a frame with
         ``a, b, diff, ci_low, ci_high`` [``p_paired_holm``, ``kind``]; or the whole
         ``comparisons.json`` (``{"comparisons": [...], "skipped": [...]}``). A comparison

@@ -34,7 +34,7 @@ from evalnoise.report.health import NOT_A_MEASUREMENT
 __all__ = [
     "BUDGET_COLUMNS",
     "COMPARISON_COLUMNS",
-    "CONVERGENCE_COLUMNS",
+    "CONVERGENCE_CHART_COLUMNS",
     "ESTIMATORS",
     "INFRA_COLUMNS",
     "RESOURCE_SENSITIVITY_COLUMNS",
@@ -47,9 +47,10 @@ __all__ = [
     "tidy_convergence",
 ]
 
-#: Columns of the convergence table (:func:`evalnoise.analysis.convergence_records`) that
-#: :func:`tidy_convergence` reads; ``full_icc``, ``full_plugin`` are optional.
-CONVERGENCE_COLUMNS = (
+#: Columns of the convergence table (:func:`evalnoise.analysis.convergence_records`, as the
+#: pipeline writes it: :data:`evalnoise.pipeline.stages.CONVERGENCE_TABLE_COLUMNS`) that
+#: :func:`tidy_convergence` requires; ``full_icc``, ``full_plugin`` are optional.
+CONVERGENCE_CHART_COLUMNS = (
     "group",
     "trials",
     "icc_mean",
@@ -173,13 +174,13 @@ def per_task_chart(per_task: pd.DataFrame, *, confidence: float = 0.95) -> alt.F
 def tidy_convergence(convergence: pd.DataFrame) -> pd.DataFrame:
     """The wide convergence table as one row per (group, trials, estimator).
 
-    Input columns: :data:`CONVERGENCE_COLUMNS`, optionally ``full_icc`` and ``full_plugin``
-    (other columns are ignored). Output columns: ``group, trials, estimator, mean, low,
-    high, reference`` (reference: the estimate on all trials, NaN when not given);
+    Input columns: :data:`CONVERGENCE_CHART_COLUMNS`, optionally ``full_icc`` and
+    ``full_plugin`` (other columns are ignored). Output columns: ``group, trials, estimator,
+    mean, low, high, reference`` (reference: the estimate on all trials, NaN when not given);
     estimators are the keys of :data:`ESTIMATORS`. Rows whose mean is NaN (undefined ICC)
     are dropped.
     """
-    _require(convergence, CONVERGENCE_COLUMNS, "tidy_convergence")
+    _require(convergence, CONVERGENCE_CHART_COLUMNS, "tidy_convergence")
     parts = []
     for label, (mean, low, high, full) in ESTIMATORS.items():
         part = convergence[["group", "trials", mean, low, high]].rename(
