@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
+from evalnoise.runner.engine import one_line, ping_engine
 from evalnoise.runner.resources import docker_resource_kwargs
 from evalnoise.runner.trial import (
     EngineUnavailable,
@@ -83,11 +84,6 @@ PEAK_SOURCES = ("parent", "parent-sampled", "container-sampled", "engine-stats")
 # Documentation/admin-guide/cgroup-v1/memory.rst of the Linux kernel).
 V2_PEAK, V2_CURRENT, V2_EVENTS = "memory.peak", "memory.current", "memory.events"
 V1_PEAK, V1_CURRENT = "memory.max_usage_in_bytes", "memory.usage_in_bytes"
-
-
-def _short(text: str, limit: int = 500) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- cgroup files: small functions of a directory ------------------------------------------
@@ -506,10 +502,7 @@ class DockerBackend:
 
     def check(self) -> None:
         """Raise :class:`EngineUnavailable` unless the engine answers a ping."""
-        try:
-            self.client.ping()
-        except Exception as exc:  # any transport error means the same thing here
-            raise EngineUnavailable(f"the Docker engine stopped answering: {_short(exc)}") from exc
+        ping_engine(self.client)
 
     # -- cleanup ---------------------------------------------------------------------------
 
@@ -650,15 +643,15 @@ class DockerBackend:
                     host_config=api.create_host_config(**host_config),
                 )["Id"]
             except docker.errors.ImageNotFound as exc:
-                row.update(status="infra_error", error=f"image not found: {_short(exc)}")
+                row.update(status="infra_error", error=f"image not found: {one_line(exc)}")
                 return finish_row(row, secrets)
             except docker.errors.APIError as exc:
-                row.update(status="infra_error", error=f"create failed: {_short(exc)}")
+                row.update(status="infra_error", error=f"create failed: {one_line(exc)}")
                 return finish_row(row, secrets)
             try:
                 api.start(container_id)
             except docker.errors.APIError as exc:
-                row.update(status="infra_error", error=f"start failed: {_short(exc)}")
+                row.update(status="infra_error", error=f"start failed: {one_line(exc)}")
                 with contextlib.suppress(docker.errors.APIError):
                     row["image_digest"] = api.inspect_container(container_id).get("Image")
                 return finish_row(row, secrets)
@@ -724,7 +717,7 @@ class DockerBackend:
             requests.exceptions.RequestException,
             OSError,
         ) as exc:
-            row.update(status="infra_error", error=f"engine error: {_short(exc)}")
+            row.update(status="infra_error", error=f"engine error: {one_line(exc)}")
         finally:
             if sampler is not None:
                 sampler.stop()
@@ -735,7 +728,7 @@ class DockerBackend:
                     pass
                 except Exception as exc:  # left for cleanup(); the trial's outcome stands
                     row["error"] = ((row["error"] + "; ") if row["error"] else "") + (
-                        f"container not removed: {_short(exc, 200)}"
+                        f"container not removed: {one_line(exc, 200)}"
                     )
             shutil.rmtree(workdir, ignore_errors=True)
             if cgroup_name is not None:

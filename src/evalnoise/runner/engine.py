@@ -15,12 +15,23 @@ from typing import Any
 
 from evalnoise.errors import EngineUnavailable
 
-__all__ = ["Engine", "connect_engine"]
+__all__ = ["Engine", "connect_engine", "one_line", "ping_engine"]
 
 
-def _short(text: Any, limit: int = 500) -> str:
+def one_line(text: Any, limit: int = 500) -> str:
+    """``text`` on one line (whitespace runs collapsed), cut to ``limit`` characters with
+    "…": how the backends put an engine's or a process's message into a trial row."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def ping_engine(client: Any) -> None:
+    """Raise :class:`EngineUnavailable` unless the engine behind ``client`` answers a ping:
+    what a backend's ``check()`` asks before an infra outcome is journaled."""
+    try:
+        client.ping()
+    except Exception as exc:  # any transport error means the same thing here
+        raise EngineUnavailable(f"the Docker engine stopped answering: {one_line(exc)}") from exc
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,7 @@ def connect_engine(client: Any = None, *, max_pool_size: int = 32) -> Engine:
         client = client or docker.from_env(max_pool_size=max_pool_size, timeout=120)
         info = client.info()
     except (docker.errors.DockerException, OSError) as exc:
-        raise EngineUnavailable(f"the Docker engine does not answer: {_short(exc)}") from exc
+        raise EngineUnavailable(f"the Docker engine does not answer: {one_line(exc)}") from exc
     base_url = client.api.base_url
     return Engine(
         client=client,

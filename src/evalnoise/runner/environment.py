@@ -129,7 +129,7 @@ from evalnoise.runner.docker_backend import (
     cgroup_version,
     container_memory_dir,
 )
-from evalnoise.runner.engine import connect_engine
+from evalnoise.runner.engine import connect_engine, one_line, ping_engine
 from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
 from evalnoise.runner.host_processes import kill_marked
@@ -137,7 +137,6 @@ from evalnoise.runner.resources import Allocation, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.task_images import TaskImage, TaskImageCache
 from evalnoise.runner.trial import (
-    EngineUnavailable,
     TrialRequest,
     finish_row,
     start_row,
@@ -175,11 +174,6 @@ EXTRA_COLUMNS = (
 USER_SWITCH_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID")
 LOG_MAX_SIZE = "1m"
 _MAIN_COMMAND = ("sleep", "infinity")
-
-
-def _short(text: Any, limit: int = 500) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _join(*parts: str | None) -> str | None:
@@ -270,10 +264,7 @@ class EnvironmentBackend:
 
     def check(self) -> None:
         """Raise :class:`EngineUnavailable` unless the engine answers a ping."""
-        try:
-            self.client.ping()
-        except Exception as exc:  # any transport error means the same thing here
-            raise EngineUnavailable(f"the Docker engine stopped answering: {_short(exc)}") from exc
+        ping_engine(self.client)
 
     def _shard_container_ids(self, shard_id: str) -> list[str]:
         found = self.client.api.containers(all=True, filters={"label": f"{SHARD_LABEL}={shard_id}"})
@@ -360,7 +351,7 @@ class EnvironmentBackend:
             )
             return finish_row(row, secrets)
         except (HarborTaskError, ValueError, OSError) as exc:
-            row.update(status="infra_error", phase="setup", error=_short(exc, 2000))
+            row.update(status="infra_error", phase="setup", error=one_line(exc, 2000))
             return finish_row(row, secrets)
         for mapping, source in (
             (env, task.env),
@@ -449,7 +440,7 @@ class EnvironmentBackend:
                 api.start(container_id)
             except docker.errors.APIError as exc:
                 self.check()
-                row.update(status="infra_error", phase="setup", error=f"container: {_short(exc)}")
+                row.update(status="infra_error", phase="setup", error=f"container: {one_line(exc)}")
             else:
                 started = time.monotonic()
                 row["started_at"] = utc_now()
@@ -472,7 +463,7 @@ class EnvironmentBackend:
             RuntimeError,
         ) as exc:
             self.check()  # raises EngineUnavailable: no row for this trial
-            row.update(status="infra_error", phase=phase, error=f"engine error: {_short(exc)}")
+            row.update(status="infra_error", phase=phase, error=f"engine error: {one_line(exc)}")
         finally:
             if container_id is not None:
                 try:
@@ -480,7 +471,9 @@ class EnvironmentBackend:
                 except docker.errors.NotFound:
                     pass
                 except Exception as exc:  # left for cleanup(); the trial's outcome stands
-                    row["error"] = _join(row["error"], f"container not removed: {_short(exc, 200)}")
+                    row["error"] = _join(
+                        row["error"], f"container not removed: {one_line(exc, 200)}"
+                    )
             shutil.rmtree(scratch, ignore_errors=True)
         row["ended_at"] = utc_now()
         return finish_row(row, secrets, stdout=texts["stdout"], stderr=texts["stderr"])
