@@ -85,7 +85,9 @@ rule run_trials:
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
     conda:
         ENV
-    threads: 2
+    # trials at once in the job: one, so 2 cores run two jobs, each with its own one-thread
+    # model server (profiles/default); the cluster profiles raise it with set-threads
+    threads: 1
     resources:
         model_server=agent_server_tokens,
         cpus_per_task=run_trials_cpus,
