@@ -15,7 +15,7 @@ import pytest
 from evalnoise.analysis import analyze_frame, compare_all_pairs, convergence_records, per_task_table
 from evalnoise.attribution import AttributionTables, attribution_for_trials
 from evalnoise.manifest import build_manifest
-from evalnoise.report import CardContext, build_report
+from evalnoise.report import CardContext, ReportInputs, build_report
 from evalnoise.stats import allocation_table, wilson_interval
 from evalnoise.tables import Columns, read_trials
 
@@ -192,7 +192,7 @@ EXAMPLE_ROUNDS = [
 def built_report(tmp_path_factory: pytest.TempPathFactory, example_inputs: dict):
     """(directory, files) of the example report, built once per session."""
     out = tmp_path_factory.mktemp("report")
-    files = build_report(out, **example_inputs)
+    files = build_report(out, ReportInputs.of(**example_inputs))
     return out, files
 
 
@@ -391,5 +391,5 @@ def failure_inputs() -> dict:
 def failure_report(tmp_path_factory: pytest.TempPathFactory, failure_inputs: dict):
     """(directory, files) of the report of the run with failures."""
     out = tmp_path_factory.mktemp("failure-report")
-    files = build_report(out, **failure_inputs)
+    files = build_report(out, ReportInputs.of(**failure_inputs))
     return out, files

@@ -14,7 +14,7 @@ import pytest
 
 from evalnoise.attribution import attribution_for_trials, read_attribution
 from evalnoise.formatting import dumps
-from evalnoise.report import build_report
+from evalnoise.report import ReportInputs, build_report
 from evalnoise.report.attribution_section import ATTRIBUTION_NOT_GIVEN
 from evalnoise.report.cards import NOT_A_MEASUREMENT_LABEL
 
@@ -131,7 +131,7 @@ def test_cards_carry_the_policy_sensitivity_line(built_report, synthetic_attribu
 
 def test_without_attribution_the_section_says_not_computed(example_inputs, tmp_path) -> None:
     only = {k: example_inputs[k] for k in ("groups", "card_context")}
-    build_report(tmp_path, **only)
+    build_report(tmp_path, ReportInputs.of(**only))
     index = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert html.escape(ATTRIBUTION_NOT_GIVEN) in section(index)
     assert not (tmp_path / "resource_sensitivity.html").exists()
@@ -160,14 +160,18 @@ def test_a_missing_or_invalid_artifact_is_reported(
     only = {k: example_inputs[k] for k in ("groups", "card_context")}
     summary, resource, flaky = _stage_files(synthetic_attribution, tmp_path / "analysis")
     # read back intact: the same section as from the tables themselves
-    build_report(tmp_path / "ok", attribution=read_attribution(summary, resource, flaky), **only)
+    build_report(
+        tmp_path / "ok",
+        ReportInputs.of(attribution=read_attribution(summary, resource, flaky), **only),
+    )
     intact = section((tmp_path / "ok" / "index.html").read_text(encoding="utf-8"))
     assert "attribution-problems" not in intact and "infra outcomes concentrate" in intact
 
     flaky.unlink()
     resource.write_bytes(b"PAR1 truncated")
     build_report(
-        tmp_path / "broken", attribution=read_attribution(summary, resource, flaky), **only
+        tmp_path / "broken",
+        ReportInputs.of(attribution=read_attribution(summary, resource, flaky), **only),
     )
     text = section((tmp_path / "broken" / "index.html").read_text(encoding="utf-8"))
     assert 'id="attribution-problems"' in text
@@ -179,7 +183,10 @@ def test_a_missing_or_invalid_artifact_is_reported(
     assert not (tmp_path / "broken" / "resource_sensitivity.html").exists()
 
     summary.write_text("{not json", encoding="utf-8")
-    build_report(tmp_path / "gone", attribution=read_attribution(summary, resource, flaky), **only)
+    build_report(
+        tmp_path / "gone",
+        ReportInputs.of(attribution=read_attribution(summary, resource, flaky), **only),
+    )
     index = (tmp_path / "gone" / "index.html").read_text(encoding="utf-8")
     assert f"{summary}: invalid" in section(index)
     cards = json.loads((tmp_path / "gone" / "cards.json").read_text(encoding="utf-8"))["cards"]
@@ -203,7 +210,7 @@ def test_records_that_do_not_hold_what_the_stage_writes(
         "resource": pd.DataFrame({"agent": [NANO]}),
         "flaky": None,
     }
-    build_report(tmp_path, attribution=garbage, **only)
+    build_report(tmp_path, ReportInputs.of(attribution=garbage, **only))
     text = section((tmp_path / "index.html").read_text(encoding="utf-8"))
     assert f"Unreadable attribution record(s), not shown: {MINI}@1x, {MINI}@3x" in text
     assert "resource table: invalid (lacks column(s) profile_a" in text
@@ -237,7 +244,7 @@ def test_invalid_groups_are_struck_in_the_section(failure_inputs, tmp_path) -> N
                     }
                 )
     tables = attribution_for_trials(pd.DataFrame(trials))
-    build_report(tmp_path, attribution=tables, **failure_inputs)
+    build_report(tmp_path, ReportInputs.of(attribution=tables, **failure_inputs))
     text = section((tmp_path / "index.html").read_text(encoding="utf-8"))
     policy = part(text, "policy-sensitivity")
     crashy = next(tr for tr in re.findall(r"<tr.*?</tr>", policy, re.S) if CRASHY in tr)
@@ -254,4 +261,4 @@ def test_invalid_groups_are_struck_in_the_section(failure_inputs, tmp_path) -> N
 def test_attribution_of_the_wrong_type_is_refused(example_inputs, tmp_path, bad) -> None:
     only = {k: example_inputs[k] for k in ("groups", "card_context")}
     with pytest.raises(TypeError, match="attribution"):
-        build_report(tmp_path, attribution=bad, **only)
+        build_report(tmp_path, ReportInputs.of(attribution=bad, **only))

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from evalnoise.analysis import reporting_line
-from evalnoise.report import CHART_STEMS, build_report
+from evalnoise.report import CHART_STEMS, ReportInputs, build_report
 
 EXTERNAL = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:[a-z][a-z0-9+.-]*:)?//""", re.I)
 
@@ -112,7 +112,7 @@ def _slug(name: str) -> str:
 
 def test_identical_inputs_give_identical_files(built_report, example_inputs, tmp_path) -> None:
     out, files = built_report
-    again = build_report(tmp_path / "again", **example_inputs)
+    again = build_report(tmp_path / "again", ReportInputs.of(**example_inputs))
     assert [p.relative_to(tmp_path / "again") for p in again] == [p.relative_to(out) for p in files]
     for a, b in zip(files, again, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
@@ -124,7 +124,7 @@ def test_stale_outputs_are_removed(built_report, example_inputs, tmp_path) -> No
     shutil.copytree(out, target)
     (target / "notes.txt").write_text("mine", encoding="utf-8")
     only = {k: example_inputs[k] for k in ("groups", "card_context")}
-    files = build_report(target, **only)
+    files = build_report(target, ReportInputs.of(**only))
     names = sorted(p.relative_to(target).as_posix() for p in files)
     assert names == sorted(
         ["index.html", "cards.json"]
@@ -148,7 +148,7 @@ def test_manifest_summary_in_index(example_inputs, tmp_path) -> None:
         "artifacts": [{"path": "results/a", "sha256": "0" * 64, "size": 1}],
     }
     only = {k: example_inputs[k] for k in ("groups", "card_context")}
-    build_report(tmp_path, manifest=manifest, **only)
+    build_report(tmp_path, ReportInputs.of(manifest=manifest, **only))
     index = (tmp_path / "index.html").read_text(encoding="utf-8")
     for text in ("ab" * 32, "c0ffee (uncommitted changes)", "2026-01-01T01:00:00Z", "numpy 2.0"):
         assert text in index
@@ -157,7 +157,9 @@ def test_manifest_summary_in_index(example_inputs, tmp_path) -> None:
 def test_two_records_for_one_card_are_refused(example_inputs, tmp_path) -> None:
     groups = [dict(g, agent="same") for g in example_inputs["groups"]]
     with pytest.raises(ValueError, match="two group records"):
-        build_report(tmp_path, groups=groups, card_context=example_inputs["card_context"])
+        build_report(
+            tmp_path, ReportInputs.of(groups=groups, card_context=example_inputs["card_context"])
+        )
 
 
 def test_per_level_records_reach_their_card(example_inputs, tmp_path) -> None:
@@ -165,9 +167,11 @@ def test_per_level_records_reach_their_card(example_inputs, tmp_path) -> None:
     levels = [dict(rec, level="hard"), dict(rec, level="easy")]
     build_report(
         tmp_path,
-        groups=example_inputs["groups"],
-        card_context=example_inputs["card_context"],
-        levels=levels,
+        ReportInputs.of(
+            groups=example_inputs["groups"],
+            card_context=example_inputs["card_context"],
+            levels=levels,
+        ),
     )
     card = json.loads(
         (tmp_path / "cards" / f"{_slug(rec['group'])}__1x.json").read_text(encoding="utf-8")
@@ -179,9 +183,11 @@ def test_per_level_records_reach_their_card(example_inputs, tmp_path) -> None:
     with pytest.raises(ValueError, match="unknown agent/profile"):
         build_report(
             tmp_path,
-            groups=example_inputs["groups"],
-            card_context=example_inputs["card_context"],
-            levels=[dict(rec, level="x", agent="nobody")],
+            ReportInputs.of(
+                groups=example_inputs["groups"],
+                card_context=example_inputs["card_context"],
+                levels=[dict(rec, level="x", agent="nobody")],
+            ),
         )
 
 

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from evalnoise.report import build_report
+from evalnoise.report import ReportInputs, build_report
 from evalnoise.report.cards import CardContext, card_markdown, card_rows, evaluation_card
 
 GOOD = {
@@ -129,11 +129,12 @@ def test_a_negative_price_is_refused_naming_the_key():
 
 def test_report_shows_costs_on_cards_and_index(tmp_path):
     groups = [{**GOOD, "costs": COSTS}]
-    build_report(tmp_path / "plain", groups=groups, card_context=CTX)
+    build_report(tmp_path / "plain", ReportInputs.of(groups=groups, card_context=CTX))
     index = (tmp_path / "plain" / "index.html").read_text(encoding="utf-8")
     assert "<th>Cost drivers</th>" in index and 'class="cost"' not in index
     build_report(
-        tmp_path / "priced", groups=groups, card_context=dataclasses.replace(CTX, prices=PRICES)
+        tmp_path / "priced",
+        ReportInputs.of(groups=groups, card_context=dataclasses.replace(CTX, prices=PRICES)),
     )
     index = (tmp_path / "priced" / "index.html").read_text(encoding="utf-8")
     assert '<tr class="cost"><td></td><td>cost: per trial attempt 0.106 USD; total' in index

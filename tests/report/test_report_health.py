@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from evalnoise.outcomes import outcome_line
-from evalnoise.report import build_report, evaluation_card
+from evalnoise.report import ReportInputs, build_report, evaluation_card
 from evalnoise.report.cards import card_markdown, card_rows
 from evalnoise.report.charts import infra_chart
 from evalnoise.report.health import (
@@ -273,7 +273,7 @@ def test_comparisons_with_an_invalid_group_are_moved_to_skipped(failure_inputs, 
     pairs = list(inputs["comparisons"]["comparisons"])
     bad = {**pairs[0], "a": CRASHED_GROUP, "b": f"{HEALTHY}@3x", "kind": "agents"}
     inputs["comparisons"] = pd.DataFrame([*pairs, bad])
-    build_report(tmp_path, **inputs)
+    build_report(tmp_path, ReportInputs.of(**inputs))
     section = _section(_read(tmp_path, "index.html"), "comparisons")
     assert "Comparisons left out (1)" in section
     assert "crashy-agent@3x is not a measurement of the agent" in section
@@ -283,7 +283,7 @@ def test_comparisons_with_an_invalid_group_are_moved_to_skipped(failure_inputs, 
 def test_only_skipped_comparisons(failure_inputs, tmp_path) -> None:
     inputs = dict(failure_inputs, comparisons=None)
     skipped = failure_inputs["comparisons"]["skipped"]
-    files = build_report(tmp_path, skipped_comparisons=skipped, **inputs)
+    files = build_report(tmp_path, ReportInputs.of(skipped_comparisons=skipped, **inputs))
     assert not any(p.name.startswith("comparisons.") for p in files)
     section = _section(_read(tmp_path, "index.html"), "comparisons")
     assert 'class="chart"' not in section and "No comparison could be made." in section
@@ -326,7 +326,7 @@ def test_machine_section(failure_report, failure_inputs) -> None:
 )
 def test_machine_section_without_a_record(failure_inputs, tmp_path, manifest, expected) -> None:
     inputs = {k: failure_inputs[k] for k in ("groups", "card_context")}
-    build_report(tmp_path, manifest=manifest, **inputs)
+    build_report(tmp_path, ReportInputs.of(manifest=manifest, **inputs))
     index = _read(tmp_path, "index.html")
     assert expected in index
     if manifest is None or "machine" not in manifest:
@@ -380,7 +380,7 @@ def test_group_without_convergence_rows(failure_inputs, tmp_path) -> None:
     inputs = dict(failure_inputs)
     conv = inputs["convergence"]
     inputs["convergence"] = conv[conv["group"] != f"{HEALTHY}@1x"]
-    build_report(tmp_path, **inputs)
+    build_report(tmp_path, ReportInputs.of(**inputs))
     section = _section(_read(tmp_path, "index.html"), "icc_convergence")
     assert "ICC convergence undefined for crashy-agent @ 3x, healthy-agent @ 1x, oracle" in section
     assert 'class="chart"' in section
@@ -392,7 +392,7 @@ def test_no_group_has_a_finite_icc(failure_inputs, tmp_path) -> None:
     inputs = dict(failure_inputs)
     conv = inputs["convergence"]
     inputs["convergence"] = conv[conv["group"].isin([CRASHED_GROUP, f"{ORACLE}@3x"])]
-    files = build_report(tmp_path, **inputs)
+    files = build_report(tmp_path, ReportInputs.of(**inputs))
     assert not any(p.name.startswith("icc_convergence.") for p in files)
     section = _section(_read(tmp_path, "index.html"), "icc_convergence")
     assert 'class="chart"' not in section and "standalone chart" not in section
@@ -405,7 +405,7 @@ def test_group_without_budget_or_per_task_rows(failure_inputs, tmp_path) -> None
     inputs = dict(failure_inputs)
     inputs["budget"] = inputs["budget"][inputs["budget"]["group"] == f"{HEALTHY}@3x"]
     inputs["per_task"] = inputs["per_task"][inputs["per_task"]["group"] != f"{HEALTHY}@1x"]
-    build_report(tmp_path, **inputs)
+    build_report(tmp_path, ReportInputs.of(**inputs))
     index = _read(tmp_path, "index.html")
     assert "Budget allocation undefined for crashy-agent @ 3x, healthy-agent @ 1x, oracle" in (
         _section(index, "budget_allocation")
@@ -420,7 +420,7 @@ def test_budget_rows_with_undefined_se_are_dropped(failure_inputs, tmp_path) -> 
     bad = pd.DataFrame({"group": [CRASHED_GROUP] * 2, "n_tasks": [1, 2], "trials": [8, 4]})
     bad["se"] = float("nan")
     inputs["budget"] = pd.concat([inputs["budget"], bad], ignore_index=True)
-    build_report(tmp_path, **inputs)
+    build_report(tmp_path, ReportInputs.of(**inputs))
     assert CRASHY not in _read(tmp_path, "budget_allocation.html")
 
 
@@ -433,13 +433,15 @@ def test_only_degenerate_groups(failure_inputs, tmp_path) -> None:
     per_task = failure_inputs["per_task"]
     files = build_report(
         tmp_path,
-        groups=groups,
-        card_context=failure_inputs["card_context"],
-        per_task=per_task[per_task["group"].isin(keep)],
-        convergence=conv[conv["group"].isin(keep)],
-        budget=pd.DataFrame(columns=["group", "n_tasks", "trials", "se"]),
-        comparisons={"comparisons": [], "skipped": failure_inputs["comparisons"]["skipped"]},
-        manifest=failure_inputs["manifest"],
+        ReportInputs.of(
+            groups=groups,
+            card_context=failure_inputs["card_context"],
+            per_task=per_task[per_task["group"].isin(keep)],
+            convergence=conv[conv["group"].isin(keep)],
+            budget=pd.DataFrame(columns=["group", "n_tasks", "trials", "se"]),
+            comparisons={"comparisons": [], "skipped": failure_inputs["comparisons"]["skipped"]},
+            manifest=failure_inputs["manifest"],
+        ),
     )
     names = {p.name for p in files}
     assert "per_task_accuracy.html" in names and "icc_convergence.html" not in names
@@ -449,7 +451,7 @@ def test_only_degenerate_groups(failure_inputs, tmp_path) -> None:
 
 def test_failure_report_is_deterministic(failure_report, failure_inputs, tmp_path) -> None:
     out, files = failure_report
-    again = build_report(tmp_path, **failure_inputs)
+    again = build_report(tmp_path, ReportInputs.of(**failure_inputs))
     assert [p.relative_to(tmp_path) for p in again] == [p.relative_to(out) for p in files]
     for a, b in zip(files, again, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
@@ -471,7 +473,9 @@ def test_invalid_group_without_statistics(failure_inputs, tmp_path) -> None:
     rec = {k: v for k, v in _record(failure_inputs, CRASHED_GROUP).items() if k not in stats}
     rec.update(n_tasks=0, n_obs=0, interpretation="undefined")
     groups = [rec, _record(failure_inputs, f"{HEALTHY}@3x")]
-    build_report(tmp_path, groups=groups, card_context=failure_inputs["card_context"])
+    build_report(
+        tmp_path, ReportInputs.of(groups=groups, card_context=failure_inputs["card_context"])
+    )
     card = json.loads(_read(tmp_path, "cards/crashy-agent__3x.json"))
     assert card["valid"] is False and card["metrics"]["accuracy"] is None
     assert card["reporting_line"].startswith("— ± —")

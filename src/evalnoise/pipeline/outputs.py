@@ -7,8 +7,9 @@ the first trial's start and the last trial's end as recorded in the trial shards
 wall clock when the manifest was written), so rebuilding the manifest from the same trials
 gives the same times.
 
-:func:`run_report` builds ``results/report/`` with :func:`evalnoise.report.build_report`:
-charts, an Evaluation Card per agent × resource profile, and ``index.html``.
+:func:`card_context` is what the report's Evaluation Cards say about the run, from the config
+(the report itself: :class:`evalnoise.report.inputs.ReportInputs` and
+:func:`evalnoise.report.build_report`).
 
 :func:`execution_record` is the manifest's ``execution``: every ``run_trials`` job of every
 shard as the job recorded itself (:func:`evalnoise.pipeline.slurm_resources.record_job`:
@@ -25,7 +26,6 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pyarrow.parquet as pq
 
 from evalnoise.pipeline.judges import judge_specs, uses_judge_server
@@ -43,7 +43,6 @@ __all__ = [
     "card_context",
     "execution_record",
     "run_manifest",
-    "run_report",
     "trial_time_span",
 ]
 
@@ -247,64 +246,4 @@ def card_context(config: Mapping[str, Any], *, images: Mapping[str, str] | None 
         scoring=scoring,
         confidence=confidence,
         prices=config.get("prices"),
-    )
-
-
-_KIND_LABELS = {
-    "agents": "agent pairs (same resource profile)",
-    "resource_profiles": "resource-profile pairs (same agent)",
-}
-
-
-def run_report(
-    out_dir: str | os.PathLike[str],
-    config: Mapping[str, Any],
-    *,
-    groups: Mapping[str, Any],
-    comparisons: Sequence[Mapping[str, Any]],
-    convergence: pd.DataFrame,
-    budget: pd.DataFrame,
-    profiles: pd.DataFrame,
-    per_task: pd.DataFrame,
-    manifest: Mapping[str, Any],
-    images: Mapping[str, str] | None = None,
-    skipped: Sequence[Mapping[str, Any]] = (),
-    attribution: Any = None,
-    sequential: Mapping[str, Any] | None = None,
-    sequential_rounds: Sequence[Mapping[str, Any]] = (),
-) -> list[Path]:
-    """Build the report directory; returns the files written. ``images``: agent → image;
-    ``skipped``: the pairs not compared because a group is not a measurement of the agent;
-    ``attribution``: the attribution stage's tables
-    (:func:`evalnoise.attribution.read_attribution`), drawn as "Where the noise comes from";
-    ``sequential``, ``sequential_rounds``: an adaptive run's summary and round table."""
-    from evalnoise.report import build_report
-
-    pairs = pd.DataFrame(
-        [
-            {
-                **{k: r[k] for k in ("a", "b", "diff", "ci_low", "ci_high")},
-                "p_paired_holm": r.get("p_paired_holm"),
-                "kind": _KIND_LABELS.get(r["kind"], r["kind"]),
-            }
-            for r in comparisons
-        ]
-    )
-    return build_report(
-        out_dir,
-        groups=groups["groups"],
-        card_context=card_context(config, images=images),
-        per_task=per_task if len(per_task) else None,
-        convergence=convergence if len(convergence) else None,
-        comparisons=pairs if len(pairs) else None,
-        budget=budget if len(budget) else None,
-        infra=profiles if len(profiles) else None,
-        levels=groups["levels"],
-        manifest=manifest,
-        skipped_comparisons=[
-            {**r, "kind": _KIND_LABELS.get(r["kind"], r["kind"])} for r in skipped
-        ],
-        attribution=attribution,
-        sequential=sequential,
-        sequential_rounds=sequential_rounds,
     )

@@ -1,7 +1,9 @@
 """The report: offline charts, Evaluation Cards and ``index.html`` for one evaluation run.
 
-``build_report`` writes everything; the chart functions and the cards are public on their own
-for notebooks and other front ends.
+``build_report`` writes everything from one :class:`~evalnoise.report.inputs.ReportInputs`
+(``ReportInputs.read`` loads the pipeline's files, ``ReportInputs.of`` takes records or
+frames); the chart functions and the cards are public on their own for notebooks and other
+front ends.
 
 The names below are loaded on first access (PEP 562 ``__getattr__``), so importing a light
 submodule (``evalnoise.report.cards``) does not import altair and
@@ -17,6 +19,7 @@ from typing import Any
 __all__ = [
     "CHART_STEMS",
     "CardContext",
+    "ReportInputs",
     "budget_chart",
     "build_report",
     "card_markdown",
@@ -31,6 +34,7 @@ __all__ = [
 
 _BUILD = ("CHART_STEMS", "build_report")
 _CARDS = ("CardContext", "card_markdown", "evaluation_card", "limitations")
+_INPUTS = ("ReportInputs",)
 _CHARTS = (
     "budget_chart",
     "comparisons_chart",
@@ -54,6 +58,8 @@ def __getattr__(name: str) -> Any:
             from evalnoise.report import charts as module
     elif name in _CARDS:
         from evalnoise.report import cards as module
+    elif name in _INPUTS:
+        from evalnoise.report import inputs as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(module, name)

@@ -25,15 +25,12 @@ import pandas as pd
 from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
 from evalnoise.attribution.policy import POLICIES
 from evalnoise.attribution.tables import (
-    FLAKY_COLUMNS,
-    RESOURCE_COLUMNS,
     AttributionTables,
     NotRun,
     group_label,
 )
 from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import fmt, pct
-from evalnoise.report._inputs import frame_or_none
 from evalnoise.report._markup import struck_through, value_cell
 from evalnoise.report.cards import NOT_A_MEASUREMENT_LABEL, policy_sensitivity_of
 from evalnoise.report.health import NOT_A_MEASUREMENT_SUFFIX
@@ -45,7 +42,6 @@ __all__ = [
     "RESOURCE_CHART",
     "RESOURCE_ROWS_MAX",
     "attribution_section",
-    "attribution_tables",
     "card_attribution",
     "resource_chart_frame",
 ]
@@ -64,55 +60,22 @@ ALPHA = 0.05
 RESOURCE_CHART = "resource_sensitivity"
 
 
-def attribution_tables(value: Any) -> AttributionTables | None:
-    """The attribution input as :class:`AttributionTables`: the tables themselves
-    (:func:`~evalnoise.attribution.attribution_for_trials`, or the stage's files read with
-    :func:`~evalnoise.attribution.read_attribution`), or a mapping with ``summary``,
-    ``resource``, ``flaky`` [, ``problems``]. A table lacking the columns the section reads
-    is dropped and named in ``problems``."""
-    if value is None:
-        return None
-    if isinstance(value, AttributionTables):
-        summary, problems = value.summary, list(value.problems)
-        parts = {"resource": value.resource, "flaky": value.flaky}
-    elif isinstance(value, Mapping):
-        summary, problems = value.get("summary"), [str(p) for p in value.get("problems") or ()]
-        parts = {"resource": value.get("resource"), "flaky": value.get("flaky")}
-    else:
-        raise TypeError(
-            "attribution: expected AttributionTables or a mapping with summary, resource and "
-            f"flaky, got {type(value).__name__}"
-        )
-    if not isinstance(summary, Mapping):
-        problems.append("attribution summary: missing or not an object")
-        summary = {}
-    tables = {}
-    for name, required in (("resource", RESOURCE_COLUMNS), ("flaky", FLAKY_COLUMNS)):
-        frame = frame_or_none(parts[name])
-        missing = [] if frame is None else [c for c in required if c not in frame.columns]
-        if missing:
-            problems.append(f"{name} table: invalid (lacks column(s) {', '.join(missing)})")
-            frame = None
-        tables[name] = pd.DataFrame() if frame is None else frame
-    return AttributionTables(summary=summary, problems=tuple(problems), **tables)
-
-
 def card_attribution(
-    att: AttributionTables | None, group: str, key: tuple[str, str | None]
+    attribution: AttributionTables | None, group: str, key: tuple[str, str | None]
 ) -> Mapping[str, Any] | None:
     """A card's entry of the attribution summary: by the record's group name, else by
     ``agent@profile``; None when no attribution was given (no line on the card)."""
-    if att is None:
+    if attribution is None:
         return None
     for label in (group, group_label(key[0], key[1])):
-        if label in att.summary:
-            entry = att.summary[label]
+        if label in attribution.summary:
+            entry = attribution.summary[label]
             if isinstance(entry, Mapping):
                 return entry
             return {"not_computed": "invalid attribution record (not an object)"}
     why = "no attribution record for this group"
-    if att.problems:
-        why += " (" + "; ".join(att.problems) + ")"
+    if attribution.problems:
+        why += " (" + "; ".join(attribution.problems) + ")"
     return {"not_computed": why}
 
 
@@ -348,13 +311,15 @@ def _resource_html(
     return "\n".join(parts)
 
 
-def resource_chart_frame(att: AttributionTables | None, invalid: set) -> pd.DataFrame | None:
+def resource_chart_frame(
+    attribution: AttributionTables | None, invalid: set
+) -> pd.DataFrame | None:
     """The rows the resource chart draws: each comparison's listed tasks (or, when none
     changed outcome, its first tasks), comparisons with an invalid group marked."""
-    if att is None or att.resource.empty:
+    if attribution is None or attribution.resource.empty:
         return None
     parts = []
-    for (agent, a, b), frame in att.resource.groupby(
+    for (agent, a, b), frame in attribution.resource.groupby(
         ["agent", "profile_a", "profile_b"], sort=False
     ):
         shown, _ = _resource_rows(frame)
@@ -496,7 +461,7 @@ def _share_html(
 
 
 def attribution_section(
-    att: AttributionTables | None,
+    attribution: AttributionTables | None,
     *,
     titles: Mapping[str, str],
     invalid: set,
@@ -513,23 +478,23 @@ def attribution_section(
         "accuracy, which tasks' outcomes depend on the resource profile, which tasks are flaky, "
         "and how much of the score variance depends on when or where trials ran.</p>",
     ]
-    if att is None:
+    if attribution is None:
         out.append(
             f'<div class="note warn" id="attribution-missing" role="note">'
             f"{html.escape(ATTRIBUTION_NOT_GIVEN)}</div>"
         )
         out.append("</section>")
         return "\n".join(out)
-    if att.problems:
-        items = "".join(f"<li>{html.escape(p)}</li>" for p in att.problems)
+    if attribution.problems:
+        items = "".join(f"<li>{html.escape(p)}</li>" for p in attribution.problems)
         out.append(
             '<div class="note warn" id="attribution-problems" role="note"><p><strong>'
             "Attribution results missing or invalid</strong> — what they hold is not shown "
             f"below:</p><ul>{items}</ul></div>"
         )
     labels, broken = [], []
-    for label in att.groups:
-        entry = att.summary[label]
+    for label in attribution.groups:
+        entry = attribution.summary[label]
         if isinstance(entry, Mapping) and (
             "not_computed" in entry or isinstance(entry.get("policy"), list)
         ):
@@ -541,7 +506,7 @@ def attribution_section(
             '<p class="notes">Unreadable attribution record(s), not shown: '
             f"{html.escape(', '.join(broken))}.</p>"
         )
-    not_run = att.not_run
+    not_run = attribution.not_run
     table_wide = [n for n in not_run if n.scope == "*"]
     if table_wide:
         items = "".join(
@@ -549,23 +514,26 @@ def attribution_section(
             for n in table_wide
         )
         out.append(f'<div class="notes"><p>For the whole table:</p><ul>{items}</ul></div>')
-    if not labels and not att.summary.get("_resource"):
-        if not att.problems:
+    if not labels and not attribution.summary.get("_resource"):
+        if not attribution.problems:
             out.append('<p class="notes">No group was analysed.</p>')
         out.append("</section>")
         return "\n".join(out)
     parts = [
-        ("infra policy sensitivity", lambda: _policy_html(att.summary, labels, titles, invalid)),
+        (
+            "infra policy sensitivity",
+            lambda: _policy_html(attribution.summary, labels, titles, invalid),
+        ),
         (
             "resource-sensitive tasks",
-            lambda: _resource_html(att, titles, invalid, chart_div, not_run),
+            lambda: _resource_html(attribution, titles, invalid, chart_div, not_run),
         ),
-        ("flaky tasks", lambda: _flaky_html(att, labels, titles, invalid)),
+        ("flaky tasks", lambda: _flaky_html(attribution, labels, titles, invalid)),
         (
             "infrastructure share of variance",
-            lambda: _share_html(att.summary, labels, titles, invalid, confidence),
+            lambda: _share_html(attribution.summary, labels, titles, invalid, confidence),
         ),
-        ("noise model", lambda: noise_html(att.summary, labels, titles, invalid)),
+        ("noise model", lambda: noise_html(attribution.summary, labels, titles, invalid)),
     ]
     for name, render in parts:
         if not labels and name != "resource-sensitive tasks":

@@ -77,14 +77,16 @@ def chart_sections(
     budget: pd.DataFrame | None,
     infra: pd.DataFrame | None,
     comparisons: pd.DataFrame | None,
-    skipped: Sequence[Mapping[str, Any]],
+    skipped_comparisons: Sequence[Mapping[str, Any]],
     dstudy: pd.DataFrame | None = None,
     groups: Sequence[str],
     titles: Mapping[str, str],
     labels: Mapping[str, str],
     confidence: float,
 ) -> list[ChartSection]:
-    """The page's chart sections. ``groups``: every group name (record order); ``titles``:
+    """The page's chart sections; the tables as :class:`~evalnoise.report.inputs.ReportInputs`
+    names them (``comparisons`` without the pairs of an invalid group, which are among
+    ``skipped_comparisons``). ``groups``: every group name (record order); ``titles``:
     group → "agent @ profile"; ``labels``: group → chart label (invalid groups marked)."""
     level = f"{confidence:.0%}"
     out = []
@@ -174,7 +176,7 @@ def chart_sections(
                 charts.infra_chart(infra, confidence=confidence),
             )
         )
-    if comparisons is not None or skipped:
+    if comparisons is not None or skipped_comparisons:
         out.append(
             ChartSection(
                 "comparisons",
@@ -186,7 +188,7 @@ def chart_sections(
                 if comparisons is None
                 else charts.comparisons_chart(comparisons, confidence=confidence),
                 () if comparisons is not None else ("No comparison could be made.",),
-                skipped_comparisons_html(skipped),
+                skipped_comparisons_html(skipped_comparisons),
             )
         )
     return out

@@ -93,12 +93,12 @@ def _kv_table(rows: Sequence[tuple[str, str]], cls: str = "kv") -> str:
     return f'<table class="{cls}">\n{body}\n</table>'
 
 
-def run_section(context: CardContext, manifest: Mapping[str, Any] | None) -> str:
+def run_section(card_context: CardContext, manifest: Mapping[str, Any] | None) -> str:
     """The ``<section id="run">``: the run's settings, its manifest and its machine."""
     run_rows = [
-        ("infra policy", context.infra_policy),
-        ("backend", context.backend or "not recorded"),
-        ("confidence level", f"{context.confidence:.0%}"),
+        ("infra policy", card_context.infra_policy),
+        ("backend", card_context.backend or "not recorded"),
+        ("confidence level", f"{card_context.confidence:.0%}"),
         ("ICC", "ICC(1,1), one-way random effects"),
     ]
     return f"""<section id="run">

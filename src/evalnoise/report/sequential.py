@@ -43,7 +43,7 @@ def _interval(u: Mapping[str, Any], percent: bool) -> str:
 
 
 def sequential_section(
-    summary: Mapping[str, Any] | None, rounds: Sequence[Mapping[str, Any]] = ()
+    sequential: Mapping[str, Any] | None, sequential_rounds: Sequence[Mapping[str, Any]] = ()
 ) -> str:
     """The section's HTML, or "" when the run was not adaptive.
 
@@ -53,9 +53,9 @@ def sequential_section(
     difference targets: it keeps its coverage at the stop, however many rounds were looked
     at), and the achieved precision against the goal; below it, every round's decision.
     """
-    if not summary or not summary.get("enabled"):
+    if not sequential or not sequential.get("enabled"):
         return ""
-    target = summary["target"]
+    target = sequential["target"]
     measure = "SE(ICC)" if target == "icc" else "half-width"
     percent = target != "icc"
     what = {
@@ -64,8 +64,8 @@ def sequential_section(
         "icc": "ICC(1,1), F-based interval",
     }[target]
     rows = []
-    for u in summary["units"]:
-        groups = summary["groups"]
+    for u in sequential["units"]:
+        groups = sequential["groups"]
         trials = sum(groups[g]["trials"] for g in u["groups"])
         fixed = sum(groups[g]["fixed_design_trials"] for g in u["groups"])
         tasks = groups[u["groups"][0]]["tasks"]
@@ -76,7 +76,7 @@ def sequential_section(
             f"<td>{html.escape(STATUS_TEXT.get(status, status))}</td>"
             f"<td>{u['round']}</td><td>{tasks}</td><td>{trials} of {fixed}</td>"
             f"<td>{html.escape(_interval(u, percent))}</td>"
-            f"<td>{_num(u.get('achieved'), '.3f')} (goal {summary['goal']:g})</td></tr>"
+            f"<td>{_num(u.get('achieved'), '.3f')} (goal {sequential['goal']:g})</td></tr>"
         )
         rows.append(
             f'<tr class="reason"><td></td><td colspan="6">{html.escape(u["reason"])}</td></tr>'
@@ -84,19 +84,19 @@ def sequential_section(
     decisions = "".join(
         f"<li>round {int(r['round'])}, {html.escape(str(r['unit']))}: "
         f"{html.escape(str(r['reason']))}</li>"
-        for r in rounds
+        for r in sequential_rounds
     )
     head = (
         "<tr><th>agent @ resource profile</th><th>stopped</th><th>after round</th>"
         f"<th>tasks</th><th>trials (fixed design)</th><th>{html.escape(what)}</th>"
         f"<th>{measure}</th></tr>"
     )
-    settings = summary.get("settings") or {}
+    settings = sequential.get("settings") or {}
     return (
         '<section id="sequential">\n<h2>Adaptive evaluation</h2>\n'
         f"<p>This run was adaptive: trials ran in rounds, and after each round every agent "
         f"(or compared pair) either stopped or was given more tasks or trials, until its "
-        f"{html.escape(measure)} was at most {summary['goal']:g}, a limit "
+        f"{html.escape(measure)} was at most {sequential['goal']:g}, a limit "
         f"({settings.get('max_tasks', '—')} tasks, {settings.get('max_trials_per_task', '—')}"
         f" trials per task) was reached or its budget was spent. "
         + (

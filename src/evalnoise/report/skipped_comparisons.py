@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalnoise.report._inputs import frame_or_none
+from evalnoise.report.inputs import frame_or_none
 
 __all__ = ["drop_invalid_pairs", "skipped_comparisons_html"]
 
