@@ -44,7 +44,6 @@ from typing import Any
 
 from evalnoise import __version__
 from evalnoise.atomic import write_text
-from evalnoise.attribution.tables import group_label
 from evalnoise.formatting import jsonable
 from evalnoise.report import charts
 from evalnoise.report._render import chart_spec, embed_script, page_head, write_chart
@@ -54,7 +53,7 @@ from evalnoise.report.attribution_section import (
     attribution_section,
     resource_chart_frame,
 )
-from evalnoise.report.cards import CardContext, card_markdown, card_title
+from evalnoise.report.cards import CardContext, card_markdown
 from evalnoise.report.cards_section import cards_section
 from evalnoise.report.chart_sections import (
     CHART_STEMS,
@@ -62,8 +61,7 @@ from evalnoise.report.chart_sections import (
     chart_section_html,
     chart_sections,
 )
-from evalnoise.report.group_cards import group_cards
-from evalnoise.report.health import NOT_A_MEASUREMENT_SUFFIX, health_of
+from evalnoise.report.group_cards import group_cards, group_names, infra_validity
 from evalnoise.report.inputs import ReportInputs
 from evalnoise.report.noise import dstudy_frame
 from evalnoise.report.outcomes_section import outcomes_section, top_banner
@@ -193,37 +191,14 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
     out_dir = Path(out_dir)
     conf = inputs.card_context.confidence
     att = inputs.attribution
-    group_cards_ = group_cards(inputs)
-    cards = [(g.stem, g.card) for g in group_cards_]
-
-    # --- what the charts say about invalid groups -----------------------------------------
-    names = [g.group for g in group_cards_]
-    titles = {g.group: card_title(g.card) for g in group_cards_}
-    invalid = {str(rec["group"]) for rec in inputs.groups if health_of(rec)["valid"] is False}
-    labels = {g: g + NOT_A_MEASUREMENT_SUFFIX for g in invalid}
-    # the attribution stage names a group agent@profile; records may name it otherwise
-    att_titles = dict(titles)
-    att_invalid = set(invalid)
-    for g in group_cards_:
-        label = group_label(g.key[0], g.key[1])
-        att_titles.setdefault(label, card_title(g.card))
-        if g.group in invalid:
-            att_invalid.add(label)
+    by_group = group_cards(inputs)
+    cards = [(c.stem, c.card) for c in by_group]
+    names = group_names(by_group)
     comparisons = inputs.comparisons
     skipped = [dict(r) for r in inputs.skipped_comparisons]
-    if comparisons is not None and invalid:
-        comparisons, moved = drop_invalid_pairs(comparisons, invalid)
+    if comparisons is not None and names.invalid:
+        comparisons, moved = drop_invalid_pairs(comparisons, set(names.invalid))
         skipped += moved
-    infra = inputs.infra
-    if infra is not None and "valid" not in infra.columns:
-        known = {g.key: health_of(g.record)["valid"] for g in group_cards_}
-        if any(v is not None for v in known.values()):
-            infra = infra.assign(
-                valid=[
-                    known.get((str(a), str(p)))
-                    for a, p in zip(infra["agent"], infra["resource_profile"], strict=True)
-                ]
-            )
 
     written: list[Path] = []
     for stem, card in cards:
@@ -237,18 +212,18 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
 
     # --- charts --------------------------------------------------------------------------
     rendered = []
-    curves = None if att is None else dstudy_frame(att.summary, att_titles)
+    curves = None if att is None else dstudy_frame(att.summary, names.attribution_titles)
     for ch in chart_sections(
         per_task=inputs.per_task,
         convergence=inputs.convergence,
         budget=inputs.budget,
         dstudy=curves if curves is not None and len(curves) else None,
-        infra=infra,
+        infra=infra_validity(inputs.infra, by_group),
         comparisons=comparisons,
         skipped_comparisons=skipped,
-        groups=names,
-        titles=titles,
-        labels=labels,
+        groups=names.groups,
+        titles=names.titles,
+        labels=names.labels,
         confidence=conf,
     ):
         spec = None
@@ -257,15 +232,15 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
             written += write_chart(spec, out_dir, ch.stem, ch.title)
         rendered.append((ch, spec))
 
-    resource_rows = resource_chart_frame(att, att_invalid)
+    resource_rows = resource_chart_frame(att, set(names.attribution_invalid))
     resource_spec = None
     if resource_rows is not None:
         resource_spec = chart_spec(charts.resource_sensitivity_chart(resource_rows, alpha=ALPHA))
         written += write_chart(resource_spec, out_dir, RESOURCE_CHART, "Resource-sensitive tasks")
     section = attribution_section(
         att,
-        titles=att_titles,
-        invalid=att_invalid,
+        titles=names.attribution_titles,
+        invalid=set(names.attribution_invalid),
         confidence=conf,
         chart_div=None if resource_spec is None else "vis-attribution",
     )

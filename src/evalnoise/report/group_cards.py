@@ -6,6 +6,11 @@ its ICC converged, the machine and its attribution entry — into
 :func:`evalnoise.report.cards.evaluation_card`, in a stable order (agent, then profile).
 Two records of one group, or a per-level record of no group, are an error: the report would
 otherwise show one of them in silence.
+
+:func:`group_names` is what every section calls the groups (the card's title; an invalid
+group's chart label marked "not a measurement"), under the statistics' group names and
+under the attribution stage's ``agent@profile`` labels; :func:`infra_validity` gives the
+infra table each group's health when the table has none.
 """
 
 from __future__ import annotations
@@ -18,12 +23,20 @@ from typing import Any
 
 import pandas as pd
 
+from evalnoise.attribution.tables import group_label
 from evalnoise.report.attribution_section import card_attribution
-from evalnoise.report.cards import card_key, evaluation_card
-from evalnoise.report.health import machine_of
+from evalnoise.report.cards import card_key, card_title, evaluation_card
+from evalnoise.report.health import NOT_A_MEASUREMENT_SUFFIX, health_of, machine_of
 from evalnoise.report.inputs import ReportInputs
 
-__all__ = ["GroupCard", "card_stems", "group_cards"]
+__all__ = [
+    "GroupCard",
+    "GroupNames",
+    "card_stems",
+    "group_cards",
+    "group_names",
+    "infra_validity",
+]
 
 #: A card's key: (agent, resource profile or None), as :func:`~.cards.card_key` names it.
 CardKey = tuple[str, str | None]
@@ -107,6 +120,61 @@ def group_cards(inputs: ReportInputs) -> list[GroupCard]:
         )
         out.append(GroupCard(key, rec, stems[key], card))
     return out
+
+
+@dataclass(frozen=True)
+class GroupNames:
+    """What the sections call the groups.
+
+    ``groups``: every group name, in card order; ``titles``: group → its card's title
+    ("agent @ profile"); ``invalid``: the groups that are not a measurement of the agent;
+    ``labels``: invalid group → its chart label; ``attribution_titles`` and
+    ``attribution_invalid``: the same under the attribution stage's labels too (it names a
+    group ``agent@profile``, the records may name it otherwise)."""
+
+    groups: tuple[str, ...]
+    titles: Mapping[str, str]
+    invalid: frozenset[str]
+    labels: Mapping[str, str]
+    attribution_titles: Mapping[str, str]
+    attribution_invalid: frozenset[str]
+
+
+def group_names(cards: Sequence[GroupCard]) -> GroupNames:
+    """The :class:`GroupNames` of ``cards`` (from :func:`group_cards`)."""
+    titles = {c.group: card_title(c.card) for c in cards}
+    invalid = {c.group for c in cards if health_of(c.record)["valid"] is False}
+    att_titles = dict(titles)
+    att_invalid = set(invalid)
+    for c in cards:
+        label = group_label(c.key[0], c.key[1])
+        att_titles.setdefault(label, card_title(c.card))
+        if c.group in invalid:
+            att_invalid.add(label)
+    return GroupNames(
+        groups=tuple(c.group for c in cards),
+        titles=titles,
+        invalid=frozenset(invalid),
+        labels={g: g + NOT_A_MEASUREMENT_SUFFIX for g in invalid},
+        attribution_titles=att_titles,
+        attribution_invalid=frozenset(att_invalid),
+    )
+
+
+def infra_validity(infra: pd.DataFrame | None, cards: Sequence[GroupCard]) -> pd.DataFrame | None:
+    """``infra`` with a ``valid`` column (each row's group health: True, False or None) when
+    it has none and some group's health is known; else ``infra`` as it is."""
+    if infra is None or "valid" in infra.columns:
+        return infra
+    known = {c.key: health_of(c.record)["valid"] for c in cards}
+    if all(v is None for v in known.values()):
+        return infra
+    return infra.assign(
+        valid=[
+            known.get((str(a), str(p)))
+            for a, p in zip(infra["agent"], infra["resource_profile"], strict=True)
+        ]
+    )
 
 
 def _converged(convergence: pd.DataFrame | None, group: str) -> bool | None:
