@@ -224,6 +224,13 @@ def test_the_record_takes_only_normalised_forms(field, value, message) -> None:
         ReportInputs(**fields)
 
 
+def test_the_record_takes_no_empty_table() -> None:
+    empty = pd.DataFrame(columns=["group", "task", "n"])
+    with pytest.raises(ValueError, match="per_task has no rows"):
+        ReportInputs(groups=(GROUP,), card_context=CTX, per_task=empty)
+    assert ReportInputs.of(groups=[GROUP], card_context=CTX, per_task=empty).per_task is None
+
+
 def test_the_record_is_frozen_and_needs_a_group() -> None:
     with pytest.raises(ValueError, match="no group records"):
         ReportInputs(groups=(), card_context=CTX)

@@ -30,7 +30,7 @@ take the same path); records are tuples of mappings. Three ways in:
 - :meth:`ReportInputs.of` takes the loose forms a Python caller has at hand (records or
   frames, the whole ``comparisons.json`` mapping, attribution tables or a mapping of them)
   and normalises them;
-- the constructor takes the normalised forms and checks their types.
+- the constructor takes the normalised forms and checks them (types; no empty table).
 """
 
 from __future__ import annotations
@@ -111,6 +111,9 @@ class ReportInputs:
                     f"report inputs: {name} must be a DataFrame or None, got "
                     f"{type(value).__name__} (ReportInputs.of converts records)"
                 )
+            if value is not None and value.empty:
+                # an empty table and a missing one must take the same path in every section
+                raise ValueError(f"report inputs: {name} has no rows (None says there is none)")
         for name in _RECORDS:
             value = getattr(self, name)
             if not isinstance(value, tuple) or not all(isinstance(r, Mapping) for r in value):
