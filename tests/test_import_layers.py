@@ -32,9 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "evalnoise"
 DOC = ROOT / "docs" / "architecture.md"
 
-#: The layers, lowest first: (name, units). A unit may import its own files, any unit of a
-#: lower layer and, without a cycle, a unit of its own layer.
-LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+#: a declaration of layers, lowest first, each (name, units)
+Layers = tuple[tuple[str, frozenset[str]], ...]
+
+#: The layers, lowest first. A unit may import its own files, any unit of a lower layer and,
+#: without a cycle, a unit of its own layer.
+LAYERS: Layers = (
     (
         "foundations",
         frozenset(
@@ -150,12 +153,12 @@ def imports(package: Path) -> list[Import]:
     return found
 
 
-def layer_of(layers: tuple[tuple[str, frozenset[str]], ...]) -> dict[str, tuple[int, str]]:
+def layer_of(layers: Layers) -> dict[str, tuple[int, str]]:
     """Each unit's (position, layer name); position 0 is the lowest layer."""
     return {unit: (i, name) for i, (name, members) in enumerate(layers) for unit in members}
 
 
-def placement_problems(package: Path, layers: tuple[tuple[str, frozenset[str]], ...]) -> list[str]:
+def placement_problems(package: Path, layers: Layers) -> list[str]:
     """Units on no layer or on several, and names on a layer that are no unit."""
     known = units(package)
     problems = []
@@ -171,9 +174,7 @@ def placement_problems(package: Path, layers: tuple[tuple[str, frozenset[str]], 
     return problems
 
 
-def upward(
-    package: Path, layers: tuple[tuple[str, frozenset[str]], ...], found: list[Import]
-) -> list[str]:
+def upward(package: Path, layers: Layers, found: list[Import]) -> list[str]:
     """Each import into a higher layer, as ``file:line: from (layer) → to (layer)``."""
     layer = layer_of(layers)
     out = []
@@ -273,7 +274,7 @@ def test_no_cycle_between_units(package_imports):
 
 # -- the checks themselves, on a small package that breaks each rule ----------------------------
 
-FAKE_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+FAKE_LAYERS: Layers = (
     ("low", frozenset({"evalnoise", "base", "peer_a", "peer_b"})),
     ("high", frozenset({"top", "gone"})),
 )
