@@ -73,7 +73,7 @@ def test_a_core_command_imports_no_optional_dependency(command, tmp_path):
     assert not any(m.startswith("evalnoise.report") for m in modules)
     # only the command's own module: not every subcommand's
     # (the infra policy, evalnoise.runner.policy, is read by the attribution: not the runner)
-    runner = {"evalnoise.runner.cli", "evalnoise.runner.shard", "evalnoise.runner.trial"}
+    runner = {"evalnoise.cli.run_shard", "evalnoise.runner.shard", "evalnoise.runner.trial"}
     assert not runner & set(modules)
     assert not any(m.startswith("evalnoise.") and m.endswith("_backend") for m in modules)
     assert "evalnoise.archive" not in modules

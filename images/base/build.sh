@@ -14,4 +14,4 @@ repo=$(cd "$here/../.." && pwd)
 python=${PYTHON:-$repo/.venv/bin/python}
 "$repo/tools/docker-engine.sh"
 EVALNOISE_BASE_INPUTS=$here PYTHONPATH=$repo/src${PYTHONPATH:+:$PYTHONPATH} \
-    exec "$python" -m evalnoise.runner.cli image build "$@"
+    exec "$python" -m evalnoise image build "$@"

@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.schema import TRIAL_KEY
+
 __all__ = [
     "CRASH_SIGNALS",
     "OUTCOMES",
@@ -126,9 +128,7 @@ def crashed_mask(trials: pd.DataFrame) -> np.ndarray:
 
 def final_attempts(trials: pd.DataFrame) -> pd.DataFrame:
     """The last attempt of every trial (every row when the table has no ``attempt`` or no
-    trial key columns), in trial-key order."""
-    from evalnoise.runner.policy import TRIAL_KEY
-
+    trial key columns, :data:`evalnoise.schema.TRIAL_KEY`), in trial-key order."""
     key = [c for c in TRIAL_KEY if c in trials.columns]
     if not key or "attempt" not in trials.columns or not len(trials):
         return trials

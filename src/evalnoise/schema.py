@@ -55,6 +55,14 @@ ENVIRONMENT_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_d
 #: The TASKS columns of a question task, in order.
 QUESTION_TASK_COLUMNS = tuple(f.name for f in TASKS if f.name not in ENVIRONMENT_TASK_COLUMNS)
 
+#: Columns that identify one trial (all its attempts share them; ``attempt`` numbers them).
+#: With prompt or sampling variants a (task, trial index) runs once per variant: the
+#: variant's labels (:data:`evalnoise.runner.variant.VARIANT_COLUMNS`) are part of the key —
+#: last, so a table without variants (null there, or no such columns) keeps its order and
+#: grouping. Here, beside the schema, because the runner, the outcome accounting and the
+#: analyses all key trials by it.
+TRIAL_KEY = ("agent", "resource_profile", "task_id", "trial", "prompt_variant", "sampling")
+
 TRIALS = pa.schema(
     [
         pa.field("agent", pa.string(), nullable=False),

@@ -9,8 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from evalnoise.cli import main
+from evalnoise.cli.import_ import add_parser
 from evalnoise.importers import METADATA_KEY, import_trials, read_metadata, write_trials
-from evalnoise.importers.cli import add_parser, main
 from evalnoise.schema import TRIALS
 
 
@@ -127,7 +128,7 @@ def test_help_lists_formats(capsys) -> None:
         assert flag in text
 
 
-def test_registers_run_for_the_main_cli() -> None:
+def test_registers_run_for_themain() -> None:
     parser = argparse.ArgumentParser(prog="evalnoise")
     add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["import", "tau-bench", "x.json", "-o", "y.parquet"])
@@ -135,25 +136,16 @@ def test_registers_run_for_the_main_cli() -> None:
     assert (args.format, args.paths, args.output) == ("tau-bench", ["x.json"], "y.parquet")
 
 
-def _main_cli(argv: list[str]) -> int:
-    from evalnoise.cli import main as evalnoise_main
-
-    return evalnoise_main(argv)
-
-
 def test_imported_inspect_logs_analyze_with_no_flags(
     data_dir: Path, tmp_path: Path, capsys
 ) -> None:
     """What evalnoise import writes, evalnoise analyze reads with no column flags."""
     out = tmp_path / "t.parquet"
-    assert (
-        _main_cli(["import", "inspect", str(data_dir / "inspect" / "eval-set"), "-o", str(out)])
-        == 0
-    )
+    assert main(["import", "inspect", str(data_dir / "inspect" / "eval-set"), "-o", str(out)]) == 0
     meta = read_metadata(out)
     assert meta["columns"]["score"] == "score" and meta["columns"]["group"] == "agent"
     capsys.readouterr()
-    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    assert main(["analyze", str(out), "--json"]) == 0
     captured = capsys.readouterr()
     groups = json.loads(captured.out)["groups"]
     assert [(g["group"], g["n_tasks"], g["n_obs"]) for g in groups] == [("mockllm/model", 4, 8)]
@@ -163,7 +155,7 @@ def test_imported_inspect_logs_analyze_with_no_flags(
         "(task, trial, score, group: stored in the file by evalnoise)"
     ) in captured.err
     # an explicit flag still wins over the stored role
-    assert _main_cli(["analyze", str(out), "--json", "--group", "resource_profile"]) == 0
+    assert main(["analyze", str(out), "--json", "--group", "resource_profile"]) == 0
     captured = capsys.readouterr()
     assert [g["group"] for g in json.loads(captured.out)["groups"]] == ["imported"]
     assert "group=resource_profile" in captured.err and "group: given by flags" in captured.err
@@ -174,16 +166,16 @@ def test_fixed_seed_explains_zero_within_task_variance(
 ) -> None:
     run_b = next((data_dir / "inspect").glob("*_arith_*.json"))
     out = tmp_path / "b.parquet"
-    assert _main_cli(["import", "inspect", str(run_b), "--scorer", "match", "-o", str(out)]) == 0
+    assert main(["import", "inspect", str(run_b), "--scorer", "match", "-o", str(out)]) == 0
     capsys.readouterr()
-    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    assert main(["analyze", str(out), "--json"]) == 0
     (group,) = json.loads(capsys.readouterr().out)["groups"]
     (zero,) = [w for w in group["warnings"] if w.startswith("within-task variance is zero")]
     assert "same seed 42 (the table's seed column)" in zero
     # the same table without its seed column: no such explanation
     table = pq.read_table(out)
     pq.write_table(table.drop_columns(["seed"]), tmp_path / "noseed.parquet")
-    assert _main_cli(["analyze", str(tmp_path / "noseed.parquet"), "--json"]) == 0
+    assert main(["analyze", str(tmp_path / "noseed.parquet"), "--json"]) == 0
     (group,) = json.loads(capsys.readouterr().out)["groups"]
     assert not any("seed" in w for w in group["warnings"])
 
@@ -192,13 +184,11 @@ def test_compare_reads_the_stored_group(data_dir: Path, tmp_path: Path, capsys) 
     logs = data_dir / "inspect"
     runs = [next(logs.glob("*_arith_*.eval")), next(logs.glob("*_arith_*.json"))]
     out = tmp_path / "ab.parquet"
-    assert (
-        _main_cli(["import", "inspect", *map(str, runs), "--scorer", "match", "-o", str(out)]) == 0
-    )
+    assert main(["import", "inspect", *map(str, runs), "--scorer", "match", "-o", str(out)]) == 0
     agents = sorted(set(pq.read_table(out).column("agent").to_pylist()))
     assert len(agents) == 2 and all("temperature=" in a for a in agents)
     capsys.readouterr()
-    assert _main_cli(["compare", str(out), *agents, "--json", "--resamples", "200"]) == 0
+    assert main(["compare", str(out), *agents, "--json", "--resamples", "200"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n_tasks"] == 3
     assert "evalnoise compare: columns:" in captured.err and "group=agent" in captured.err
@@ -223,9 +213,9 @@ def test_import_table_and_analyze_share_the_score_default(tmp_path: Path, capsys
     assert main(["import", "table", str(src), "-o", str(out)]) == 0
     assert read_metadata(out)["column_mapping"]["score"] == "correct"
     capsys.readouterr()
-    assert _main_cli(["analyze", str(src), "--json", "--group", "agent"]) == 0
+    assert main(["analyze", str(src), "--json", "--group", "agent"]) == 0
     direct = json.loads(capsys.readouterr().out)["groups"][0]
-    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    assert main(["analyze", str(out), "--json"]) == 0
     imported = json.loads(capsys.readouterr().out)["groups"][0]
     assert imported["mean"] == direct["mean"] == pytest.approx(0.75)
 
@@ -238,19 +228,19 @@ def test_analyze_attributes_the_noise_of_an_imported_log(
     (no host, no second resource profile)."""
     out = tmp_path / "t.parquet"
     logs = sorted(str(p) for p in (data_dir / "inspect").glob("*.eval"))
-    assert _main_cli(["import", "inspect", *logs, "--scorer", "match", "-o", str(out)]) == 0
+    assert main(["import", "inspect", *logs, "--scorer", "match", "-o", str(out)]) == 0
     capsys.readouterr()
-    assert _main_cli(["analyze", str(out)]) == 0
+    assert main(["analyze", str(out)]) == 0
     text = capsys.readouterr().out
     assert "infra policy: as incorrect 44.4%" in text
     assert "infrastructure share of variance" in text
     assert "flaky tasks: 0 (checks run: infra_concentration, time_block)" in text
     assert "not run: resource_sensitivity (mockllm/model): no resource profile column" in text
-    assert _main_cli(["analyze", str(out), "--json"]) == 0
+    assert main(["analyze", str(out), "--json"]) == 0
     attribution = json.loads(capsys.readouterr().out)["attribution"]
     policy = {p["policy"]: p for p in attribution["summary"]["mockllm/model"]["policy"]}
     # the infra_error trial counted as incorrect, or left out: two different estimates
     assert policy["as_incorrect"]["mean"] == pytest.approx(4 / 9)
     assert policy["exclude"]["mean"] != pytest.approx(policy["as_incorrect"]["mean"])
-    assert _main_cli(["analyze", str(out), "--json", "--no-attribution"]) == 0
+    assert main(["analyze", str(out), "--json", "--no-attribution"]) == 0
     assert "attribution" not in json.loads(capsys.readouterr().out)

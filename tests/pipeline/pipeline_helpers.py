@@ -246,6 +246,17 @@ def journals(workspace: Path) -> dict[str, list[dict]]:
     return out
 
 
+def shard_files(workspace: Path) -> dict[str, tuple[int, bytes]]:
+    """Every trial and score shard of ``workspace`` (relative to its ``results/``) →
+    (mtime, bytes): what a grown run must leave untouched."""
+    results = workspace / "results"
+    return {
+        str(p.relative_to(results)): (p.stat().st_mtime_ns, p.read_bytes())
+        for kind in ("trials", "scores")
+        for p in sorted(results.glob(f"{kind}/*/*/t*/c*.parquet"))
+    }
+
+
 def digests(paths) -> dict[str, str]:
     import hashlib
 

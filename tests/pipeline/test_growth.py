@@ -35,7 +35,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import job_counts, journals, make_workspace, run_tool, write_config
+from pipeline_helpers import (
+    job_counts,
+    journals,
+    make_workspace,
+    run_tool,
+    shard_files,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -81,16 +88,6 @@ def trial_rows(workspace: Path) -> dict[tuple, dict]:
             assert key not in out, f"trial {key} journaled twice"
             out[key] = row
     return out
-
-
-def shard_files(workspace: Path) -> dict[str, tuple[int, bytes]]:
-    """Every trial and score shard → (mtime, bytes)."""
-    results = workspace / "results"
-    return {
-        str(p.relative_to(results)): (p.stat().st_mtime_ns, p.read_bytes())
-        for kind in ("trials", "scores")
-        for p in sorted(results.glob(f"{kind}/*/*/t*/c*.parquet"))
-    }
 
 
 def group_files(workspace: Path) -> dict[str, int]:

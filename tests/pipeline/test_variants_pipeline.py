@@ -29,7 +29,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pipeline_helpers import job_counts, make_workspace, run_tool, write_config
+from pipeline_helpers import (
+    job_counts,
+    journals,
+    make_workspace,
+    run_tool,
+    shard_files,
+    write_config,
+)
 
 from evalnoise.pipeline.collect import read_scores
 from evalnoise.runner.seeds import trial_seed
@@ -72,24 +79,12 @@ def config(workspace: Path, *, prompts=None, sampling_a=None) -> dict:
 def journal_rows(workspace: Path) -> dict[tuple, dict]:
     """(journal file, task, trial, attempt) → journal row."""
     out = {}
-    for path in sorted((workspace / "results" / "trials").glob("*/*/journals/*.jsonl")):
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            if "journal" in row:
-                continue
-            key = (path.name, row["agent"], row["task_id"], row["trial"], row["attempt"])
+    for path, rows in journals(workspace).items():
+        for row in rows:
+            key = (Path(path).name, row["agent"], row["task_id"], row["trial"], row["attempt"])
             assert key not in out, f"{key} journaled twice"
             out[key] = row
     return out
-
-
-def shard_files(workspace: Path) -> dict[str, tuple[int, bytes]]:
-    results = workspace / "results"
-    return {
-        str(p.relative_to(results)): (p.stat().st_mtime_ns, p.read_bytes())
-        for kind in ("trials", "scores")
-        for p in sorted(results.glob(f"{kind}/*/*/t*/c*.parquet"))
-    }
 
 
 def grow(workspace: Path, target: str = "all_scores", **kwargs) -> tuple[dict, dict]:

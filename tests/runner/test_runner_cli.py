@@ -13,16 +13,24 @@ import pyarrow.parquet as pq
 import pytest
 from runner_helpers import local_probe_agent, task_row, tasks_frame
 
+from evalnoise.cli import image, main, run_shard
+from evalnoise.cli.run_shard import parse_trials
 from evalnoise.errors import InputError
-from evalnoise.runner.cli import add_parsers, image_main, parse_trials, run_shard_main
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def parser():
     p = argparse.ArgumentParser(prog="evalnoise")
-    add_parsers(p.add_subparsers(dest="command", required=True))
+    sub = p.add_subparsers(dest="command", required=True)
+    run_shard.add_parser(sub)
+    image.add_parser(sub)
     return p
+
+
+def run_shard_main(argv: list[str]) -> int:
+    """``evalnoise run-shard ARGV`` through the one entry point and its error handler."""
+    return main(["run-shard", *argv])
 
 
 @pytest.mark.parametrize(
@@ -193,7 +201,7 @@ def test_bad_input_exits_2(tmp_path, capsys):
 def test_python_dash_m_entry_point(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(SRC))
     result = subprocess.run(
-        [sys.executable, "-m", "evalnoise.runner.cli", "run-shard", "--help"],
+        [sys.executable, "-m", "evalnoise", "run-shard", "--help"],
         capture_output=True,
         text=True,
         env=env,
@@ -203,5 +211,5 @@ def test_python_dash_m_entry_point(tmp_path):
 
 @pytest.mark.docker
 def test_image_build_prints_the_base_tag(base_image, capsys):
-    assert image_main(["build"]) == 0
+    assert main(["image", "build"]) == 0
     assert capsys.readouterr().out.strip() == base_image

@@ -421,7 +421,7 @@ def _start_cli(tmp_path, tasks_path, agent, shard_id, log) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "evalnoise.runner.cli",
+            "evalnoise",
             "run-shard",
             "--tasks",
             str(tasks_path),

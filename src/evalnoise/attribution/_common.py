@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from evalnoise.runner.policy import TRIAL_KEY
+from evalnoise.schema import TRIAL_KEY
 from evalnoise.stats.paired import benjamini_hochberg, mcnemar_exact_p
 
 __all__ = [

@@ -322,7 +322,7 @@ def _canonical(
         if _exists(trials, name):
             out[role] = pd.to_numeric(trials[name], errors="coerce")
     for name in VARIANT_COLUMNS:
-        # part of the trial key (evalnoise.runner.policy.TRIAL_KEY): a (task, trial) runs
+        # part of the trial key (evalnoise.schema.TRIAL_KEY): a (task, trial) runs
         # once per prompt / sampling variant, and those runs are different trials
         if name in trials.columns:
             out[name] = trials[name].to_numpy()

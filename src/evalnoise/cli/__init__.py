@@ -54,9 +54,9 @@ def _add_parsers(sub: argparse._SubParsersAction, command: str | None) -> None:
 
         correct.add_parser(sub)
     if every or command == "import":
-        from evalnoise.importers import cli as import_cli
+        from evalnoise.cli import import_
 
-        import_cli.add_parser(sub)
+        import_.add_parser(sub)
     if every or command in ("archive", "verify"):
         from evalnoise.cli import archive
 
@@ -65,10 +65,14 @@ def _add_parsers(sub: argparse._SubParsersAction, command: str | None) -> None:
         from evalnoise.cli import run
 
         run.add_parser(sub)
-    if every or command in ("run-shard", "image"):
-        from evalnoise.runner import cli as runner_cli
+    if every or command == "run-shard":
+        from evalnoise.cli import run_shard
 
-        runner_cli.add_parsers(sub)  # both: run-shard and image
+        run_shard.add_parser(sub)
+    if every or command == "image":
+        from evalnoise.cli import image
+
+        image.add_parser(sub)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -9,7 +9,9 @@
 - :mod:`~evalnoise.runner.contract` — the agent contract (task in, answer out).
 - :mod:`~evalnoise.runner.seeds` — trial seeds.
 - :mod:`~evalnoise.runner.images` — the base image and agent images, built offline.
-- :mod:`~evalnoise.runner.cli` — ``evalnoise run-shard`` and ``evalnoise image``.
+
+Its commands, ``evalnoise run-shard`` and ``evalnoise image``, are the command line's
+(:mod:`evalnoise.cli.run_shard`, :mod:`evalnoise.cli.image`): the runner imports no CLI.
 
 The names below are loaded on first access (PEP 562 ``__getattr__``): the statistics and the
 attribution read the infra policy (:mod:`~evalnoise.runner.policy`), and importing it must

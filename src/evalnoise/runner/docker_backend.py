@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.engine import one_line, ping_engine
+from evalnoise.runner.engine import join_notes, one_line, ping_engine, remove_trial_container
 from evalnoise.runner.resources import docker_resource_kwargs
 from evalnoise.runner.trial import (
     EngineUnavailable,
@@ -722,14 +722,7 @@ class DockerBackend:
             if sampler is not None:
                 sampler.stop()
             if container_id is not None:
-                try:
-                    api.remove_container(container_id, force=True, v=True)
-                except docker.errors.NotFound:
-                    pass
-                except Exception as exc:  # left for cleanup(); the trial's outcome stands
-                    row["error"] = ((row["error"] + "; ") if row["error"] else "") + (
-                        f"container not removed: {one_line(exc, 200)}"
-                    )
+                row["error"] = join_notes(row["error"], remove_trial_container(api, container_id))
             shutil.rmtree(workdir, ignore_errors=True)
             if cgroup_name is not None:
                 self._parents.release(cgroup_name)

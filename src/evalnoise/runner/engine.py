@@ -15,7 +15,14 @@ from typing import Any
 
 from evalnoise.errors import EngineUnavailable
 
-__all__ = ["Engine", "connect_engine", "one_line", "ping_engine"]
+__all__ = [
+    "Engine",
+    "connect_engine",
+    "join_notes",
+    "one_line",
+    "ping_engine",
+    "remove_trial_container",
+]
 
 
 def one_line(text: Any, limit: int = 500) -> str:
@@ -23,6 +30,31 @@ def one_line(text: Any, limit: int = 500) -> str:
     "…": how the backends put an engine's or a process's message into a trial row."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def join_notes(*notes: str | None) -> str | None:
+    """The notes that are given, joined with "; " into a trial row's ``error`` (None when
+    there is none)."""
+    return "; ".join(n for n in notes if n) or None
+
+
+def remove_trial_container(api: Any, container_id: str) -> str | None:
+    """Remove a trial's container with its anonymous volumes (``force=True, v=True``),
+    through ``api`` (``docker.APIClient``): what both backends do when a trial ends.
+
+    ``None`` once the container is gone (removed now, or already gone); otherwise the note
+    for the trial row's ``error``, ``"container not removed: …"``. Never raises: the
+    trial's outcome stands, and a container left behind is found by its shard label and
+    removed by the backend's ``cleanup()``."""
+    import docker.errors
+
+    try:
+        api.remove_container(container_id, force=True, v=True)
+    except docker.errors.NotFound:
+        return None
+    except Exception as exc:  # left for cleanup(); the trial's outcome stands
+        return f"container not removed: {one_line(exc, 200)}"
+    return None
 
 
 def ping_engine(client: Any) -> None:

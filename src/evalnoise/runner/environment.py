@@ -129,7 +129,13 @@ from evalnoise.runner.docker_backend import (
     cgroup_version,
     container_memory_dir,
 )
-from evalnoise.runner.engine import connect_engine, one_line, ping_engine
+from evalnoise.runner.engine import (
+    connect_engine,
+    join_notes,
+    one_line,
+    ping_engine,
+    remove_trial_container,
+)
 from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
 from evalnoise.runner.host_processes import kill_marked
@@ -174,10 +180,6 @@ EXTRA_COLUMNS = (
 USER_SWITCH_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID")
 LOG_MAX_SIZE = "1m"
 _MAIN_COMMAND = ("sleep", "infinity")
-
-
-def _join(*parts: str | None) -> str | None:
-    return "; ".join(p for p in parts if p) or None
 
 
 def agent_kind(spec: contract.AgentSpec) -> str:
@@ -466,14 +468,7 @@ class EnvironmentBackend:
             row.update(status="infra_error", phase=phase, error=f"engine error: {one_line(exc)}")
         finally:
             if container_id is not None:
-                try:
-                    api.remove_container(container_id, force=True, v=True)
-                except docker.errors.NotFound:
-                    pass
-                except Exception as exc:  # left for cleanup(); the trial's outcome stands
-                    row["error"] = _join(
-                        row["error"], f"container not removed: {one_line(exc, 200)}"
-                    )
+                row["error"] = join_notes(row["error"], remove_trial_container(api, container_id))
             shutil.rmtree(scratch, ignore_errors=True)
         row["ended_at"] = utc_now()
         return finish_row(row, secrets, stdout=texts["stdout"], stderr=texts["stderr"])
@@ -521,7 +516,7 @@ class EnvironmentBackend:
         )
         if oom and status != "timeout":
             status = "oom_killed"
-            error = _join(
+            error = join_notes(
                 f"the kernel killed a process of the agent phase at the memory limit "
                 f"({trial.allocation.memory_limit_bytes} bytes)",
                 error,
@@ -531,12 +526,12 @@ class EnvironmentBackend:
         else:
             row["error"] = error  # a note (a malformed usage report), not a failure
         if not outcome.stopped:
-            row["error"] = _join(
+            row["error"] = join_notes(
                 row["error"], "the agent's processes could not be stopped: verifier not run"
             )
             return
         if not box.api.inspect_container(box.id)["State"].get("Running"):
-            row["error"] = _join(row["error"], "the container stopped before the verifier ran")
+            row["error"] = join_notes(row["error"], "the container stopped before the verifier ran")
             if row["status"] is None:
                 row.update(status="infra_error", phase="agent")
             return
@@ -619,17 +614,19 @@ class EnvironmentBackend:
         if oom:
             message = "the kernel killed a process of the verifier phase at the memory limit"
             if row["status"] is None:
-                error = _join(message, problem, row["error"])
+                error = join_notes(message, problem, row["error"])
                 row.update(status="oom_killed", phase="verifier", error=error)
             else:
-                row["error"] = _join(row["error"], f"verifier: {message}")
+                row["error"] = join_notes(row["error"], f"verifier: {message}")
         elif problem:
             if row["status"] is None:
                 row.update(
-                    status="verifier_error", phase="verifier", error=_join(problem, row["error"])
+                    status="verifier_error",
+                    phase="verifier",
+                    error=join_notes(problem, row["error"]),
                 )
             else:
-                row["error"] = _join(row["error"], f"verifier: {problem}")
+                row["error"] = join_notes(row["error"], f"verifier: {problem}")
         elif row["status"] is None:
             row.update(status="ok", reward=reward)
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
+from evalnoise.runner.engine import join_notes
 from evalnoise.runner.exec_protocol import (
     MAX_LINE_BYTES,
     PROTOCOL,
@@ -37,10 +38,6 @@ from evalnoise.runner.exec_protocol import (
 from evalnoise.runner.host_processes import host_environment
 from evalnoise.runner.trial import TrialRequest
 from evalnoise.runner.trial_container import KILL_GRACE_S, TrialContainer, read_tail
-
-
-def _join(*parts: str | None) -> str | None:
-    return "; ".join(p for p in parts if p) or None
 
 
 @dataclass
@@ -216,7 +213,7 @@ def run_external_agent(
         outcome.exit_code = exit_status(proc.returncode)
     if record is not None:
         outcome.usage, note = contract.usage_columns(record)
-        outcome.error = _join(outcome.error, note)
+        outcome.error = join_notes(outcome.error, note)
     outcome.stdout = transcript.text()
     outcome.stderr = read_tail(stderr_path)
     return outcome

@@ -34,16 +34,11 @@ from typing import Any
 
 import pandas as pd
 
-from evalnoise.schema import INFRA_STATUSES
+from evalnoise.outcomes import crashed_mask
+from evalnoise.schema import INFRA_STATUSES, TRIAL_KEY
 
 MODES = ("as_incorrect", "retry", "exclude")
 EXHAUSTED_MODES = ("as_incorrect", "exclude")
-
-#: Columns that identify one trial (all its attempts share them). With prompt or sampling
-#: variants a (task, trial index) runs once per variant: the variant's labels
-#: (:data:`evalnoise.runner.variant.VARIANT_COLUMNS`) are part of the key — last, so a table
-#: without variants (null there, or no such columns) keeps its order and grouping.
-TRIAL_KEY = ("agent", "resource_profile", "task_id", "trial", "prompt_variant", "sampling")
 
 
 @dataclass(frozen=True)
@@ -142,13 +137,12 @@ def apply_infra_policy(
 ) -> PolicyResult:
     """Split a trial (or score) table into the rows that count for accuracy and the rest.
 
-    ``key`` names the columns identifying a trial (default: those of :data:`TRIAL_KEY`
-    present in the table); ``attempt`` orders attempts (missing = every row is attempt 1).
+    ``key`` names the columns identifying a trial (default: those of
+    :data:`evalnoise.schema.TRIAL_KEY` present in the table); ``attempt`` orders attempts
+    (missing = every row is attempt 1).
     Crashes (:func:`evalnoise.outcomes.crashed_mask`) follow the policy as infra outcomes do
     (``crashed_final`` counts them). Pure: the input is not modified.
     """
-    from evalnoise.outcomes import crashed_mask
-
     policy = infra_policy(policy)
     if "status" not in trials.columns:
         raise ValueError("apply_infra_policy: the table has no 'status' column")

@@ -1,27 +1,25 @@
-"""Command line of the runner: ``evalnoise run-shard`` and ``evalnoise image build``.
+"""``evalnoise run-shard``: one shard of trials (agent × resource profile × trials × tasks).
 
-:func:`add_parsers` registers both on the ``evalnoise`` command's subparsers (each sets
-``run``, the evalnoise CLI convention); :func:`run_shard_main` and :func:`image_main` parse
-and run them standalone. ``python -m evalnoise.runner.cli run-shard ...`` works as well.
+Register with :func:`add_parser` (sets ``run``, the convention of :mod:`evalnoise.cli`);
+:func:`evalnoise.runner.shard.run_shard` does the work. The one entry point and its one
+error handler are :func:`evalnoise.cli.main` (``evalnoise run-shard …``, ``python -m
+evalnoise run-shard …``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from evalnoise._extras import require
 from evalnoise.errors import InputError
 
-RUN_SHARD_HELP = "run one shard of trials (agent × resource profile × trials × tasks)"
-IMAGE_HELP = "build container images offline (the base image, agent images)"
+HELP = "run one shard of trials (agent × resource profile × trials × tasks)"
 
 
 def _load_spec(text: str, what: str) -> Any:
@@ -79,7 +77,7 @@ def _parse_chunk(text: str) -> tuple[int, int]:
     return k, n
 
 
-def configure_run_shard(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", required=True, help="tasks table (Parquet, TASKS schema)")
     p.add_argument(
         "--chunk",
@@ -194,98 +192,14 @@ def _terminate_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, handler)
 
 
-def configure_image(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="image_command", metavar="IMAGE_COMMAND", required=True)
-    b = sub.add_parser(
-        "build",
-        help="build evalnoise-base:<hash> (debootstrap + docker import; cached)",
-        description="Build the base image offline from images/base/base.toml: debootstrap a "
-        "Debian root filesystem (cached under ~/.cache/evalnoise) and docker "
-        "import it as evalnoise-base:<hash of the inputs>. A no-op when that tag "
-        "exists. Prints the tag.",
-    )
-    b.add_argument(
-        "--inputs",
-        default=None,
-        help="directory holding base.toml (default: $EVALNOISE_BASE_INPUTS, else images/base "
-        "of the evalnoise checkout)",
-    )
-    b.add_argument(
-        "--cache-dir",
-        default=None,
-        help="root filesystem cache (default: $EVALNOISE_CACHE_DIR or ~/.cache/evalnoise)",
-    )
-    b.add_argument("--force", action="store_true", help="rebuild even if cached")
-    b.set_defaults(run=_image_build)
-    a = sub.add_parser(
-        "build-agent",
-        help="build an agent image FROM the base image (offline)",
-        description="docker build CONTEXT (whose Dockerfile starts with ARG BASE / FROM "
-        "${BASE}) with BASE set to the base image; never pulls, no network in "
-        "RUN steps. Prints the image id.",
-    )
-    a.add_argument("context", help="build context directory with a Dockerfile")
-    a.add_argument("--tag", required=True, help="image tag to give the agent image")
-    a.add_argument(
-        "--base", default=None, help="base image (default: build/find evalnoise-base:<hash>)"
-    )
-    a.set_defaults(run=_image_build_agent)
-
-
-def _image_build(args: argparse.Namespace) -> int:
-    require("docker", "evalnoise image build")
-    from evalnoise.runner.images import build_base_image
-
-    print(build_base_image(inputs_dir=args.inputs, cache_dir=args.cache_dir, force=args.force))
-    return 0
-
-
-def _image_build_agent(args: argparse.Namespace) -> int:
-    require("docker", "evalnoise image build-agent")
-    from evalnoise.runner.images import build_agent_image, build_base_image
-
-    base = args.base or build_base_image()
-    print(build_agent_image(args.context, args.tag, base))
-    return 0
-
-
-def add_parsers(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``run-shard`` and ``image`` (``image build``, ``image build-agent``)."""
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``run-shard``."""
     p = subparsers.add_parser(
         "run-shard",
-        help=RUN_SHARD_HELP,
-        description=RUN_SHARD_HELP + ". Resumable: killed at any moment and run again, it "
+        help=HELP,
+        description=HELP + ". Resumable: killed at any moment and run again, it "
         "finishes with exactly one row per (task, trial, attempt).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    configure_run_shard(p)
+    configure(p)
     p.set_defaults(run=run_shard_command)
-    i = subparsers.add_parser("image", help=IMAGE_HELP, description=IMAGE_HELP + ".")
-    configure_image(i)
-
-
-def run_shard_main(argv: Sequence[str] | None = None) -> int:
-    """``evalnoise run-shard`` on its own: ``argv`` excludes the subcommand name (the one
-    entry point, :func:`evalnoise.cli.main`, and its one error handler)."""
-    from evalnoise.cli import main as cli_main
-
-    return cli_main(["run-shard", *(sys.argv[1:] if argv is None else argv)])
-
-
-def image_main(argv: Sequence[str] | None = None) -> int:
-    """``evalnoise image`` on its own: ``argv`` starts with ``build`` or ``build-agent``."""
-    from evalnoise.cli import main as cli_main
-
-    return cli_main(["image", *(sys.argv[1:] if argv is None else argv)])
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m evalnoise.runner.cli run-shard|image …``: :func:`evalnoise.cli.main`."""
-    from evalnoise.cli import main as cli_main
-
-    return cli_main(sys.argv[1:] if argv is None else list(argv))
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    sys.exit(main())

@@ -1,14 +1,13 @@
 """``evalnoise import FORMAT PATH... -o trials.parquet``: other projects' results as trials.
 
 Register with :func:`add_parser` (sets ``run``, the convention of :mod:`evalnoise.cli`);
-:func:`main` runs the subcommand on its own.
+:mod:`evalnoise.importers` does the work. The one entry point and its one error handler are
+:func:`evalnoise.cli.main`.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
 
 from evalnoise.importers import FORMATS, import_trials, write_trials
 
@@ -140,15 +139,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"status: {status}")
     print(f"trial numbering: {result.metadata['rule']}")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``evalnoise import …`` (``argv`` starts with ``import``): :func:`evalnoise.cli.main`,
-    the one entry point and its one error handler."""
-    from evalnoise.cli import main as cli_main
-
-    return cli_main(sys.argv[1:] if argv is None else list(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
