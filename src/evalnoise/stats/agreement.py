@@ -69,7 +69,7 @@ class AgreementResult(DictResult):
     kappa : Cohen's κ = (p_o − p_e)/(1 − p_e); NaN when p_e = 1 (both raters constant).
     kappa_se : Fleiss–Cohen–Everitt (1969) asymptotic SE of κ̂ (non-null).
     kappa_ci_low, kappa_ci_high : κ̂ ∓ z·kappa_se, truncated to [−1, 1].
-    kappa_se0 : FCE (1969) SE under H0: κ = 0; kappa_p_value the two-sided z test with it.
+    kappa_se0 : FCE (1969) SE under H0: κ = 0; kappa_pvalue the two-sided z test with it.
     kappa_max : the largest κ the two marginal distributions allow (Cohen 1960).
     kappa_cluster_se, kappa_cluster_ci_low, kappa_cluster_ci_high : SD and percentile
         interval of κ over a bootstrap that resamples whole tasks; NaN without task ids.
@@ -107,7 +107,7 @@ class AgreementResult(DictResult):
     kappa_ci_low: float
     kappa_ci_high: float
     kappa_se0: float
-    kappa_p_value: float
+    kappa_pvalue: float
     kappa_max: float
     kappa_cluster_se: float
     kappa_cluster_ci_low: float
@@ -240,7 +240,7 @@ def judge_agreement(
 
     **κ interval.** ``kappa_se`` is the large-sample SE of Fleiss, Cohen & Everitt (1969,
     non-null case); the interval is :math:`\hat\kappa \pm z\,SE` truncated to
-    [−1, 1]. ``kappa_se0`` is their SE under κ = 0, used for ``kappa_p_value``. Both
+    [−1, 1]. ``kappa_se0`` is their SE under κ = 0, used for ``kappa_pvalue``. Both
     treat trials as independent. Trials of one task are not: a task whose answers the judge
     always misgrades contributes many correlated disagreements. With ``tasks``, the cluster
     bootstrap draws G tasks with replacement ``n_resamples`` times (every trial of a drawn
@@ -402,7 +402,7 @@ def judge_agreement(
         kappa_ci_low=float(k_low),
         kappa_ci_high=float(k_high),
         kappa_se0=float(kappa_se0),
-        kappa_p_value=float(p_value),
+        kappa_pvalue=float(p_value),
         kappa_max=float(kappa_max),
         kappa_cluster_se=c_se,
         kappa_cluster_ci_low=c_low,
