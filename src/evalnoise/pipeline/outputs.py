@@ -284,7 +284,7 @@ def run_report(
         [
             {
                 **{k: r[k] for k in ("a", "b", "diff", "ci_low", "ci_high")},
-                "p_paired_holm": r.get("p_paired_holm"),
+                "pvalue_holm": r.get("pvalue_holm"),
                 "kind": _KIND_LABELS.get(r["kind"], r["kind"]),
             }
             for r in comparisons

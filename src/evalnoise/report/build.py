@@ -240,7 +240,7 @@ def build_report(
         (:data:`~.charts.CONVERGENCE_CHART_COLUMNS`; a ``converged_at`` column, if present,
         feeds the cards' limitations).
     comparisons : records (:func:`evalnoise.analysis.compare_all_pairs`) or a frame with
-        ``a, b, diff, ci_low, ci_high`` [``p_paired_holm``, ``kind``]; or the whole
+        ``a, b, diff, ci_low, ci_high`` [``pvalue_holm``, ``kind``]; or the whole
         ``comparisons.json`` (``{"comparisons": [...], "skipped": [...]}``). A comparison
         whose ``a`` or ``b`` is an invalid group is moved to the skipped ones.
     budget : ``n_tasks, trials, se`` [``group``, ``recommended``].
