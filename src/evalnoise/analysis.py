@@ -288,7 +288,8 @@ def compare_all_pairs(
 
     Each record is :meth:`evalnoise.stats.ComparisonResult.to_dict` (NaN as None; ``mcnemar``
     None when McNemar does not apply) plus ``pvalue_holm`` and ``mcnemar.pvalue_holm``, the
-    paired t's and McNemar's p-values Holm-adjusted within their own family (all pairs).
+    paired t's and McNemar's p-values Holm-adjusted within their own family (all pairs;
+    None when undefined).
     """
     parts = {str(g): p for g, p in frame.groupby("group", sort=True)}
     records = []
@@ -312,12 +313,11 @@ def compare_all_pairs(
     return records
 
 
-def holm_comparisons(
-    records: list[dict[str, Any]], *, undefined: float | None = float("nan")
-) -> None:
+def holm_comparisons(records: list[dict[str, Any]], *, undefined: float | None = None) -> None:
     """Holm-adjust the comparison records' paired-t ``pvalue`` into ``pvalue_holm`` and
     McNemar's ``pvalue`` into ``mcnemar.pvalue_holm``, each family over all ``records``
-    (:func:`holm_into`); a record without McNemar keeps ``mcnemar`` None."""
+    (:func:`holm_into`); an undefined adjusted p is ``undefined`` (None, as ``to_dict()``
+    writes NaN), and a record without McNemar keeps ``mcnemar`` None."""
     holm_into(records, lambda r: r["pvalue"], "pvalue_holm", undefined=undefined)
     holm_into(
         records,

@@ -200,3 +200,27 @@ def test_nested_results_are_nested_records():
     # Not binary: McNemar does not apply, and says so with null rather than a dict of NaN.
     partial = INSTANCES["ComparisonResult"][1]
     assert partial.mcnemar is None and partial.to_dict()["mcnemar"] is None
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        ("ICCResult", "f_stat", "statistic"),
+        ("ICCResult", "p_value", "pvalue"),
+        ("ICCResult", "se_bonett", "se"),
+        ("PairedDifferenceResult", "t", "statistic"),
+        ("PairedDifferenceResult", "p", "pvalue"),
+        ("McNemarResult", "chi2", "statistic"),
+        ("McNemarResult", "p", "pvalue"),
+        ("McNemarResult", "p_chi2", "pvalue_chi2"),
+        ("McNemarResult", "p_exact", "pvalue_exact"),
+        ("ComparisonResult", "p_paired", "pvalue"),
+        ("AgreementResult", "kappa_p_value", "kappa_pvalue"),
+    ],
+)
+def test_old_names_are_deprecated_aliases_for_one_release(name, old, new):
+    obj = INSTANCES[name][0]
+    with pytest.warns(DeprecationWarning, match=f"{name}.{old} is deprecated.*use .{new}"):
+        value = getattr(obj, old)
+    assert value == getattr(obj, new) or (math.isnan(value) and math.isnan(getattr(obj, new)))
+    assert old not in obj.to_dict() and old not in {f.name for f in dataclasses.fields(obj)}

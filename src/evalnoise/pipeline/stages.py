@@ -377,7 +377,7 @@ def _holm(records: list[dict[str, Any]]) -> None:
     comparisons (every pair that was compared, agents and resource profiles together): the run
     asks all of these questions at once, so the family-wise error is controlled over all of
     them (:func:`evalnoise.analysis.holm_comparisons`)."""
-    holm_comparisons(records, undefined=None)
+    holm_comparisons(records)
 
 
 def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ estimate; a second test or interval in the same result carries a prefix or suffi
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import fields
 from typing import Any
 
@@ -24,7 +25,7 @@ import pandas as pd
 
 from evalnoise.formatting import jsonable
 
-__all__ = ["DictResult", "jsonable", "plain"]
+__all__ = ["DictResult", "jsonable", "plain", "renamed"]
 
 
 def plain(value: Any) -> Any:
@@ -69,3 +70,19 @@ class DictResult:
         """The result as JSON-ready builtins (:func:`evalnoise.formatting.jsonable`): nested
         results as dicts, arrays and tuples as lists, NaN and ±inf as None."""
         return jsonable(_unfold(self._record()))
+
+
+def renamed(new: str, old: str) -> property:
+    """A read-only alias ``old`` of the field ``new``, warning ``DeprecationWarning``: the
+    names results had up to 0.1.0, before scipy.stats' vocabulary, kept for one release.
+    Not a field: ``to_dict()`` and ``dataclasses.fields`` know only the new name."""
+
+    def get(self: Any) -> Any:
+        warnings.warn(
+            f"{type(self).__name__}.{old} is deprecated and will be removed; use .{new}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(self, new)
+
+    return property(get, doc=f"Deprecated alias of ``{new}``.")

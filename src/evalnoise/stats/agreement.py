@@ -43,7 +43,7 @@ import pandas as pd
 
 from ._checks import check_probability, judge_and_reference, task_codes
 from ._distributions import norm_ppf, norm_sf
-from ._results import DictResult, plain
+from ._results import DictResult, plain, renamed
 from .proportion import _wilson_or_nan
 
 __all__ = ["AgreementResult", "judge_agreement", "judge_agreement_by_level"]
@@ -130,6 +130,9 @@ class AgreementResult(DictResult):
     degenerate_reason: str
     confidence: float
     warnings: tuple[str, ...] = ()
+
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    kappa_p_value = renamed("kappa_pvalue", "kappa_p_value")
 
 
 def _cell_counts(j: np.ndarray, r: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._checks import check_probability
 from ._distributions import f_ppf, f_sf
-from ._results import DictResult
+from ._results import DictResult, renamed
 from ._tasks import task_sums
 
 __all__ = ["ICCBatch", "ICCResult", "bonett_se", "icc_batch", "icc_oneway", "interpret_icc"]
@@ -89,6 +89,11 @@ class ICCResult(DictResult):
     ms_between: float
     ms_within: float
     warnings: tuple[str, ...] = ()
+
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    f_stat = renamed("statistic", "f_stat")
+    p_value = renamed("pvalue", "p_value")
+    se_bonett = renamed("se", "se_bonett")
 
 
 @dataclass(frozen=True, eq=False)

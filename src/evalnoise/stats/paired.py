@@ -22,7 +22,7 @@ import pandas as pd
 
 from evalnoise.stats._checks import check_probability, finite_scores
 from evalnoise.stats._distributions import binom_cdf, chi2_sf, t_ppf, t_sf
-from evalnoise.stats._results import DictResult
+from evalnoise.stats._results import DictResult, renamed
 from evalnoise.stats._tasks import TaskSums, task_sums
 from evalnoise.stats.planning import MDDResult, minimum_detectable_difference
 
@@ -80,6 +80,10 @@ class PairedDifferenceResult(DictResult):
     ci_high: float
     confidence: float
 
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    t = renamed("statistic", "t")
+    p = renamed("pvalue", "p")
+
 
 @dataclass(frozen=True)
 class McNemarResult(DictResult):
@@ -107,6 +111,12 @@ class McNemarResult(DictResult):
     pvalue_exact: float
     pvalue: float
     method: str
+
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    chi2 = renamed("statistic", "chi2")
+    p = renamed("pvalue", "p")
+    p_chi2 = renamed("pvalue_chi2", "p_chi2")
+    p_exact = renamed("pvalue_exact", "p_exact")
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,9 @@ class ComparisonResult(DictResult):
     sigma2_within: float
     confidence: float
     warnings: tuple[str, ...] = field(default=())
+
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    p_paired = renamed("pvalue", "p_paired")
 
 
 def _align(ts_a: TaskSums, ts_b: TaskSums) -> tuple[np.ndarray, np.ndarray]:
