@@ -304,13 +304,13 @@ def judge_agreement(
         kappa, po, pe = float(k_arr), float(po_arr), float(pe_arr)
 
     z = float(norm_ppf(0.5 + confidence / 2.0))
-    kappa_se = kappa_se0 = p_value = k_low = k_high = kappa_max = nan
+    kappa_se = kappa_se0 = pvalue = k_low = k_high = kappa_max = nan
     if np.isfinite(kappa):
         var, var0 = _fce_variances(counts)
         kappa_se, kappa_se0 = math.sqrt(var), math.sqrt(var0)
         k_low = max(kappa - z * kappa_se, -1.0)
         k_high = min(kappa + z * kappa_se, 1.0)
-        p_value = float(2.0 * norm_sf(abs(kappa) / kappa_se0)) if kappa_se0 > 0 else nan
+        pvalue = float(2.0 * norm_sf(abs(kappa) / kappa_se0)) if kappa_se0 > 0 else nan
         pj1, pr1 = (n11 + n10) / n, m1 / n
         kappa_max = (min(pj1, pr1) + min(1 - pj1, 1 - pr1) - pe) / (1.0 - pe)
     elif n:
@@ -405,7 +405,7 @@ def judge_agreement(
         kappa_ci_low=float(k_low),
         kappa_ci_high=float(k_high),
         kappa_se0=float(kappa_se0),
-        kappa_pvalue=float(p_value),
+        kappa_pvalue=float(pvalue),
         kappa_max=float(kappa_max),
         kappa_cluster_se=c_se,
         kappa_cluster_ci_low=c_low,

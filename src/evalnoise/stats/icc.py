@@ -369,7 +369,7 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
     )
     df1, df2 = float(a - 1), float(n - a)
 
-    f_stat = p_value = ci_low = ci_high = k_low = k_high = float("nan")
+    f_stat = pvalue = ci_low = ci_high = k_low = k_high = float("nan")
     if a < 2:
         warnings.append(
             "only one task: between-task mean square has df1 = 0; icc, F test, intervals, "
@@ -393,11 +393,11 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
                 "trial) while tasks differ: icc = icc_k = 1, F = inf and the intervals "
                 "collapse to [1, 1]"
             )
-            f_stat, p_value = float("inf"), 0.0
+            f_stat, pvalue = float("inf"), 0.0
             ci_low = ci_high = k_low = k_high = 1.0
         else:
             f_stat = msb / msw
-            p_value = float(f_sf(f_stat, df1, df2))
+            pvalue = float(f_sf(f_stat, df1, df2))
             f_lower = f_stat / float(f_ppf(1.0 - alpha / 2.0, df1, df2))
             f_upper = f_stat * float(f_ppf(1.0 - alpha / 2.0, df2, df1))
             ci_low = (f_lower - 1.0) / (f_lower + n0 - 1.0)
@@ -431,7 +431,7 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
         statistic=float(f_stat),
         df1=df1,
         df2=df2,
-        pvalue=float(p_value),
+        pvalue=float(pvalue),
         se=se_b,
         icc_k=icc_k,
         icc_k_ci_low=float(k_low),
