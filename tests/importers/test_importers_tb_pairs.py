@@ -30,7 +30,7 @@ def _check_against_scipy(pairs, trials) -> None:
         assert r.diff == pytest.approx(float((a - b).mean()), abs=1e-12)
         if np.allclose(a, b):
             continue
-        assert r.p == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-9)
+        assert r.pvalue == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-9)
 
 
 def test_excerpt(script, data_dir: Path, tmp_path: Path, capsys) -> None:
