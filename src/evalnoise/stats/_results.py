@@ -25,7 +25,7 @@ import pandas as pd
 
 from evalnoise.formatting import jsonable
 
-__all__ = ["DictResult", "jsonable", "plain", "renamed"]
+__all__ = ["DictResult", "plain", "renamed"]
 
 
 def plain(value: Any) -> Any:
