@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
         f"  p = {fmt(rec['pvalue'], '.3g')}"
     )
     if m is None:
-        why = next((w for w in rec["warnings"] if w.startswith("McNemar")), "not applicable")
-        print(f"  McNemar          {why}")
+        why = next((w for w in rec["warnings"] if w.startswith("McNemar ")), "McNemar n/a")
+        print(f"  McNemar          {why.removeprefix('McNemar ')}")
     else:
         print(
             f"  McNemar          n01 = {m['n01']} (a wrong, b right), n10 = {m['n10']}, "
