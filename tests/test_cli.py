@@ -229,3 +229,18 @@ def test_compare_without_a_group_column_says_so(tmp_path, capsys):
     p.write_text("agent,task_id,trial,score\np,a,0,1\nq,a,0,0\n")
     assert main(["compare", str(p), "p", "q"]) == 2
     assert "give --group COL" in capsys.readouterr().err
+
+
+def test_compare_text_says_why_mcnemar_was_skipped(tmp_path, capsys):
+    # partial credit: McNemar does not apply; the JSON says null, the text says why
+    p = tmp_path / "partial.csv"
+    rows = ["task_id,trial,score,agent"]
+    for i, (x, y) in enumerate([(0.5, 1), (0, 1), (1, 0.5), (1, 1)]):
+        rows += [f"t{i},0,{x},x", f"t{i},0,{y},y"]
+    p.write_text("\n".join(rows) + "\n")
+    with pytest.warns(RuntimeWarning, match="not binary"):
+        out = run_json(capsys, ["compare", str(p), "--group", "agent", "x", "y"])
+    assert out["mcnemar"] is None and out["pvalue"] is not None
+    with pytest.warns(RuntimeWarning, match="not binary"):
+        assert main(["compare", str(p), "--group", "agent", "x", "y"]) == 0
+    assert "McNemar          skipped: scores are not binary (0/1)" in capsys.readouterr().out
