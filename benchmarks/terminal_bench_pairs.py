@@ -74,11 +74,11 @@ def pairs_table(
             "ci_high": r.ci_high,
             "boot_ci_low": r.bootstrap.ci_low,
             "boot_ci_high": r.bootstrap.ci_high,
-            "p": r.p_paired,
+            "pvalue": r.pvalue,
         })  # fmt: skip
     out = pd.DataFrame(rows)
-    out["p_holm"] = holm(out["p"].to_numpy())
-    out["distinguishable"] = out["p_holm"] <= alpha
+    out["pvalue_holm"] = holm(out["pvalue"].to_numpy())
+    out["distinguishable"] = out["pvalue_holm"] <= alpha
     return out
 
 
@@ -99,7 +99,8 @@ def render(pairs: pd.DataFrame, alpha: float) -> str:
         lines.append(
             f"| {_short(r.a)} | {_short(r.b)} | {r.mean_a:.1%} | {r.mean_b:.1%} | "
             f"{diff:+.1%} | [{r.ci_low:+.1%}, {r.ci_high:+.1%}] | "
-            f"[{r.boot_ci_low:+.1%}, {r.boot_ci_high:+.1%}] | {r.p:.2g} | {r.p_holm:.2g} | "
+            f"[{r.boot_ci_low:+.1%}, {r.boot_ci_high:+.1%}] | {r.pvalue:.2g} | "
+            f"{r.pvalue_holm:.2g} | "
             f"{'yes' if r.distinguishable else 'no'} |"
         )
     n_yes = int(pairs["distinguishable"].sum())

@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `compare`: one pair of groups, paired tests."""
 
 from evalnoise.atomic import write_text
-from evalnoise.formatting import dumps
+from evalnoise.formatting import dumps, fmt
 from evalnoise.pipeline.collect import load_group
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.stages import compare_groups
@@ -17,5 +17,9 @@ if record["skipped"]:
     log.warning("%s vs %s: not compared: %s", record["a"], record["b"], record["reason"])
 else:
     log.info(
-        "%s − %s: diff %.4f, p %.4g", record["a"], record["b"], record["diff"], record["p_paired"]
+        "%s − %s: diff %.4f, p %s",
+        record["a"],
+        record["b"],
+        record["diff"],
+        fmt(record["pvalue"], ".4g"),
     )

@@ -33,10 +33,10 @@ ANALYZE_KEYS = [
     "icc_se",
     "icc_k",
     "icc_plugin",
-    "f",
+    "statistic",
     "df1",
     "df2",
-    "p",
+    "pvalue",
     "n0",
     "sigma2_between",
     "sigma2_within",
@@ -48,16 +48,23 @@ COMPARE_KEYS = [
     "a",
     "b",
     "n_tasks",
+    "n_dropped_a",
+    "n_dropped_b",
     "mean_a",
     "mean_b",
     "diff",
     "se_paired",
     "ci_low",
     "ci_high",
-    "p_paired",
+    "pvalue",
     "mcnemar",
     "bootstrap",
     "mdd",
+    "power_analysis",
+    "sigma2_between",
+    "sigma2_within",
+    "confidence",
+    "warnings",
 ]
 
 
@@ -127,8 +134,12 @@ def test_compare_json_shape_and_sign(capsys):
         capsys, ["compare", str(EXAMPLE), "--group", "model", a, b, "--resamples", "2000"]
     )
     assert list(out) == COMPARE_KEYS
-    assert list(out["mcnemar"]) == ["n01", "n10", "chi2", "p", "p_exact"]
-    assert list(out["bootstrap"]) == ["ci_low", "ci_high", "se", "n_resamples", "seed"]
+    assert list(out["mcnemar"]) == [
+        "n01", "n10", "n_pairs", "statistic", "pvalue_chi2", "pvalue_exact", "pvalue", "method"
+    ]  # fmt: skip
+    assert list(out["bootstrap"]) == [
+        "diff", "ci_low", "ci_high", "se", "n_resamples", "seed", "confidence"
+    ]  # fmt: skip
     assert out["diff"] == pytest.approx(out["mean_a"] - out["mean_b"])
     assert out["mean_a"] == pytest.approx(0.68) and out["mean_b"] == pytest.approx(0.608)
     frame = pd.read_csv(EXAMPLE).pivot_table(
@@ -218,3 +229,18 @@ def test_compare_without_a_group_column_says_so(tmp_path, capsys):
     p.write_text("agent,task_id,trial,score\np,a,0,1\nq,a,0,0\n")
     assert main(["compare", str(p), "p", "q"]) == 2
     assert "give --group COL" in capsys.readouterr().err
+
+
+def test_compare_text_says_why_mcnemar_was_skipped(tmp_path, capsys):
+    # partial credit: McNemar does not apply; the JSON says null, the text says why
+    p = tmp_path / "partial.csv"
+    rows = ["task_id,trial,score,agent"]
+    for i, (x, y) in enumerate([(0.5, 1), (0, 1), (1, 0.5), (1, 1)]):
+        rows += [f"t{i},0,{x},x", f"t{i},0,{y},y"]
+    p.write_text("\n".join(rows) + "\n")
+    with pytest.warns(RuntimeWarning, match="not binary"):
+        out = run_json(capsys, ["compare", str(p), "--group", "agent", "x", "y"])
+    assert out["mcnemar"] is None and out["pvalue"] is not None
+    with pytest.warns(RuntimeWarning, match="not binary"):
+        assert main(["compare", str(p), "--group", "agent", "x", "y"]) == 0
+    assert "McNemar          skipped: scores are not binary (0/1)" in capsys.readouterr().out

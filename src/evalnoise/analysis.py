@@ -19,42 +19,60 @@ from evalnoise.stats.accuracy import AccuracyResult
 from evalnoise.stats.icc import ICCResult
 from evalnoise.stats.proportion import wilson_interval
 
+#: What a group record takes from each result, by the result's own field names: the
+#: accuracy (:class:`~evalnoise.stats.AccuracyResult`) and the ICC
+#: (:class:`~evalnoise.stats.ICCResult`, whose ``statistic``/``df1``/``df2``/``pvalue`` are
+#: its F test of ICC = 0).
+ACCURACY_FIELDS = (
+    "n_tasks",
+    "n_obs",
+    "mean",
+    "mean_pooled",
+    "se_naive",
+    "se_clustered",
+    "ci_low",
+    "ci_high",
+    "ci_method",
+    "design_effect",
+)
+ICC_FIELDS = (
+    "icc",
+    "ci_low",
+    "ci_high",
+    "se",
+    "icc_k",
+    "icc_plugin",
+    "statistic",
+    "df1",
+    "df2",
+    "pvalue",
+    "n0",
+    "sigma2_between",
+    "sigma2_within",
+    "interpretation",
+)
+#: ICC fields that would read as the accuracy's beside it: they take the prefix ``icc_``.
+ICC_PREFIXED = ("ci_low", "ci_high", "se")
+
 
 def group_record(group: str, acc: AccuracyResult, icc: ICCResult) -> dict[str, Any]:
-    """One group's numbers, with exactly the keys ``evalnoise analyze --json`` promises.
+    """One group's numbers, with exactly the keys ``evalnoise analyze --json`` promises: the
+    :data:`ACCURACY_FIELDS` and :data:`ICC_FIELDS` (and the ICC's ``between_query_se``, paper
+    eq. 11) of the two results' ``to_dict()`` (NaN as None), under their own names but for
+    :data:`ICC_PREFIXED` (``icc_ci_low``, ``icc_se``…).
 
     ``mean`` is the mean of the task means (each task weighs 1), ``mean_pooled`` the mean
     over all trials (paper eq. 2; equal for a balanced design); ``ci_method`` says whether
     ``ci_low``/``ci_high`` are the clustered interval or the Wilson fallback used when every
     task mean is equal (see :func:`evalnoise.stats.accuracy`).
     """
+    a, i = acc.to_dict(), icc.to_dict()
     return {
         "group": group,
-        "n_tasks": acc.n_tasks,
-        "n_obs": acc.n_obs,
-        "mean": acc.mean,
-        "mean_pooled": acc.mean_pooled,
-        "se_naive": acc.se_naive,
-        "se_clustered": acc.se_clustered,
-        "ci_low": acc.ci_low,
-        "ci_high": acc.ci_high,
-        "ci_method": acc.ci_method,
-        "design_effect": acc.design_effect,
-        "icc": icc.icc,
-        "icc_ci_low": icc.ci_low,
-        "icc_ci_high": icc.ci_high,
-        "icc_se": icc.se_bonett,
-        "icc_k": icc.icc_k,
-        "icc_plugin": icc.icc_plugin,
-        "f": icc.f_stat,
-        "df1": icc.df1,
-        "df2": icc.df2,
-        "p": icc.p_value,
-        "n0": icc.n0,
-        "sigma2_between": icc.sigma2_between,
-        "sigma2_within": icc.sigma2_within,
-        "interpretation": icc.interpretation,
+        **{k: a[k] for k in ACCURACY_FIELDS},
+        **{(f"icc_{k}" if k in ICC_PREFIXED else k): i[k] for k in ICC_FIELDS},
         "warnings": list(dict.fromkeys([*acc.warnings, *icc.warnings])),
+        "between_query_se": i["between_query_se"],
     }
 
 
@@ -74,10 +92,10 @@ ESTIMATE_KEYS = (
     "icc_se",
     "icc_k",
     "icc_plugin",
-    "f",
+    "statistic",
     "df1",
     "df2",
-    "p",
+    "pvalue",
     "n0",
     "sigma2_between",
     "sigma2_within",
@@ -99,9 +117,7 @@ def group_stats(
     (paper eq. 6). The one implementation behind ``evalnoise analyze`` and the pipeline."""
     acc = accuracy(scores, tasks, confidence=confidence, cluster_se=cluster_se, quantile=quantile)
     icc = icc_oneway(scores, tasks, confidence=confidence)
-    record = group_record(group, acc, icc)
-    record["between_query_se"] = icc.between_query_se
-    return record
+    return group_record(group, acc, icc)
 
 
 def undefined_group_record(group: str, reason: str) -> dict[str, Any]:
@@ -270,8 +286,10 @@ def compare_all_pairs(
 ) -> list[dict[str, Any]]:
     """Every pair of groups (sorted names, diff = a − b), each p also Holm-adjusted.
 
-    ``p_paired_holm`` and ``mcnemar.p_holm`` adjust within their own family (all pairs), by
-    Holm's step-down procedure.
+    Each record is :meth:`evalnoise.stats.ComparisonResult.to_dict` (NaN as None; ``mcnemar``
+    None when McNemar does not apply) plus ``pvalue_holm`` and ``mcnemar.pvalue_holm``, the
+    paired t's and McNemar's p-values Holm-adjusted within their own family (all pairs;
+    None when undefined).
     """
     parts = {str(g): p for g, p in frame.groupby("group", sort=True)}
     records = []
@@ -289,13 +307,25 @@ def compare_all_pairs(
             n_resamples=n_resamples,
             seed=seed,
         )
-        rec = res.to_dict()
-        rec["warnings"] = list(res.warnings)
-        records.append(rec)
+        records.append(res.to_dict())
     if records:
-        holm_into(records, lambda r: r["p_paired"], "p_paired_holm")
-        holm_into(records, lambda r: r["mcnemar"]["p"], "p_holm", nested="mcnemar")
+        holm_comparisons(records)
     return records
+
+
+def holm_comparisons(records: list[dict[str, Any]], *, undefined: float | None = None) -> None:
+    """Holm-adjust the comparison records' paired-t ``pvalue`` into ``pvalue_holm`` and
+    McNemar's ``pvalue`` into ``mcnemar.pvalue_holm``, each family over all ``records``
+    (:func:`holm_into`); an undefined adjusted p is ``undefined`` (None, as ``to_dict()``
+    writes NaN), and a record without McNemar keeps ``mcnemar`` None."""
+    holm_into(records, lambda r: r["pvalue"], "pvalue_holm", undefined=undefined)
+    holm_into(
+        records,
+        lambda r: (r["mcnemar"] or {}).get("pvalue"),
+        "pvalue_holm",
+        nested="mcnemar",
+        undefined=undefined,
+    )
 
 
 def holm_into(
@@ -309,12 +339,15 @@ def holm_into(
     """Holm-adjust the p-values ``get(r)`` over ``records`` as one family and store each in
     ``r[key]`` (``r[nested][key]`` with ``nested``): :func:`evalnoise.stats.holm`,
     p̃_(j) = min(1, max_{i ≤ j} (m − i + 1) p_(i)) over the m defined p-values. A p-value
-    that is None or not finite is not in the family; its adjusted value is ``undefined``."""
+    that is None or not finite is not in the family; its adjusted value is ``undefined``. A
+    record whose ``r[nested]`` is None (the test did not apply) is left as it is."""
     p = np.array([np.nan if get(r) is None else get(r) for r in records], dtype=float)
     p[~np.isfinite(p)] = np.nan
     adjusted = holm(p) if len(p) else p
     for r, v in zip(records, adjusted, strict=True):
-        (r[nested] if nested else r)[key] = float(v) if np.isfinite(v) else undefined
+        target = r[nested] if nested else r
+        if target is not None:
+            target[key] = float(v) if np.isfinite(v) else undefined
 
 
 #: The starts of the ICC warnings that say trials of a task did not vary (stats.icc_oneway).

@@ -29,7 +29,8 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return [jsonable(v) for v in value.tolist()]
+        # tolist() of a 0-d array is its scalar, of any other a (nested) list.
+        return jsonable(value.tolist())
     if isinstance(value, (np.bool_, bool)):
         return bool(value)
     if isinstance(value, (np.integer,)):

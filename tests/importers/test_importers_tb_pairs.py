@@ -30,7 +30,7 @@ def _check_against_scipy(pairs, trials) -> None:
         assert r.diff == pytest.approx(float((a - b).mean()), abs=1e-12)
         if np.allclose(a, b):
             continue
-        assert r.p == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-9)
+        assert r.pvalue == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-9)
 
 
 def test_excerpt(script, data_dir: Path, tmp_path: Path, capsys) -> None:
@@ -39,8 +39,8 @@ def test_excerpt(script, data_dir: Path, tmp_path: Path, capsys) -> None:
     assert len(pairs) == 3
     assert (pairs["mean_a"] >= pairs["mean_b"]).all()  # A is the higher-ranked agent
     assert (pairs["n_tasks"] == 5).all()
-    assert (pairs["p_holm"] >= pairs["p"]).all()
-    assert (pairs["distinguishable"] == (pairs["p_holm"] <= 0.05)).all()
+    assert (pairs["pvalue_holm"] >= pairs["pvalue"]).all()
+    assert (pairs["distinguishable"] == (pairs["pvalue_holm"] <= 0.05)).all()
     _check_against_scipy(pairs, trials)
     # a Parquet made by `evalnoise import` gives the same table
     out = tmp_path / "tb.parquet"
@@ -59,8 +59,8 @@ def test_full_leaderboard(script, shared_data) -> None:
     assert (pairs["n_tasks"] == 80).all()
     _check_against_scipy(pairs, trials)
     # Holm: the adjusted p-values keep the order of the raw ones
-    order = np.argsort(pairs["p"].to_numpy(), kind="stable")
-    assert np.all(np.diff(pairs["p_holm"].to_numpy()[order]) >= 0)
+    order = np.argsort(pairs["pvalue"].to_numpy(), kind="stable")
+    assert np.all(np.diff(pairs["pvalue_holm"].to_numpy()[order]) >= 0)
     yes = {
         (a, b)
         for a, b, d in zip(pairs["a"], pairs["b"], pairs["distinguishable"], strict=True)

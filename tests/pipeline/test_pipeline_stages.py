@@ -153,18 +153,18 @@ def test_compare_and_summarize(shards):
     stats = [analyze_group(g, OPTIONS, policy="as incorrect") for g in groups.values()]
     conv = [convergence_table(g, OPTIONS) for g in groups.values()]
     budgets = [budget_table(s, OPTIONS, max_tasks=None) for s in stats]
-    extra = dict(agents, within="3x", a="a@3x", b="b@3x", p_paired=0.01)
+    extra = dict(agents, within="3x", a="a@3x", b="b@3x", pvalue=0.01)
     result = summarize(stats, [profiles, agents, extra], conv, budgets, confidence=0.95)
     assert [g["group"] for g in result["groups"]] == ["a@1x", "a@3x", "b@1x"]
     # Holm over the run's whole family: agents and resource profiles together
     family = result["comparisons"]
     assert len(family) == 3
-    expected = holm(np.array([r["p_paired"] for r in family]))
-    assert [r["p_paired_holm"] for r in family] == pytest.approx(list(expected))
+    expected = holm(np.array([r["pvalue"] for r in family]))
+    assert [r["pvalue_holm"] for r in family] == pytest.approx(list(expected))
     lone = [r for r in family if r["kind"] == "resource_profiles"]
-    assert lone[0]["p_paired_holm"] >= lone[0]["p_paired"]
+    assert lone[0]["pvalue_holm"] >= lone[0]["pvalue"]
     # a pair file never claims an adjustment over a family of one
-    assert "p_paired_holm" not in agents and "p_holm" not in agents["mcnemar"]
+    assert "pvalue_holm" not in agents and "pvalue_holm" not in agents["mcnemar"]
     assert list(result["profiles"]["group"]) == ["a@1x", "a@3x", "b@1x"]
     assert set(result["convergence"]["group"]) == {"a@1x", "a@3x", "b@1x"}
     assert "a@1x:" in result["summary"] and "Holm p" in result["summary"]

@@ -156,9 +156,9 @@ def test_budget_chart_labels_the_recommendation() -> None:
 
 def test_comparisons_chart_colours_by_holm_p() -> None:
     comps = [
-        {"a": "x", "b": "y", "diff": 0.1, "ci_low": 0.02, "ci_high": 0.18, "p_paired_holm": 0.01},
-        {"a": "x", "b": "z", "diff": 0.0, "ci_low": -0.1, "ci_high": 0.1, "p_paired_holm": 0.9},
-        {"a": "y", "b": "z", "diff": 0.0, "ci_low": -0.1, "ci_high": 0.1, "p_paired_holm": None},
+        {"a": "x", "b": "y", "diff": 0.1, "ci_low": 0.02, "ci_high": 0.18, "pvalue_holm": 0.01},
+        {"a": "x", "b": "z", "diff": 0.0, "ci_low": -0.1, "ci_high": 0.1, "pvalue_holm": 0.9},
+        {"a": "y", "b": "z", "diff": 0.0, "ci_low": -0.1, "ci_high": 0.1, "pvalue_holm": None},
     ]
     spec = chart_spec(charts.comparisons_chart(pd.DataFrame(comps)))
     (rows,) = _datasets(spec)

@@ -62,7 +62,7 @@ def test_kappa_and_se_match_statsmodels(cells):
     assert res.kappa_se == pytest.approx(ref.std_kappa, rel=1e-10)
     assert res.kappa_se0 == pytest.approx(ref.std_kappa0, rel=1e-10)
     assert res.kappa_max == pytest.approx(ref.kappa_max, rel=1e-12)
-    assert res.kappa_p_value == pytest.approx(ref.pvalue_two_sided, rel=1e-8)
+    assert res.kappa_pvalue == pytest.approx(ref.pvalue_two_sided, rel=1e-8)
     z = 1.959963984540054
     assert res.kappa_ci_low == pytest.approx(max(ref.kappa - z * ref.std_kappa, -1), rel=1e-9)
     assert res.kappa_ci_high == pytest.approx(min(ref.kappa + z * ref.std_kappa, 1), rel=1e-9)

@@ -32,9 +32,9 @@ def _pingouin_icc1(df, targets, raters, ratings):
 
 def _assert_matches_pingouin(res, single, average):
     assert res.icc == pytest.approx(single["ICC"], rel=1e-10)
-    assert res.f_stat == pytest.approx(single["F"], rel=1e-10)
+    assert res.statistic == pytest.approx(single["F"], rel=1e-10)
     assert (res.df1, res.df2) == (single["df1"], single["df2"])
-    assert res.p_value == pytest.approx(single["pval"], rel=1e-8, abs=1e-300)
+    assert res.pvalue == pytest.approx(single["pval"], rel=1e-8, abs=1e-300)
     assert (res.ci_low, res.ci_high) == pytest.approx(tuple(single["CI95"]), rel=1e-10)
     assert res.icc_k == pytest.approx(average["ICC"], rel=1e-10)
     assert (res.icc_k_ci_low, res.icc_k_ci_high) == pytest.approx(tuple(average["CI95"]), rel=1e-10)
@@ -86,9 +86,9 @@ def test_shrout_fleiss_1979_published_values(shrout_fleiss):
     assert res.icc_k == pytest.approx(0.44, abs=0.005)
     assert res.ms_between == pytest.approx(11.24, abs=0.005)
     assert res.ms_within == pytest.approx(6.26, abs=0.005)
-    assert res.f_stat == pytest.approx(1.79, abs=0.005)
+    assert res.statistic == pytest.approx(1.79, abs=0.005)
     assert (res.df1, res.df2, res.n0) == (5, 18, 4)
-    assert res.p_value == pytest.approx(0.165, abs=0.0005)
+    assert res.pvalue == pytest.approx(0.165, abs=0.0005)
     assert (res.ci_low, res.ci_high) == pytest.approx((-0.13, 0.72), abs=0.005)
     assert (res.icc_k_ci_low, res.icc_k_ci_high) == pytest.approx((-0.88, 0.91), abs=0.005)
     assert res.interpretation == "poor"
@@ -105,7 +105,7 @@ def test_pingouin_wine_dataset(exact_pingouin_ci):
     res = icc_oneway(data["Scores"].to_numpy(), data["Wine"].to_numpy())
     # pingouin's docstring: ICC(1,1) 0.728, F 11.680 on (7, 24), CI95 [0.43, 0.93].
     assert res.icc == pytest.approx(0.728, abs=5e-4)
-    assert res.f_stat == pytest.approx(11.680, abs=5e-4)
+    assert res.statistic == pytest.approx(11.680, abs=5e-4)
     _assert_matches_pingouin(res, *_pingouin_icc1(data, "Wine", "Judge", "Scores"))
 
 
@@ -151,8 +151,8 @@ def test_unbalanced_binary_matches_statsmodels_anova(seed):
     res = icc_oneway(y, tasks)
     assert res.ms_between == pytest.approx(table.loc["C(task)", "mean_sq"], rel=1e-10)
     assert res.ms_within == pytest.approx(table.loc["Residual", "mean_sq"], rel=1e-10)
-    assert res.f_stat == pytest.approx(table.loc["C(task)", "F"], rel=1e-10)
-    assert res.p_value == pytest.approx(table.loc["C(task)", "PR(>F)"], rel=1e-8)
+    assert res.statistic == pytest.approx(table.loc["C(task)", "F"], rel=1e-10)
+    assert res.pvalue == pytest.approx(table.loc["C(task)", "PR(>F)"], rel=1e-8)
     assert (res.df1, res.df2) == (table.loc["C(task)", "df"], table.loc["Residual", "df"])
     ref = _direct_loop(y, tasks)
     for name, value in ref.items():
@@ -182,7 +182,7 @@ def test_component_identities():
     assert res.icc_plugin == pytest.approx(
         res.var_task_means / (res.var_task_means + res.sigma2_within), rel=1e-12
     )
-    assert res.se_bonett == pytest.approx(float(bonett_se(res.icc, res.n0, res.n_tasks)))
+    assert res.se == pytest.approx(float(bonett_se(res.icc, res.n0, res.n_tasks)))
 
 
 # --- Bonett (2002) -----------------------------------------------------------------------
@@ -253,8 +253,8 @@ def test_plugin_is_biased_upward_at_small_trial_counts():
 
 def test_all_equal_scores_are_nan_with_reason():
     res = icc_oneway(np.full(12, 0.1), np.repeat(np.arange(4), 3))
-    assert np.isnan(res.icc) and np.isnan(res.icc_plugin) and np.isnan(res.f_stat)
-    assert np.isnan(res.ci_low) and np.isnan(res.se_bonett)
+    assert np.isnan(res.icc) and np.isnan(res.icc_plugin) and np.isnan(res.statistic)
+    assert np.isnan(res.ci_low) and np.isnan(res.se)
     assert res.ms_between == 0.0 and res.ms_within == 0.0
     assert res.interpretation == "undefined"
     assert any("every score is equal" in w for w in res.warnings)
@@ -279,7 +279,7 @@ def test_deterministic_tasks_give_icc_one():
     res = icc_oneway(np.repeat([0.0, 1.0, 1.0, 0.0], 3), np.repeat(np.arange(4), 3))
     assert res.icc == 1.0 and res.icc_k == 1.0 and res.icc_plugin == 1.0
     assert (res.ci_low, res.ci_high) == (1.0, 1.0)
-    assert res.f_stat == np.inf and res.p_value == 0.0 and res.se_bonett == 0.0
+    assert res.statistic == np.inf and res.pvalue == 0.0 and res.se == 0.0
     assert any("within-task variance is zero" in w for w in res.warnings)
 
 
@@ -289,7 +289,7 @@ def test_equal_task_means_give_negative_icc():
     assert res.ms_between == 0.0
     assert res.icc == pytest.approx(-1 / (res.n0 - 1))
     assert res.sigma2_between < 0 and np.isnan(res.icc_k)
-    assert res.p_value == 1.0
+    assert res.pvalue == 1.0
     assert res.ci_low <= res.icc <= res.ci_high
 
 
@@ -381,7 +381,7 @@ def test_properties(design):
     scores, tasks, perm = design
     res = icc_oneway(scores, tasks)
     other = icc_oneway(scores[perm], np.array([f"x{99 - t}" for t in tasks])[perm])
-    for name in ("icc", "ci_low", "ci_high", "icc_plugin", "f_stat", "between_query_se"):
+    for name in ("icc", "ci_low", "ci_high", "icc_plugin", "statistic", "between_query_se"):
         a, b = getattr(res, name), getattr(other, name)
         assert (np.isnan(a) and np.isnan(b)) or a == pytest.approx(b, rel=1e-9, abs=1e-12)
     if np.isfinite(res.icc):

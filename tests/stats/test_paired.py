@@ -60,8 +60,8 @@ def test_paired_difference_matches_scipy_ttest_rel_with_inner_join():
     assert res.diff == pytest.approx(ma.mean() - mb.mean(), abs=1e-14)
     assert res.mean_a == pytest.approx(ma.mean(), abs=1e-14)
     assert res.mean_b == pytest.approx(mb.mean(), abs=1e-14)
-    assert res.t == pytest.approx(ref.statistic, rel=1e-12)
-    assert res.p == pytest.approx(ref.pvalue, rel=1e-10)
+    assert res.statistic == pytest.approx(ref.statistic, rel=1e-12)
+    assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-10)
     assert res.df == 25
     assert res.se == pytest.approx(np.std(ma - mb, ddof=1) / math.sqrt(26), rel=1e-12)
     assert (res.ci_low, res.ci_high) == (
@@ -75,13 +75,18 @@ def test_paired_difference_degenerate_cases():
     tasks = np.repeat(np.arange(4), 2)
     ones, zeros = np.ones(8), np.zeros(8)
     same = paired_difference(ones, tasks, ones, tasks)
-    assert (same.diff, same.se, same.p) == (0.0, 0.0, 1.0)
-    assert math.isnan(same.t)
+    assert (same.diff, same.se, same.pvalue) == (0.0, 0.0, 1.0)
+    assert math.isnan(same.statistic)
     shifted = paired_difference(ones, tasks, zeros, tasks)
-    assert (shifted.diff, shifted.se, shifted.p, shifted.t) == (1.0, 0.0, 0.0, math.inf)
+    assert (shifted.diff, shifted.se, shifted.pvalue, shifted.statistic) == (
+        1.0,
+        0.0,
+        0.0,
+        math.inf,
+    )
     one = paired_difference([1.0, 0.0], ["x", "x"], [0.0], ["x"])
     assert one.n_tasks == 1 and one.diff == 0.5
-    assert math.isnan(one.se) and math.isnan(one.p) and math.isnan(one.ci_low)
+    assert math.isnan(one.se) and math.isnan(one.pvalue) and math.isnan(one.ci_low)
     with pytest.raises(ValueError, match="no task in common"):
         paired_difference([1.0], ["x"], [1.0], ["y"])
     with pytest.raises(ValueError):
@@ -110,7 +115,9 @@ def test_paired_difference_antisymmetric_and_relabel_invariant(data, n_trials):
     assert ba.diff == pytest.approx(-ab.diff, abs=1e-12)
     assert ba.se == pytest.approx(ab.se, abs=1e-12)
     assert ba.ci_low == pytest.approx(-ab.ci_high, abs=1e-12)
-    assert (math.isnan(ab.p) and math.isnan(ba.p)) or ba.p == pytest.approx(ab.p, abs=1e-12)
+    assert (math.isnan(ab.pvalue) and math.isnan(ba.pvalue)) or ba.pvalue == pytest.approx(
+        ab.pvalue, abs=1e-12
+    )
 
     # Relabel tasks with a bijection onto strings and shuffle the rows of each agent.
     perm = np.random.default_rng(n_tasks).permutation(n_tasks)
@@ -120,7 +127,9 @@ def test_paired_difference_antisymmetric_and_relabel_invariant(data, n_trials):
     re = paired_difference(ya[oa], names[tasks][oa], yb[ob], names[tasks][ob])
     assert re.diff == pytest.approx(ab.diff, abs=1e-12)
     assert re.se == pytest.approx(ab.se, abs=1e-12)
-    assert (math.isnan(ab.p) and math.isnan(re.p)) or re.p == pytest.approx(ab.p, abs=1e-12)
+    assert (math.isnan(ab.pvalue) and math.isnan(re.pvalue)) or re.pvalue == pytest.approx(
+        ab.pvalue, abs=1e-12
+    )
 
 
 # --- mcnemar ----------------------------------------------------------------------------------
@@ -140,10 +149,10 @@ def test_mcnemar_r_documentation_example():
     a, b = _pairs(794, 150, 86, 570)
     res = mcnemar(a, b)
     assert (res.n10, res.n01, res.n_pairs) == (150, 86, 1600)
-    assert res.chi2 == pytest.approx(16.818, abs=5e-4)
-    assert res.chi2 == pytest.approx(63**2 / 236, rel=1e-14)
-    assert res.p_chi2 == pytest.approx(4.115e-05, abs=5e-9)
-    assert res.method == "chi2" and res.p == res.p_chi2
+    assert res.statistic == pytest.approx(16.818, abs=5e-4)
+    assert res.statistic == pytest.approx(63**2 / 236, rel=1e-14)
+    assert res.pvalue_chi2 == pytest.approx(4.115e-05, abs=5e-9)
+    assert res.method == "chi2" and res.pvalue == res.pvalue_chi2
 
 
 @settings(max_examples=80, deadline=None)
@@ -156,18 +165,20 @@ def test_mcnemar_matches_statsmodels(n01, n10, n11, n00):
     table = [[n11, n10], [n01, n00]]
     assert (res.n01, res.n10) == (n01, n10)
     if n01 + n10 == 0:
-        assert math.isnan(res.chi2) and res.p == res.p_exact == res.p_chi2 == 1.0
+        assert (
+            math.isnan(res.statistic) and res.pvalue == res.pvalue_exact == res.pvalue_chi2 == 1.0
+        )
         return
     approx = sm_mcnemar(table, exact=False, correction=True)
     exact = sm_mcnemar(table, exact=True)
-    assert res.chi2 == pytest.approx(approx.statistic, rel=1e-12)
-    assert res.p_chi2 == pytest.approx(approx.pvalue, rel=1e-9)
-    assert res.p_exact == pytest.approx(exact.pvalue, rel=1e-9)
-    assert res.p_exact == pytest.approx(stats.binomtest(n10, n01 + n10, 0.5).pvalue, rel=1e-9)
-    assert res.p == (res.p_exact if n01 + n10 < 25 else res.p_chi2)
+    assert res.statistic == pytest.approx(approx.statistic, rel=1e-12)
+    assert res.pvalue_chi2 == pytest.approx(approx.pvalue, rel=1e-9)
+    assert res.pvalue_exact == pytest.approx(exact.pvalue, rel=1e-9)
+    assert res.pvalue_exact == pytest.approx(stats.binomtest(n10, n01 + n10, 0.5).pvalue, rel=1e-9)
+    assert res.pvalue == (res.pvalue_exact if n01 + n10 < 25 else res.pvalue_chi2)
     swapped = mcnemar(b, a)
     assert (swapped.n01, swapped.n10) == (n10, n01)
-    assert swapped.p == pytest.approx(res.p, rel=1e-12)
+    assert swapped.pvalue == pytest.approx(res.pvalue, rel=1e-12)
 
 
 def test_mcnemar_threshold_and_input_checks():
@@ -293,7 +304,7 @@ def test_one_implementation_of_mcnemar_exact_holm_and_bh():
     rng = np.random.default_rng(3)
     a, b = (rng.random((2, 60)) < 0.5).astype(float)
     res = mcnemar(a, b)
-    assert res.p_exact == float(paired_mod.mcnemar_exact_p(res.n01, res.n10))
+    assert res.pvalue_exact == float(paired_mod.mcnemar_exact_p(res.n01, res.n10))
     p = np.array([0.01, np.nan, 0.04, 0.03])
     assert np.isnan(paired_mod.benjamini_hochberg(p)[1]) and np.isnan(holm(p)[1])
 
@@ -301,8 +312,9 @@ def test_one_implementation_of_mcnemar_exact_holm_and_bh():
 # --- compare ----------------------------------------------------------------------------------
 
 CLI_KEYS = {
-    "a", "b", "n_tasks", "mean_a", "mean_b", "diff", "se_paired", "ci_low", "ci_high",
-    "p_paired", "mcnemar", "bootstrap", "mdd",
+    "a", "b", "n_tasks", "n_dropped_a", "n_dropped_b", "mean_a", "mean_b", "diff",
+    "se_paired", "ci_low", "ci_high", "pvalue", "mcnemar", "bootstrap", "mdd",
+    "power_analysis", "sigma2_between", "sigma2_within", "confidence", "warnings",
 }  # fmt: skip
 
 
@@ -319,13 +331,18 @@ def test_compare_bundles_the_pieces():
     res = compare(ta, ra, ya, tb, rb, yb, names=("gpt", "claude"), n_resamples=4000, seed=9)
     rec = res.to_dict()
     assert set(rec) == CLI_KEYS
-    assert set(rec["mcnemar"]) == {"n01", "n10", "chi2", "p", "p_exact"}
-    assert set(rec["bootstrap"]) == {"ci_low", "ci_high", "se", "n_resamples", "seed"}
+    assert rec["mcnemar"] == res.mcnemar.to_dict()
+    assert set(rec["mcnemar"]) == {
+        "n01", "n10", "n_pairs", "statistic", "pvalue_chi2", "pvalue_exact", "pvalue", "method"
+    }  # fmt: skip
+    assert set(rec["bootstrap"]) == {
+        "diff", "ci_low", "ci_high", "se", "n_resamples", "seed", "confidence"
+    }  # fmt: skip
     assert (rec["a"], rec["b"], rec["bootstrap"]["seed"]) == ("gpt", "claude", 9)
 
     pdiff = paired_difference(ya, ta, yb, tb)
     assert rec["diff"] == pdiff.diff == pytest.approx(rec["mean_a"] - rec["mean_b"])
-    assert (rec["se_paired"], rec["p_paired"]) == (pdiff.se, pdiff.p)
+    assert (rec["se_paired"], rec["pvalue"]) == (pdiff.se, pdiff.pvalue)
     assert res.bootstrap == paired_bootstrap(
         pdiff.task_means_a, pdiff.task_means_b, n_resamples=4000, seed=9
     )
@@ -382,7 +399,7 @@ def test_compare_non_binary_scores_skip_mcnemar_with_warning():
     with pytest.warns(RuntimeWarning, match="not binary"):
         res = compare(ta, ra, ya, tb, rb, yb, n_resamples=200)
     assert res.mcnemar is None
-    assert all(math.isnan(v) for v in res.to_dict()["mcnemar"].values())
+    assert res.to_dict()["mcnemar"] is None
     assert math.isfinite(res.diff) and math.isfinite(res.mdd)
 
 
@@ -418,8 +435,8 @@ def test_compare_single_trial_per_task_still_gives_mdd():
 def test_mcnemar_switches_to_chi2_at_the_threshold():
     below = mcnemar(*_pairs(5, 14, 10, 5))  # 24 discordant pairs
     at = mcnemar(*_pairs(5, 15, 10, 5))  # 25
-    assert (below.method, below.p) == ("exact", below.p_exact)
-    assert (at.method, at.p) == ("chi2", at.p_chi2)
+    assert (below.method, below.pvalue) == ("exact", below.pvalue_exact)
+    assert (at.method, at.pvalue) == ("chi2", at.pvalue_chi2)
 
 
 def test_paired_bootstrap_resamples_tasks_as_documented():

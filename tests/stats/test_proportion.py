@@ -82,7 +82,8 @@ def test_contains_the_estimate_and_has_positive_width(p, n, deff, confidence):
 
 
 def test_shared_result_helpers():
-    # One JSON conversion (stats._results.plain) behind every to_dict(); one "Wilson or NaN".
+    # In-memory records (stats._results.plain: NaN stays NaN; to_dict() is jsonable's, see
+    # test_result_vocabulary.py); one "Wilson or NaN".
     value = {"a": (np.float64(0.5), np.int64(2)), "b": np.array([[1, 2]]), "c": pd.NA}
     assert plain(value) == {"a": [0.5, 2], "b": [[1, 2]], "c": None}
     assert np.isnan(plain(np.float32("nan")))

@@ -92,12 +92,17 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"  difference (a−b) {pct(rec['diff'])}  {args.confidence:.0%} CI "
         f"[{pct(rec['ci_low'])}, {pct(rec['ci_high'])}]  paired SE {fmt(rec['se_paired'])}"
-        f"  p = {fmt(rec['p_paired'], '.3g')}"
+        f"  p = {fmt(rec['pvalue'], '.3g')}"
     )
-    print(
-        f"  McNemar          n01 = {m['n01']} (a wrong, b right), n10 = {m['n10']}, "
-        f"χ² = {fmt(m['chi2'])}, p = {fmt(m['p'], '.3g')} (exact {fmt(m['p_exact'], '.3g')})"
-    )
+    if m is None:
+        why = next((w for w in rec["warnings"] if w.startswith("McNemar ")), "McNemar n/a")
+        print(f"  McNemar          {why.removeprefix('McNemar ')}")
+    else:
+        print(
+            f"  McNemar          n01 = {m['n01']} (a wrong, b right), n10 = {m['n10']}, "
+            f"χ² = {fmt(m['statistic'])}, p = {fmt(m['pvalue'], '.3g')} "
+            f"(exact {fmt(m['pvalue_exact'], '.3g')})"
+        )
     print(
         f"  paired bootstrap {args.confidence:.0%} CI [{pct(bs['ci_low'])}, "
         f"{pct(bs['ci_high'])}], SE {fmt(bs['se'])} ({bs['n_resamples']} resamples, "

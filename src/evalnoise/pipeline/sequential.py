@@ -32,13 +32,12 @@ Everything here is pure (no file I/O): the rule scripts read and write the recor
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from evalnoise.formatting import jsonable
 from evalnoise.pipeline.plan import format_range, group_label
 
 __all__ = [
@@ -355,7 +354,7 @@ def decide_unit(
         )
     except ValueError as error:
         raise ValueError(f"{unit.label}, round {round_}: {error}") from None
-    fields = jsonable(asdict(decision))  # NaN → None, tuples → lists: as written
+    fields = decision.to_dict()  # NaN → None, tuples → lists: as written
     if not decision.stop and round_ + 1 >= settings.max_rounds:
         fields |= {
             "stop": True,

@@ -23,7 +23,7 @@ from evalnoise.analysis import (
     compare_all_pairs,
     failure_readings,
     group_stats,
-    holm_into,
+    holm_comparisons,
     readings_text,
     reporting_line,
     undefined_group_record,
@@ -294,8 +294,9 @@ def compare_groups(
         raise ValueError(f"expected one pair, got {len(records)}")
     record = records[0]
     # adjusted over the run's whole family of comparisons by summarize(), never here
-    record.pop("p_paired_holm", None)
-    record["mcnemar"].pop("p_holm", None)
+    record.pop("pvalue_holm", None)
+    if record["mcnemar"] is not None:
+        record["mcnemar"].pop("pvalue_holm", None)
     record.update(
         {
             **ident,
@@ -372,11 +373,11 @@ def budget_table(
 
 
 def _holm(records: list[dict[str, Any]]) -> None:
-    """Holm-adjust ``p_paired`` and McNemar's p over the run's whole family of comparisons
-    (every pair that was compared, agents and resource profiles together): the run asks all
-    of these questions at once, so the family-wise error is controlled over all of them."""
-    holm_into(records, lambda r: r["p_paired"], "p_paired_holm", undefined=None)
-    holm_into(records, lambda r: r["mcnemar"]["p"], "p_holm", nested="mcnemar", undefined=None)
+    """Holm-adjust the paired t's and McNemar's p-values over the run's whole family of
+    comparisons (every pair that was compared, agents and resource profiles together): the run
+    asks all of these questions at once, so the family-wise error is controlled over all of
+    them (:func:`evalnoise.analysis.holm_comparisons`)."""
+    holm_comparisons(records)
 
 
 def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
@@ -501,7 +502,8 @@ def summarize(
     ]
     comparisons = [r for r in ordered if not r.get("skipped")]
     for record in comparisons:
-        record["mcnemar"] = dict(record["mcnemar"])
+        if record["mcnemar"] is not None:
+            record["mcnemar"] = dict(record["mcnemar"])
     _holm(comparisons)
     profiles = pd.DataFrame([_profile_row(s) for s in stats], columns=list(PROFILE_COLUMNS))
     from evalnoise.analysis import PER_TASK_COLUMNS
@@ -551,7 +553,7 @@ def summarize(
             f"outcome; policy: {s['infra_policy']}"
         )
     for r in comparisons:
-        p = r.get("p_paired_holm")
+        p = r.get("pvalue_holm")
         p_text = "—" if p is None else f"{p:.3g}"
         lines.append(
             f"{r['kind']} ({r['within']}): {r['a']} − {r['b']} = "
@@ -717,7 +719,7 @@ def metrics(
             "diff": _num(r["diff"]),
             "ci_low": _num(r["ci_low"]),
             "ci_high": _num(r["ci_high"]),
-            "p_holm": _num(r.get("p_paired_holm")),
+            "pvalue_holm": _num(r.get("pvalue_holm")),
         }
     return {
         "valid": not health_problems(stats),

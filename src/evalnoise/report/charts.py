@@ -14,7 +14,7 @@ convergence_chart      tidy: group, trials, estimator, mean, low, high
 budget_chart           n_tasks, trials, se [, group] [, recommended]
 infra_chart            resource_profile, agent, accuracy, ci_low, ci_high, infra_error_rate,
                        infra_ci_low, infra_ci_high [, valid]
-comparisons_chart      a, b, diff, ci_low, ci_high [, p_paired_holm] [, kind]
+comparisons_chart      a, b, diff, ci_low, ci_high [, pvalue_holm] [, kind]
 resource_sensitivity_  agent, profile_a, profile_b, task_id, accuracy_a, accuracy_b,
 chart                  p_adjusted, significant [, between_limits] [, n_pairs] [, p]
                        (:func:`evalnoise.attribution.resource_sensitivity` per agent and pair)
@@ -471,7 +471,7 @@ def _is_false(value: object) -> bool:
 def comparisons_chart(
     comparisons: pd.DataFrame,
     *,
-    p_column: str | None = "p_paired_holm",
+    p_column: str | None = "pvalue_holm",
     alpha: float = 0.05,
     confidence: float = 0.95,
 ) -> alt.TopLevelMixin:
@@ -479,7 +479,7 @@ def comparisons_chart(
 
     Input columns: ``a, b, diff, ci_low, ci_high`` (the records of
     :func:`evalnoise.analysis.compare_all_pairs` fit as they are), optionally ``p_column``
-    (a Holm-adjusted p-value matching the CI — by default ``p_paired_holm``, the paired
+    (a Holm-adjusted p-value matching the CI — by default ``pvalue_holm``, the paired
     test's — that colours the pairs significant at ``alpha``) and ``kind`` (e.g. "agents",
     "resource profiles": one panel each). Rows keep the input order.
     """

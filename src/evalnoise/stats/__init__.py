@@ -2,7 +2,9 @@
 
 Inputs are long arrays — one element per trial — of scores in [0, 1] and task labels (and
 trial indices where pairing needs them); any number of trials per task. Every function
-returns a frozen dataclass with named fields, in the manner of ``scipy.stats`` results.
+returns a frozen dataclass with named fields, in the manner of ``scipy.stats`` results and
+with its vocabulary (``statistic``, ``pvalue``, ``df``, ``ci_low``/``ci_high``); every result
+has ``to_dict()``, JSON-ready with NaN as None.
 Equation numbers refer to Mustahsan et al., *Stochasticity in Agentic Evaluations:
 Quantifying Inconsistency with Intraclass Correlation*.
 """

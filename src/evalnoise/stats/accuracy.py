@@ -21,6 +21,7 @@ import numpy as np
 
 from ._checks import check_probability
 from ._distributions import norm_ppf, t_ppf
+from ._results import DictResult
 from ._tasks import task_sums
 from .proportion import wilson_interval
 
@@ -32,7 +33,7 @@ __all__ = ["AccuracyResult", "accuracy"]
 
 
 @dataclass(frozen=True)
-class AccuracyResult:
+class AccuracyResult(DictResult):
     """Mean score with naive and task-clustered confidence intervals.
 
     Attributes

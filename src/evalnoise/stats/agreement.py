@@ -43,7 +43,7 @@ import pandas as pd
 
 from ._checks import check_probability, judge_and_reference, task_codes
 from ._distributions import norm_ppf, norm_sf
-from ._results import DictResult, plain
+from ._results import DictResult, plain, renamed
 from .proportion import _wilson_or_nan
 
 __all__ = ["AgreementResult", "judge_agreement", "judge_agreement_by_level"]
@@ -69,7 +69,7 @@ class AgreementResult(DictResult):
     kappa : Cohen's κ = (p_o − p_e)/(1 − p_e); NaN when p_e = 1 (both raters constant).
     kappa_se : Fleiss–Cohen–Everitt (1969) asymptotic SE of κ̂ (non-null).
     kappa_ci_low, kappa_ci_high : κ̂ ∓ z·kappa_se, truncated to [−1, 1].
-    kappa_se0 : FCE (1969) SE under H0: κ = 0; kappa_p_value the two-sided z test with it.
+    kappa_se0 : FCE (1969) SE under H0: κ = 0; kappa_pvalue the two-sided z test with it.
     kappa_max : the largest κ the two marginal distributions allow (Cohen 1960).
     kappa_cluster_se, kappa_cluster_ci_low, kappa_cluster_ci_high : SD and percentile
         interval of κ over a bootstrap that resamples whole tasks; NaN without task ids.
@@ -107,7 +107,7 @@ class AgreementResult(DictResult):
     kappa_ci_low: float
     kappa_ci_high: float
     kappa_se0: float
-    kappa_p_value: float
+    kappa_pvalue: float
     kappa_max: float
     kappa_cluster_se: float
     kappa_cluster_ci_low: float
@@ -130,6 +130,9 @@ class AgreementResult(DictResult):
     degenerate_reason: str
     confidence: float
     warnings: tuple[str, ...] = ()
+
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    kappa_p_value = renamed("kappa_pvalue", "kappa_p_value")
 
 
 def _cell_counts(j: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -240,7 +243,7 @@ def judge_agreement(
 
     **κ interval.** ``kappa_se`` is the large-sample SE of Fleiss, Cohen & Everitt (1969,
     non-null case); the interval is :math:`\hat\kappa \pm z\,SE` truncated to
-    [−1, 1]. ``kappa_se0`` is their SE under κ = 0, used for ``kappa_p_value``. Both
+    [−1, 1]. ``kappa_se0`` is their SE under κ = 0, used for ``kappa_pvalue``. Both
     treat trials as independent. Trials of one task are not: a task whose answers the judge
     always misgrades contributes many correlated disagreements. With ``tasks``, the cluster
     bootstrap draws G tasks with replacement ``n_resamples`` times (every trial of a drawn
@@ -301,13 +304,13 @@ def judge_agreement(
         kappa, po, pe = float(k_arr), float(po_arr), float(pe_arr)
 
     z = float(norm_ppf(0.5 + confidence / 2.0))
-    kappa_se = kappa_se0 = p_value = k_low = k_high = kappa_max = nan
+    kappa_se = kappa_se0 = pvalue = k_low = k_high = kappa_max = nan
     if np.isfinite(kappa):
         var, var0 = _fce_variances(counts)
         kappa_se, kappa_se0 = math.sqrt(var), math.sqrt(var0)
         k_low = max(kappa - z * kappa_se, -1.0)
         k_high = min(kappa + z * kappa_se, 1.0)
-        p_value = float(2.0 * norm_sf(abs(kappa) / kappa_se0)) if kappa_se0 > 0 else nan
+        pvalue = float(2.0 * norm_sf(abs(kappa) / kappa_se0)) if kappa_se0 > 0 else nan
         pj1, pr1 = (n11 + n10) / n, m1 / n
         kappa_max = (min(pj1, pr1) + min(1 - pj1, 1 - pr1) - pe) / (1.0 - pe)
     elif n:
@@ -402,7 +405,7 @@ def judge_agreement(
         kappa_ci_low=float(k_low),
         kappa_ci_high=float(k_high),
         kappa_se0=float(kappa_se0),
-        kappa_p_value=float(p_value),
+        kappa_pvalue=float(pvalue),
         kappa_max=float(kappa_max),
         kappa_cluster_se=c_se,
         kappa_cluster_ci_low=c_low,

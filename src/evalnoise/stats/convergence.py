@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from ._results import DictResult
 from ._tasks import task_sums
 from .icc import ICCBatch, _moments_to_batch, icc_batch
 
@@ -44,7 +45,7 @@ _DRAW_BLOCK = 32_768
 
 
 @dataclass(frozen=True, eq=False)
-class ConvergenceResult:
+class ConvergenceResult(DictResult):
     """ICC as a function of the number of trials per task.
 
     Array attributes have one entry per grid point, in increasing ``trials`` order.

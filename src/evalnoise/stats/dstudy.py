@@ -73,7 +73,7 @@ _MAX_GRID = 4_000_000
 
 
 @dataclass(frozen=True)
-class VarianceModel:
+class VarianceModel(DictResult):
     """Variance components with the structure a D study needs.
 
     Attributes
@@ -465,7 +465,7 @@ def dstudy(
 
 
 @dataclass(frozen=True)
-class DesignChoice:
+class DesignChoice(DictResult):
     """One design: sizes per facet, replicates, its variance, SE and cost."""
 
     sizes: dict[str, int]

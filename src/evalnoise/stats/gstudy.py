@@ -85,7 +85,7 @@ from ._gmoments import (
     satterthwaite_interval,
 )
 from ._greml import reml
-from ._results import DictResult, plain
+from ._results import DictResult
 from .gdesign import RESIDUAL, CodedDesign, Design, code_design, parse_facets
 
 __all__ = ["GStudyResult", "NotEstimable", "gstudy"]
@@ -218,10 +218,11 @@ class GStudyResult(DictResult):
             }
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The settings, then ``components``: one record per component (JSON-ready)."""
+    def _record(self) -> dict[str, Any]:
+        """``to_dict()``'s shape: the settings, then ``components``, one record per component
+        (:meth:`to_frame`'s rows with the component's facets)."""
         out = {
-            k: plain(getattr(self, k))
+            k: getattr(self, k)
             for k in (
                 "design",
                 "method",
@@ -245,7 +246,7 @@ class GStudyResult(DictResult):
         }
         frame = self.to_frame()
         out["components"] = [
-            {k: plain(v) for k, v in row.items()} | {"facets": list(f)}
+            row | {"facets": list(f)}
             for row, f in zip(frame.to_dict(orient="records"), self.facets_of, strict=True)
         ]
         out["warnings"] = list(self.warnings)

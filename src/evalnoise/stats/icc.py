@@ -24,6 +24,7 @@ import numpy as np
 
 from ._checks import check_probability
 from ._distributions import f_ppf, f_sf
+from ._results import DictResult, renamed
 from ._tasks import task_sums
 
 __all__ = ["ICCBatch", "ICCResult", "bonett_se", "icc_batch", "icc_oneway", "interpret_icc"]
@@ -39,7 +40,7 @@ _RESID_ZERO_RTOL = (64 * np.finfo(float).eps) ** 2
 
 
 @dataclass(frozen=True)
-class ICCResult:
+class ICCResult(DictResult):
     """One-way random-effects ICC(1,1) of trials nested in tasks.
 
     Attributes
@@ -47,8 +48,9 @@ class ICCResult:
     icc : ANOVA estimator (MSB − MSW) / (MSB + (n0 − 1)·MSW). May be negative.
     ci_low, ci_high : F-based confidence interval (McGraw & Wong 1996, case 1).
     confidence : confidence level of the intervals.
-    f_stat, df1, df2, p_value : F = MSB/MSW on (a − 1, N − a) df; p = P(F' ≥ F) under ICC = 0.
-    se_bonett : Bonett (2002) large-sample SE of ``icc`` with k = n0 trials, n = a tasks.
+    statistic, df1, df2, pvalue : the F test of ICC = 0: F = MSB/MSW on (a − 1, N − a) df,
+        pvalue = P(F' ≥ F) (``scipy.stats.f_oneway``'s statistic and pvalue on the same data).
+    se : Bonett (2002) large-sample SE of ``icc`` with k = n0 trials, n = a tasks.
     icc_k, icc_k_ci_low, icc_k_ci_high : ICC(1,k) = (MSB − MSW)/MSB, the reliability of the
         mean of k = n0 trials, and its F-based interval.
     icc_plugin : the paper's estimator (eqs. 6–7, 13–14): s²(task means) / (s²(task means)
@@ -67,11 +69,11 @@ class ICCResult:
     ci_low: float
     ci_high: float
     confidence: float
-    f_stat: float
+    statistic: float
     df1: float
     df2: float
-    p_value: float
-    se_bonett: float
+    pvalue: float
+    se: float
     icc_k: float
     icc_k_ci_low: float
     icc_k_ci_high: float
@@ -88,9 +90,14 @@ class ICCResult:
     ms_within: float
     warnings: tuple[str, ...] = ()
 
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    f_stat = renamed("statistic", "f_stat")
+    p_value = renamed("pvalue", "p_value")
+    se_bonett = renamed("se", "se_bonett")
+
 
 @dataclass(frozen=True, eq=False)
-class ICCBatch:
+class ICCBatch(DictResult):
     """ICC point estimates over a batch of data sets; every field has the batch shape.
 
     Attributes
@@ -309,7 +316,7 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
     :math:`1-1/F_L` and :math:`1-1/F_U`. Both are exact for balanced normal data and, with
     n0 in place of T, the customary approximation for unbalanced designs.
 
-    ``se_bonett`` is :func:`bonett_se` with k = n0 and n = a (see there for why the paper's
+    ``se`` is :func:`bonett_se` with k = n0 and n = a (see there for why the paper's
     printed eq. 8 is not used). ``sigma2_within`` = MSW is the paper's pooled within-task
     variance (eqs. 13–14, weights T_i − 1); ``sigma2_between`` = (MSB − MSW)/n0 is the ANOVA
     variance component and is kept raw when negative, as is a negative ICC (both mean the
@@ -362,7 +369,7 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
     )
     df1, df2 = float(a - 1), float(n - a)
 
-    f_stat = p_value = ci_low = ci_high = k_low = k_high = float("nan")
+    f_stat = pvalue = ci_low = ci_high = k_low = k_high = float("nan")
     if a < 2:
         warnings.append(
             "only one task: between-task mean square has df1 = 0; icc, F test, intervals, "
@@ -386,11 +393,11 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
                 "trial) while tasks differ: icc = icc_k = 1, F = inf and the intervals "
                 "collapse to [1, 1]"
             )
-            f_stat, p_value = float("inf"), 0.0
+            f_stat, pvalue = float("inf"), 0.0
             ci_low = ci_high = k_low = k_high = 1.0
         else:
             f_stat = msb / msw
-            p_value = float(f_sf(f_stat, df1, df2))
+            pvalue = float(f_sf(f_stat, df1, df2))
             f_lower = f_stat / float(f_ppf(1.0 - alpha / 2.0, df1, df2))
             f_upper = f_stat * float(f_ppf(1.0 - alpha / 2.0, df2, df1))
             ci_low = (f_lower - 1.0) / (f_lower + n0 - 1.0)
@@ -409,7 +416,7 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
             )
         if np.ptp(ts.count) > 0:
             warnings.append(
-                f"unbalanced design: the F-based intervals, icc_k and se_bonett use "
+                f"unbalanced design: the F-based intervals, icc_k and se use "
                 f"n0 = {n0:.4g} trials per task and are approximations"
             )
 
@@ -421,11 +428,11 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
         ci_low=float(ci_low),
         ci_high=float(ci_high),
         confidence=float(confidence),
-        f_stat=float(f_stat),
+        statistic=float(f_stat),
         df1=df1,
         df2=df2,
-        p_value=float(p_value),
-        se_bonett=se_b,
+        pvalue=float(pvalue),
+        se=se_b,
         icc_k=icc_k,
         icc_k_ci_low=float(k_low),
         icc_k_ci_high=float(k_high),

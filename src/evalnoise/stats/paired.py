@@ -22,6 +22,7 @@ import pandas as pd
 
 from evalnoise.stats._checks import check_probability, finite_scores
 from evalnoise.stats._distributions import binom_cdf, chi2_sf, t_ppf, t_sf
+from evalnoise.stats._results import DictResult, renamed
 from evalnoise.stats._tasks import TaskSums, task_sums
 from evalnoise.stats.planning import MDDResult, minimum_detectable_difference
 
@@ -44,7 +45,7 @@ _BOOTSTRAP_BLOCK = 1 << 22
 
 
 @dataclass(frozen=True)
-class PairedDifferenceResult:
+class PairedDifferenceResult(DictResult):
     """Task-level paired difference of two agents' accuracies.
 
     Attributes
@@ -56,7 +57,8 @@ class PairedDifferenceResult:
     mean_a, mean_b : means of the task means (each task weighs 1).
     diff : mean_a − mean_b.
     se : sd(d_i) / sqrt(n), d_i = Ȳ_i^A − Ȳ_i^B.
-    t, df, p : paired t statistic diff / se with df = n − 1, two-sided p.
+    statistic, df, pvalue : the paired t statistic diff / se on df = n − 1, its two-sided
+        p-value (``scipy.stats.ttest_rel`` on the task means).
     ci_low, ci_high : diff ± t_{df, 1−α/2} · se.
     confidence : the CI level.
     """
@@ -71,16 +73,20 @@ class PairedDifferenceResult:
     mean_b: float
     diff: float
     se: float
-    t: float
+    statistic: float
     df: int
-    p: float
+    pvalue: float
     ci_low: float
     ci_high: float
     confidence: float
 
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    t = renamed("statistic", "t")
+    p = renamed("pvalue", "p")
+
 
 @dataclass(frozen=True)
-class McNemarResult:
+class McNemarResult(DictResult):
     """McNemar's test on paired binary outcomes.
 
     Attributes
@@ -88,26 +94,33 @@ class McNemarResult:
     n01 : pairs with A wrong and B right.
     n10 : pairs with A right and B wrong.
     n_pairs : all pairs, concordant ones included.
-    chi2 : (|n01 − n10| − 1)² / (n01 + n10), continuity-corrected (paper eq. 5); NaN when
-        there are no discordant pairs.
-    p_chi2 : P(χ²₁ ≥ chi2).
-    p_exact : two-sided exact binomial p of n10 out of n01 + n10 at 1/2.
-    p : ``p_exact`` when n01 + n10 < ``exact_threshold``, else ``p_chi2``.
-    method : ``"exact"`` or ``"chi2"``, whichever ``p`` is.
+    statistic : χ² = (|n01 − n10| − 1)² / (n01 + n10), continuity-corrected (paper eq. 5);
+        NaN when there are no discordant pairs. Reported whichever test gives ``pvalue`` (the
+        exact test's own statistic is n10 of n01 + n10).
+    pvalue_chi2 : P(χ²₁ ≥ statistic).
+    pvalue_exact : two-sided exact binomial p of n10 out of n01 + n10 at 1/2.
+    pvalue : ``pvalue_exact`` when n01 + n10 < ``exact_threshold``, else ``pvalue_chi2``.
+    method : ``"exact"`` or ``"chi2"``, whichever ``pvalue`` is.
     """
 
     n01: int
     n10: int
     n_pairs: int
-    chi2: float
-    p_chi2: float
-    p_exact: float
-    p: float
+    statistic: float
+    pvalue_chi2: float
+    pvalue_exact: float
+    pvalue: float
     method: str
+
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    chi2 = renamed("statistic", "chi2")
+    p = renamed("pvalue", "p")
+    p_chi2 = renamed("pvalue_chi2", "p_chi2")
+    p_exact = renamed("pvalue_exact", "p_exact")
 
 
 @dataclass(frozen=True)
-class PairedBootstrapResult:
+class PairedBootstrapResult(DictResult):
     """Paired bootstrap over tasks of diff = mean_a − mean_b.
 
     Attributes
@@ -128,19 +141,20 @@ class PairedBootstrapResult:
 
 
 @dataclass(frozen=True)
-class ComparisonResult:
+class ComparisonResult(DictResult):
     """Everything ``evalnoise compare`` reports for agents A and B (see :func:`compare`).
 
-    ``to_dict()`` gives exactly the CLI's JSON record; the other attributes are for callers
-    that want more.
+    ``to_dict()`` is the CLI's JSON record: every field, the nested results as dicts.
 
     Attributes
     ----------
     a, b : the agents' names.
     n_tasks, n_dropped_a, n_dropped_b, mean_a, mean_b, diff : as in
         :class:`PairedDifferenceResult` (diff = mean_a − mean_b).
-    se_paired, ci_low, ci_high, p_paired : the paired t's SE, CI and p.
-    mcnemar : McNemar on trial-aligned pairs; None when it does not apply.
+    se_paired, ci_low, ci_high, pvalue : the paired t's SE, CI and p-value
+        (:class:`PairedDifferenceResult`'s ``se``, ``ci_low``, ``ci_high``, ``pvalue``).
+    mcnemar : McNemar on trial-aligned pairs; None (null in ``to_dict()``) when it does not
+        apply.
     bootstrap : the paired bootstrap over tasks.
     mdd : minimum detectable difference of this design (NaN with one common task).
     power_analysis : the full :class:`MDDResult` behind ``mdd`` (None with one common task).
@@ -160,7 +174,7 @@ class ComparisonResult:
     se_paired: float
     ci_low: float
     ci_high: float
-    p_paired: float
+    pvalue: float
     mcnemar: McNemarResult | None
     bootstrap: PairedBootstrapResult
     mdd: float
@@ -170,37 +184,8 @@ class ComparisonResult:
     confidence: float
     warnings: tuple[str, ...] = field(default=())
 
-    def to_dict(self) -> dict[str, Any]:
-        """The CLI JSON record; McNemar fields are NaN when the test does not apply."""
-        nan = float("nan")
-        m = self.mcnemar
-        return {
-            "a": self.a,
-            "b": self.b,
-            "n_tasks": self.n_tasks,
-            "mean_a": self.mean_a,
-            "mean_b": self.mean_b,
-            "diff": self.diff,
-            "se_paired": self.se_paired,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "p_paired": self.p_paired,
-            "mcnemar": {
-                "n01": m.n01 if m else nan,
-                "n10": m.n10 if m else nan,
-                "chi2": m.chi2 if m else nan,
-                "p": m.p if m else nan,
-                "p_exact": m.p_exact if m else nan,
-            },
-            "bootstrap": {
-                "ci_low": self.bootstrap.ci_low,
-                "ci_high": self.bootstrap.ci_high,
-                "se": self.bootstrap.se,
-                "n_resamples": self.bootstrap.n_resamples,
-                "seed": self.bootstrap.seed,
-            },
-            "mdd": self.mdd,
-        }
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    p_paired = renamed("pvalue", "p_paired")
 
 
 def _align(ts_a: TaskSums, ts_b: TaskSums) -> tuple[np.ndarray, np.ndarray]:
@@ -261,8 +246,9 @@ def paired_difference(
     Returns
     -------
     PairedDifferenceResult
-        With one common task, se, t, p and the CI are NaN. When every d_i is equal the SE is
-        0: t is ±inf and p = 0 for a non-zero diff, t is NaN and p = 1 when diff = 0.
+        With one common task, se, statistic, pvalue and the CI are NaN. When every d_i is equal
+        the SE is 0: the statistic is ±inf and pvalue 0 for a non-zero diff, the statistic is
+        NaN and pvalue 1 when diff = 0.
     """
     conf = check_probability(confidence)
     ts_a = task_sums(finite_scores(scores_a, "scores_a"), np.asarray(tasks_a))
@@ -283,9 +269,9 @@ def paired_difference(
         mean_b=float(mb.mean()),
         diff=diff,
         se=se,
-        t=t,
+        statistic=t,
         df=df,
-        p=p,
+        pvalue=p,
         ci_low=lo,
         ci_high=hi,
         confidence=conf,
@@ -644,7 +630,7 @@ def compare(
         se_paired=pd_res.se,
         ci_low=pd_res.ci_low,
         ci_high=pd_res.ci_high,
-        p_paired=pd_res.p,
+        pvalue=pd_res.pvalue,
         mcnemar=mc,
         bootstrap=boot,
         mdd=mdd,

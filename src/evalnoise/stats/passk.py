@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from evalnoise.stats._checks import check_positive_int, finite_scores
+from evalnoise.stats._results import DictResult
 from evalnoise.stats._tasks import task_sums
 
 __all__ = ["PassKResult", "pass_at_k", "pass_hat_k", "pass_k"]
@@ -31,7 +32,7 @@ TAU_BENCH_SUCCESS = 1 - 1e-6
 
 
 @dataclass(frozen=True)
-class PassKResult:
+class PassKResult(DictResult):
     """pass^k and pass@k for k = 1..K, per task and averaged over tasks.
 
     Attributes

@@ -28,6 +28,7 @@ from ._checks import (
     optional_positive_int,
 )
 from ._distributions import norm_ppf
+from ._results import DictResult
 
 __all__ = [
     "Allocation",
@@ -48,7 +49,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class Allocation:
+class Allocation(DictResult):
     """One way to spend a budget: ``n_tasks`` tasks × ``trials`` trials each."""
 
     n_tasks: int
@@ -58,7 +59,7 @@ class Allocation:
 
 
 @dataclass(frozen=True)
-class AllocationResult:
+class AllocationResult(DictResult):
     """Every candidate allocation of a budget, and the one with the smallest variance.
 
     Attributes
@@ -87,7 +88,7 @@ class AllocationResult:
 
 
 @dataclass(frozen=True)
-class SampleSizeResult:
+class SampleSizeResult(DictResult):
     """Tasks needed to estimate ICC(1,1) with a target precision (Bonett 2002).
 
     Attributes
@@ -109,7 +110,7 @@ class SampleSizeResult:
 
 
 @dataclass(frozen=True)
-class MDDResult:
+class MDDResult(DictResult):
     """Minimum detectable difference in mean accuracy between two agents.
 
     Attributes
@@ -374,7 +375,7 @@ _COST_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
-class OptimalTrialsResult:
+class OptimalTrialsResult(DictResult):
     """Cost-optimal trials per task (Cochran 1977, §10.6), continuous and whole.
 
     Attributes
@@ -395,7 +396,7 @@ class OptimalTrialsResult:
 
 
 @dataclass(frozen=True)
-class CostAllocation:
+class CostAllocation(DictResult):
     """One way to spend a budget in money: ``n_tasks`` tasks × ``trials`` trials each."""
 
     n_tasks: int
@@ -406,7 +407,7 @@ class CostAllocation:
 
 
 @dataclass(frozen=True)
-class CostAllocationResult:
+class CostAllocationResult(DictResult):
     """The allocations on a money budget's frontier, and the one with the smallest variance.
 
     Attributes
@@ -452,7 +453,7 @@ class CostAllocationResult:
 
 
 @dataclass(frozen=True)
-class PilotPlan:
+class PilotPlan(DictResult):
     """A two-stage design: variance components from a pilot, then the budget's best plan.
 
     Attributes

@@ -106,6 +106,7 @@ from evalnoise.stats._checks import (
     finite_scores,
     optional_positive_int,
 )
+from evalnoise.stats._results import DictResult
 from evalnoise.stats.icc import icc_oneway
 from evalnoise.stats.planning import _max_count, optimal_trials_per_task
 
@@ -127,7 +128,7 @@ _THETA = 0.5
 
 
 @dataclass(frozen=True, eq=False)
-class MeanCSResult:
+class MeanCSResult(DictResult):
     """A confidence sequence for the mean of bounded values, evaluated at check times.
 
     Every array has the batch shape of the input (all axes but the last) followed by
@@ -164,7 +165,7 @@ class MeanCSResult:
 
 
 @dataclass(frozen=True)
-class ConfidenceSequenceResult:
+class ConfidenceSequenceResult(DictResult):
     """An anytime-valid confidence sequence over blocks of an adaptive evaluation.
 
     Attributes
@@ -217,7 +218,7 @@ class ConfidenceSequenceResult:
 
 
 @dataclass(frozen=True)
-class StoppingDecision:
+class StoppingDecision(DictResult):
     """Stop or continue an adaptive evaluation, what to run next, and why.
 
     Attributes
@@ -1082,7 +1083,7 @@ def _icc_decision(res, u: _Units, ctx: dict, base: dict) -> StoppingDecision:
     remaining = ctx["remaining"]
     n = ctx["n_tasks"]
     k = float(res.n0) if math.isfinite(res.n0) else float(u.n_task_rows.mean())
-    achieved = float(res.se_bonett)
+    achieved = float(res.se)
     rho = float(np.clip(res.icc, 0.0, 0.999)) if math.isfinite(res.icc) else math.nan
     s2b = float(res.sigma2_between)
     max_t = int(u.n_task_rows.max())
