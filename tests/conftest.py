@@ -7,6 +7,9 @@ local model stack (tools/install-model.sh) is installed. Each goes through
 :func:`model_stack.require`: without what it needs, a test skips — except in CI (``CI`` set),
 where it fails.
 
+**Order.** Test files start longest first (tests/file_order.py), so that the parallel
+workers of tools/test.sh do not end waiting on a long file handed out last.
+
 **CI guard.** Under CI, a skipped test is reported as failed when it is marked ``docker`` or
 its skip reason names the engine, the model stack, the browser or a cluster
 (:func:`model_stack.names_a_requirement`); this also covers tests that call ``pytest.skip``
@@ -16,7 +19,19 @@ or ``importorskip`` directly instead of :func:`model_stack.require`.
 from __future__ import annotations
 
 import pytest
+from file_order import FileTimes, cached_seconds, costs, longest_first
 from model_stack import MISSING, MODEL_STACK, in_ci, names_a_requirement, require
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller (or the only process) records
+        config.pluginmanager.register(FileTimes(), "evalnoise-file-times")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first (tests/file_order.py); every worker computes the same order,
+    as pytest-xdist requires, from the same cache."""
+    items[:] = longest_first(items, costs(items, cached_seconds(config)))
 
 
 @pytest.fixture(scope="session")

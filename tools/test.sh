@@ -20,13 +20,14 @@ set +e
 # The slowest tests are printed so that the suite's time stays visible in CI logs. Test files
 # run in parallel workers (pytest-xdist), each file whole on one worker, so a module's shared
 # fixture (a finished pipeline workspace, a Slurm run) is built once: the suite mostly waits
-# on containers, model servers and Snakemake job starts. EVALNOISE_TEST_WORKERS=0 runs it in
-# one process.
+# on containers, model servers and Snakemake job starts. Files start longest first
+# (tests/file_order.py), not in pytest-xdist's default order (most tests first, which handed
+# the one-test pipeline files out last). EVALNOISE_TEST_WORKERS=0 runs it in one process.
 workers="${EVALNOISE_TEST_WORKERS:-4}"
 if [[ "$workers" == 0 ]]; then
   python -m pytest --durations=25 "$@"
 else
-  python -m pytest -n "$workers" --dist loadfile --durations=25 "$@"
+  python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder --durations=25 "$@"
 fi
 status=$?
 set -e
