@@ -19,19 +19,31 @@ or ``importorskip`` directly instead of :func:`model_stack.require`.
 from __future__ import annotations
 
 import pytest
-from file_order import FileTimes, cached_seconds, costs, longest_first
+from file_order import CACHE_KEY, FileTimes, cached_seconds, costs, longest_first
 from model_stack import MISSING, MODEL_STACK, in_ci, names_a_requirement, require
+
+_FILE_SECONDS = pytest.StashKey[dict]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):  # the controller (or the only process) records
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's reading
+        config.stash[_FILE_SECONDS] = config.workerinput.get(CACHE_KEY, {})
+    else:  # the controller (or the only process) reads the cache once, and records
+        config.stash[_FILE_SECONDS] = cached_seconds(config)
         config.pluginmanager.register(FileTimes(), "evalnoise-file-times")
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Every pytest-xdist worker orders the files from the controller's one reading of the
+    cache: pytest-xdist refuses to run when the workers' collections differ, even in order
+    (another run in this checkout may rewrite the cache while the workers collect)."""
+    node.workerinput[CACHE_KEY] = node.config.stash[_FILE_SECONDS]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first (tests/file_order.py); every worker computes the same order,
-    as pytest-xdist requires, from the same cache."""
-    items[:] = longest_first(items, costs(items, cached_seconds(config)))
+    """The longest files first (tests/file_order.py)."""
+    items[:] = longest_first(items, costs(items, config.stash[_FILE_SECONDS]))
 
 
 @pytest.fixture(scope="session")
