@@ -24,6 +24,7 @@ set +e
 # (tests/file_order.py), not in pytest-xdist's default order (most tests first, which handed
 # the one-test pipeline files out last). EVALNOISE_TEST_WORKERS=0 runs it in one process.
 workers="${EVALNOISE_TEST_WORKERS:-4}"
+started=$SECONDS
 if [[ "$workers" == 0 ]]; then
   python -m pytest --durations=25 "$@"
 else
@@ -31,6 +32,9 @@ else
 fi
 status=$?
 set -e
+# the suite's wall time, with the machine's load beside it (a shared machine's time varies)
+echo "== tests took $((SECONDS - started)) s on $(nproc) cores; load average now" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [[ $status -eq 5 ]]; then
   echo "pytest collected no tests: the suite is broken" >&2
   exit 1
