@@ -19,8 +19,10 @@ echo "== tests" >&2
 set +e
 # The slowest tests are printed so that the suite's time stays visible in CI logs. Test files
 # run in parallel workers (pytest-xdist), each file whole on one worker, so a module's shared
-# fixture (a finished pipeline workspace, a Slurm run) is built once: the suite mostly waits
-# on containers, model servers and Snakemake job starts. Files start longest first
+# fixture (a finished pipeline workspace, a Slurm run) is built once, and the finished tiny
+# evaluation that several files read once per run for all workers (tiny_reference,
+# tests/pipeline/conftest.py): the suite mostly waits on containers, model servers and
+# Snakemake job starts. Files start longest first
 # (tests/file_order.py), not in pytest-xdist's default order (most tests first, which handed
 # the one-test pipeline files out last). EVALNOISE_TEST_WORKERS=0 runs it in one process.
 workers="${EVALNOISE_TEST_WORKERS:-4}"
