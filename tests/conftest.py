@@ -7,6 +7,9 @@ local model stack (tools/install-model.sh) is installed. Each goes through
 :func:`model_stack.require`: without what it needs, a test skips — except in CI (``CI`` set),
 where it fails.
 
+**Order.** Test files start longest first (tests/file_order.py), so that the parallel
+workers of tools/test.sh do not end waiting on a long file handed out last.
+
 **CI guard.** Under CI, a skipped test is reported as failed when it is marked ``docker`` or
 its skip reason names the engine, the model stack, the browser or a cluster
 (:func:`model_stack.names_a_requirement`); this also covers tests that call ``pytest.skip``
@@ -16,7 +19,31 @@ or ``importorskip`` directly instead of :func:`model_stack.require`.
 from __future__ import annotations
 
 import pytest
+from file_order import CACHE_KEY, FileTimes, cached_seconds, costs, longest_first
 from model_stack import MISSING, MODEL_STACK, in_ci, names_a_requirement, require
+
+_FILE_SECONDS = pytest.StashKey[dict]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's reading
+        config.stash[_FILE_SECONDS] = config.workerinput.get(CACHE_KEY, {})
+    else:  # the controller (or the only process) reads the cache once, and records
+        config.stash[_FILE_SECONDS] = cached_seconds(config)
+        config.pluginmanager.register(FileTimes(), "evalnoise-file-times")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """Every pytest-xdist worker orders the files from the controller's one reading of the
+    cache: pytest-xdist refuses to run when the workers' collections differ, even in order
+    (another run in this checkout may rewrite the cache while the workers collect)."""
+    node.workerinput[CACHE_KEY] = node.config.stash[_FILE_SECONDS]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first (tests/file_order.py)."""
+    items[:] = longest_first(items, costs(items, config.stash[_FILE_SECONDS]))
 
 
 @pytest.fixture(scope="session")

@@ -19,17 +19,24 @@ echo "== tests" >&2
 set +e
 # The slowest tests are printed so that the suite's time stays visible in CI logs. Test files
 # run in parallel workers (pytest-xdist), each file whole on one worker, so a module's shared
-# fixture (a finished pipeline workspace, a Slurm run) is built once: the suite mostly waits
-# on containers, model servers and Snakemake job starts. EVALNOISE_TEST_WORKERS=0 runs it in
-# one process.
+# fixture (a finished pipeline workspace, a Slurm run) is built once, and the finished tiny
+# evaluation that several files read once per run for all workers (tiny_reference,
+# tests/pipeline/conftest.py): the suite mostly waits on containers, model servers and
+# Snakemake job starts. Files start longest first
+# (tests/file_order.py), not in pytest-xdist's default order (most tests first, which handed
+# the one-test pipeline files out last). EVALNOISE_TEST_WORKERS=0 runs it in one process.
 workers="${EVALNOISE_TEST_WORKERS:-4}"
+started=$SECONDS
 if [[ "$workers" == 0 ]]; then
   python -m pytest --durations=25 "$@"
 else
-  python -m pytest -n "$workers" --dist loadfile --durations=25 "$@"
+  python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder --durations=25 "$@"
 fi
 status=$?
 set -e
+# the suite's wall time, with the machine's load beside it (a shared machine's time varies)
+echo "== tests took $((SECONDS - started)) s on $(nproc) cores; load average now" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [[ $status -eq 5 ]]; then
   echo "pytest collected no tests: the suite is broken" >&2
   exit 1

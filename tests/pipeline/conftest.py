@@ -1,12 +1,14 @@
-"""Fixtures of the pipeline tests: the schema and the embedded default config."""
+"""Fixtures of the pipeline tests: the schema, the embedded default config, and the one
+finished tiny evaluation of the test run (pipeline_helpers.finished_reference)."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
-from pipeline_helpers import CONFIG_PATH, SCHEMA_PATH
+from pipeline_helpers import CONFIG_PATH, SCHEMA_PATH, finished_reference, shared_root
 
 from evalnoise.pipeline.settings import load_schema, with_defaults
 
@@ -26,3 +28,11 @@ def default_config_raw() -> dict:
 def default_config(default_config_raw, schema) -> dict:
     """The embedded default config with every default filled in (a fresh copy per test)."""
     return with_defaults(copy.deepcopy(default_config_raw), schema)
+
+
+@pytest.fixture(scope="session")
+def tiny_reference(tmp_path_factory, docker_engine) -> Path:
+    """The tiny evaluation (pipeline_helpers.TINY_REFERENCE), finished, uninterrupted: made
+    once per test run whichever file asks first, shared across pytest-xdist's workers.
+    Read it; never change it."""
+    return finished_reference(shared_root(tmp_path_factory))

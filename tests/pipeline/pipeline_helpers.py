@@ -127,11 +127,29 @@ def git(workspace: Path, *args: str) -> str:
     ).stdout
 
 
+def precompile(src: Path) -> None:
+    """Byte-compile the workspace's package once, for all of its jobs.
+
+    Every Snakemake job (and Snakemake itself) imports evalnoise from the workspace's own
+    copy; where ``PYTHONDONTWRITEBYTECODE`` is set (as on these machines) no process writes
+    the ``.pyc`` it compiled, so each of a run's ~40 jobs compiled the same modules again
+    (≈ 0.25 s of CPU each, measured). The ``.pyc`` files are checked against the source's
+    hash, not its mtime, so a test that edits a module of its workspace imports the edit.
+    """
+    import compileall
+    import py_compile
+
+    compileall.compile_dir(
+        src, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH
+    )
+
+
 def make_workspace(path: Path, overrides: dict) -> Path:
     """A fresh git + DVC repository at ``path`` holding the project and the tiny agent, with
     the project's DVC config (so its default remote is ``path``'s sibling
     ``evalnoise-dvc-remote``, as the project's is)."""
     copy_project(path)
+    precompile(path / "src")
     shutil.copytree(TINY_AGENT, path / "agents" / "tiny", ignore=ignore_caches)
     write_config(path, overrides)
     # results/metrics.json is a DVC metric with cache: false, so git keeps it
@@ -296,3 +314,53 @@ def without_when(value):
     if isinstance(value, list):
         return [without_when(v) for v in value]
     return value
+
+
+# -- one finished tiny evaluation per test run, shared by the files that only read it --------
+
+#: The tiny evaluation that test_kill_resume.py (its uninterrupted reference) and
+#: test_slurm.py (the local executor's results) compare against: 2 agents × 1 resource
+#: profile × 3 tasks × 2 trials, the stdlib agent of tests/pipeline/tiny_agent in real
+#: containers. ``TINY_SLEEP_S`` widens each trial to a second so that a run can be killed
+#: (or a Slurm job cancelled) while a shard is half-way.
+TINY_REFERENCE = {
+    "benchmark": {"n": 3},
+    "agents": {
+        "steady": {"build": "agents/tiny", "env": {"TINY_SKILL": "a", "TINY_SLEEP_S": 1.0}},
+        "shaky": {"build": "agents/tiny", "env": {"TINY_SKILL": "b", "TINY_SLEEP_S": 1.0}},
+    },
+    "resource_profiles": {"1x": {}},
+    "trials": {"count": 2, "block_size": 2},
+    "task_chunk_size": 3,
+    "analysis": {"convergence": {"subsamples": 50}, "bootstrap": {"resamples": 500}},
+}
+
+
+def shared_root(tmp_path_factory) -> Path:
+    """A directory every process of this test run sees: pytest-xdist's workers each have
+    their own base temp directory, all in the run's one (pytest-xdist's documented way to
+    share a session fixture between workers)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if base.name.startswith("popen-gw") else base
+
+
+def finished_reference(root: Path) -> Path:
+    """The tiny evaluation (:data:`TINY_REFERENCE`) run once, uninterrupted, with
+    ``evalnoise run --cores 2``, in ``root/tiny-reference/ws``: built by the first test that
+    asks (the others wait on the lock), then read by everyone. Callers must not change it:
+    a test that mutates a finished run copies it (``shutil.copytree(..., symlinks=True)``).
+    A build that failed leaves no ``done`` marker, so the next caller builds again."""
+    import fcntl
+
+    home = root / "tiny-reference"
+    home.mkdir(parents=True, exist_ok=True)
+    workspace, done = home / "ws", home / "done"
+    with open(home / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            if workspace.exists():
+                shutil.rmtree(workspace)  # a build that failed half-way
+            make_workspace(workspace, TINY_REFERENCE)
+            run_tool(workspace, "evalnoise", "run", "--cores", "2")
+            done.write_text("finished\n")
+    return workspace

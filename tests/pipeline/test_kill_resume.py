@@ -2,15 +2,16 @@
 
 The tiny evaluation (2 agents × 1 resource profile × 3 tasks × 2 trials, the stdlib agent of
 tests/pipeline/tiny_agent in real containers) runs once uninterrupted in one workspace (the
-reference) and, in another, is killed in each stage in turn: ``evalnoise run --cores 2`` is
-started in its own process group and, while a job of the stage's rule runs, the whole group
-gets SIGKILL (Snakemake, its jobs, the wrapper; the trial containers outlive it and the
-runner removes them on the rerun). Then ``evalnoise run --cores 2`` runs again — no manual
-``snakemake --unlock``: the wrapper finds Snakemake's stale locks and removes them — and
-results/ must be what the uninterrupted run made.
+reference, made once per test run and shared with test_slurm.py) and, in another, is killed
+in each stage in turn: ``evalnoise run --cores 2`` is started in its own process group and,
+while a job of the stage's rule runs, the whole group gets SIGKILL (Snakemake, its jobs, the
+wrapper; the trial containers outlive it and the runner removes them on the rerun). Then
+``evalnoise run --cores 2`` runs again — no manual ``snakemake --unlock``: the wrapper finds
+Snakemake's stale locks and removes them — and results/ must be what the uninterrupted run
+made.
 
 - run_trials: the workspace's first run, killed once some trials are journaled and a
-  shard's job is running (``TINY_SLEEP_S`` widens each trial to 0.5 s). No trial is lost
+  shard's job is running (``TINY_SLEEP_S`` widens each trial to 1 s). No trial is lost
   or run twice: those journaled before the kill keep their start times.
 - score, analyze, compare, report: ``evalnoise run --forcerun <rule>`` on the finished
   workspace, killed while a job of that rule runs. Snakemake removes a job's outputs when it
@@ -70,6 +71,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from pipeline_helpers import (
+    TINY_REFERENCE,
     WHEN_TEXT,
     make_workspace,
     run_tool,
@@ -80,17 +82,9 @@ from pipeline_helpers import (
 
 from evalnoise.cli.run import exclusive, run_snakemake
 
-TINY = {
-    "benchmark": {"n": 3},
-    "agents": {
-        "steady": {"build": "agents/tiny", "env": {"TINY_SKILL": "a", "TINY_SLEEP_S": 0.5}},
-        "shaky": {"build": "agents/tiny", "env": {"TINY_SKILL": "b", "TINY_SLEEP_S": 0.5}},
-    },
-    "resource_profiles": {"1x": {}},
-    "trials": {"count": 2, "block_size": 2},
-    "task_chunk_size": 3,
-    "analysis": {"convergence": {"subsamples": 50}, "bootstrap": {"resamples": 500}},
-}
+#: The test run's shared tiny evaluation: its finished, uninterrupted workspace is the
+#: reference (the ``tiny_reference`` fixture, tests/pipeline/conftest.py).
+TINY = TINY_REFERENCE
 N_TRIALS = 2 * 1 * 3 * 2
 
 #: Wall-clock measurements of a trial: the only fields two runs of it may differ in.
@@ -294,11 +288,10 @@ def engine(docker_engine):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, engine) -> Path:
-    """The tiny evaluation, run once without interruption."""
-    ws = make_workspace(tmp_path_factory.mktemp("reference") / "ws", TINY)
-    evalnoise_run(ws)
-    return ws
+def reference(tiny_reference, engine) -> Path:
+    """The tiny evaluation, run once without interruption (``evalnoise run --cores 2``):
+    the test run's shared one, which test_slurm.py's local executor results are too."""
+    return tiny_reference
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 
 import pytest
-from pipeline_helpers import ROOT, copy_project, job_counts, run_tool
+from pipeline_helpers import copy_project, job_counts, run_tool
 
 #: What a dry run of the embedded default plans on a fresh checkout: 4 groups (chat@3x,
 #: tool_agent@3x, tool_agent_local@1x and @3x) × 2 trial blocks × 2 task chunks shards, each
@@ -40,11 +39,12 @@ GPQA = "src/evalnoise/data/gpqa_diamond_example.csv"
 
 @pytest.fixture
 def checkout(tmp_path):
-    """The workflow's files, without the checkout's results or Snakemake state."""
-    ws = copy_project(tmp_path / "ws", ("Snakefile", "rules", "scripts", "config", "profiles"))
-    (ws / "src" / "evalnoise" / "data").mkdir(parents=True)
-    shutil.copy2(ROOT / GPQA, ws / GPQA)
-    return ws
+    """The project's files (the workflow, the package it imports, the agents it builds),
+    without the checkout's results or Snakemake state. The package too: run_tool imports it
+    from the copy's src/, and a src/ holding only the data file let the jobs import whichever
+    evalnoise the environment had installed — another checkout's, whose functions this
+    checkout's scripts need not find."""
+    return copy_project(tmp_path / "ws")
 
 
 def test_default_dry_run(checkout):
@@ -84,11 +84,12 @@ def test_lint_is_clean(checkout, imported):
 def test_trials_from_runs_no_trial(checkout):
     """An imported table: analysis, comparisons and report run on it; no trial rule exists."""
     config = ["--config", f"trials_from={GPQA}", "columns={group: model}"]
-    planned = job_counts(run_tool(checkout, "snakemake", "-n", *config).stdout)
+    # the job table the run prints before its jobs: what a dry run would plan
+    run = run_tool(checkout, "snakemake", *config)
+    planned = job_counts(run.stdout + run.stderr)
     assert planned["import_trials"] == 1
     assert "run_trials" not in planned and "sample_tasks" not in planned
     assert planned["compare"] == 1 and planned["analyze"] == 2
-    run_tool(checkout, "snakemake", *config)
     metrics = json.loads((checkout / "results" / "metrics.json").read_text())
     assert sorted(metrics["groups"]) == [
         "openai/gpt-5-nano-2025-08-07@imported",

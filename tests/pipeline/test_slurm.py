@@ -4,7 +4,9 @@ A single-node cluster on this machine (``tools/slurm-cluster.sh start``: slurmct
 munge; no accounting, so ``profiles/slurm`` polls job states with ``squeue``) runs the tiny
 evaluation — 2 agents × 1 resource profile × 3 tasks × 2 trials, the stdlib agent of
 tests/pipeline/tiny_agent in real containers — in one workspace, and the local executor runs
-it in another, at the same time. In the Slurm workspace:
+it in another, at the same time (``evalnoise run --cores 2``: the test run's shared tiny
+evaluation, pipeline_helpers.finished_reference, which test_kill_resume.py's reference is
+too; made here unless another file made it first). In the Slurm workspace:
 
 1. ``snakemake --workflow-profile none --profile profiles/slurm --retries 0 all_trials``:
    every job of the trials stage (tasks, images, canaries, trial shards) is an sbatch job.
@@ -46,6 +48,7 @@ import os
 import re
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -55,13 +58,16 @@ from pipeline_helpers import (
     NOISE_LINES,
     ROOT,
     SLURM_WORKSPACES,
+    TINY_REFERENCE,
     WHEN_TEXT,
     digests,
+    finished_reference,
     git,
     job_counts,
     journals,
     make_workspace,
     run_tool,
+    shared_root,
     tool_env,
     venv_tool,
     without_when,
@@ -73,17 +79,9 @@ CLUSTER = ROOT / "tools" / "slurm-cluster.sh"
 SLURM = ("--workflow-profile", "none", "--profile", "profiles/slurm")
 FULL_DAG = os.environ.get("EVALNOISE_SLURM_FULL_DAG", "").strip() not in ("", "0")
 
-TINY = {
-    "benchmark": {"n": 3},
-    "agents": {
-        "steady": {"build": "agents/tiny", "env": {"TINY_SKILL": "a", "TINY_SLEEP_S": 1.0}},
-        "shaky": {"build": "agents/tiny", "env": {"TINY_SKILL": "b", "TINY_SLEEP_S": 1.0}},
-    },
-    "resource_profiles": {"1x": {}},
-    "trials": {"count": 2, "block_size": 2},
-    "task_chunk_size": 3,
-    "analysis": {"convergence": {"subsamples": 50}, "bootstrap": {"resamples": 500}},
-}
+#: The test run's shared tiny evaluation: the local executor's results are its finished
+#: workspace (pipeline_helpers.finished_reference, also test_kill_resume.py's reference).
+TINY = TINY_REFERENCE
 N_TRIALS = 2 * 1 * 3 * 2
 #: The shard whose Slurm job is cancelled, and what names it.
 VICTIM = "results/trials/steady/1x/t0000-0001/c0000-0002.parquet"
@@ -147,15 +145,14 @@ def _cancel_running_shard(workspace: Path, proc: subprocess.Popen) -> tuple[str,
 def runs(tmp_path_factory, docker_engine, slurm_cluster):
     """The tiny evaluation made by the local executor and on the cluster (module doc)."""
     root = tmp_path_factory.mktemp("slurm")
-    local = make_workspace(root / "local", TINY)
     slurm = make_workspace(root / "slurm", TINY)
     SLURM_WORKSPACES.add(slurm.resolve())  # its Snakemake asks the real scontrol
     timings = {}
     clock = time.monotonic()
-    local_log = open(root / "local.log", "w")  # closed below
-    local_run = subprocess.Popen(
-        [venv_tool("snakemake")], cwd=local, env=tool_env(local), stdout=local_log, stderr=local_log
-    )
+    # the local executor's run: the test run's shared tiny evaluation, made (or waited for,
+    # when another worker makes it) while the Slurm run goes on
+    local_run = ThreadPoolExecutor(1)
+    local_future = local_run.submit(finished_reference, shared_root(tmp_path_factory))
     try:
         # 1. the trials stage under Slurm; a shard's job cancelled, no retries left
         first = subprocess.Popen(
@@ -187,13 +184,10 @@ def runs(tmp_path_factory, docker_engine, slurm_cluster):
         clock3 = time.monotonic()
         run_tool(slurm, "snakemake")
         timings["local: the rest in the Slurm workspace"] = round(time.monotonic() - clock3, 1)
-        assert local_run.wait(timeout=600) == 0, (root / "local.log").read_text()[-4000:]
+        local = local_future.result(timeout=900)
+        timings["local: ready (made concurrently, or shared)"] = round(time.monotonic() - clock, 1)
     finally:
-        if local_run.poll() is None:
-            local_run.kill()
-        local_log.close()
-    elapsed = re.findall(r"Elapsed time: (\S+)", (root / "local.log").read_text())
-    timings["local: whole run (concurrently)"] = elapsed[-1] if elapsed else None
+        local_run.shutdown(wait=True)  # a build in progress finishes (or fails) first
     print("test_slurm timings (s):", timings)
     return {
         "root": root,
@@ -389,9 +383,10 @@ def test_slurm_results_restore_elsewhere_with_dvc(runs, tmp_path):
     # canary's ancient() edge (snakemake/snakemake#4166); a second pass finds them.
     for _ in range(2):
         run_tool(clone, "snakemake", "--touch")
-        if not job_counts(run_tool(clone, "snakemake", "-n").stdout):
+        planned = job_counts(run_tool(clone, "snakemake", "-n").stdout)
+        if not planned:
             break
-    assert job_counts(run_tool(clone, "snakemake", "-n").stdout) == {}
+    assert planned == {}  # (the last dry run's answer: nothing changed since)
     assert "Data and pipelines are up to date" in run_tool(clone, "dvc", "status").stdout
     for pattern in ("results/trials/*/*/t*/c*.parquet", "results/trials/*/*/journals/*.jsonl"):
         pulled = digests(sorted(clone.glob(pattern)))
