@@ -107,12 +107,12 @@ def test_read_loads_every_field_from_the_rule_files(
     pairs = _load(files["comparisons"])
     assert pairs["comparisons"] and pairs["skipped"]
     assert list(got.comparisons.columns) == [
-        "a", "b", "diff", "ci_low", "ci_high", "p_paired_holm", "kind",
+        "a", "b", "diff", "ci_low", "ci_high", "pvalue_holm", "kind",
     ]  # fmt: skip
     for row, rec in zip(got.comparisons.to_dict("records"), pairs["comparisons"], strict=True):
         assert row["kind"] == COMPARISON_KIND_LABELS[rec["kind"]]
         assert (row["a"], row["b"], row["diff"]) == (rec["a"], rec["b"], rec["diff"])
-        assert row["p_paired_holm"] == rec.get("p_paired_holm")
+        assert row["pvalue_holm"] == rec.get("pvalue_holm")
     assert got.skipped_comparisons == tuple(
         {**r, "kind": COMPARISON_KIND_LABELS[r["kind"]]} for r in pairs["skipped"]
     )

@@ -14,7 +14,7 @@ field                    what it holds
 ``budget``               ``n_tasks, trials, se`` [``group``, ``recommended``]; rows with an
                          undefined ``se`` dropped (``budget.csv``)
 ``infra``                one row per agent × resource profile (``resource_profiles.csv``)
-``comparisons``          ``a, b, diff, ci_low, ci_high`` [``p_paired_holm``, ``kind``]
+``comparisons``          ``a, b, diff, ci_low, ci_high`` [``pvalue_holm``, ``kind``]
 ``skipped_comparisons``  pairs not compared, each ``kind, within, a, b, reason``
 ``attribution``          :class:`~evalnoise.attribution.AttributionTables`, or None: the
                          section "Where the noise comes from" was not computed
@@ -220,7 +220,7 @@ class ReportInputs:
         compared = [
             {
                 **{k: _field(r, k, comparisons) for k in _COMPARISON_COLUMNS},
-                "p_paired_holm": r.get("p_paired_holm"),
+                "pvalue_holm": r.get("pvalue_holm"),
                 "kind": _kind_label(_field(r, "kind", comparisons)),
             }
             for r in _field(pairs, "comparisons", comparisons)
