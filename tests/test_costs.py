@@ -216,3 +216,13 @@ def test_integer_bool_and_text_columns_and_an_absent_one():
     assert column_total(frame, "text") == DriverTotal(0, 3, None, None)
     assert column_total(frame, "ints") == DriverTotal(2, 1, 5.0, 2.5)
     assert column_total(frame, "absent") == DriverTotal(0, 3, None, None)
+
+
+def test_a_total_beyond_the_largest_float_is_infinite_not_an_error():
+    """fsum raises OverflowError on an intermediate overflow (hypothesis found it); the
+    true sum of these non-negative values is beyond every float, so +inf, both paths."""
+    frame = pd.DataFrame({"duration_s": [1e308, 1e308, None]})
+    fast = column_total(frame, "duration_s")
+    slow = driver_total(frame["duration_s"].tolist())
+    assert fast == slow
+    assert (fast.n, fast.missing, fast.total) == (2, 1, math.inf)

@@ -127,6 +127,15 @@ def _known(value: Any) -> float | None:
     return f if math.isfinite(f) and f >= 0 else None
 
 
+def _exact_sum(values: list[float]) -> float:
+    """Σ values, correctly rounded (``math.fsum``); +inf when the true sum of these
+    non-negative values exceeds the largest float, where ``fsum`` raises instead."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return math.inf
+
+
 def driver_total(values: Iterable[Any]) -> DriverTotal:
     """:class:`DriverTotal` of one driver's values over the attempts (None, NaN: not
     reported)::
@@ -137,7 +146,7 @@ def driver_total(values: Iterable[Any]) -> DriverTotal:
     known = [f for f in map(_known, values) if f is not None]
     if not known:
         return DriverTotal(0, len(values), None, None)
-    total = math.fsum(known)
+    total = _exact_sum(known)
     return DriverTotal(len(known), len(values) - len(known), total, total / len(known))
 
 
@@ -156,7 +165,7 @@ def column_total(frame: Any, name: str) -> DriverTotal:
     known = values[np.isfinite(values) & (values >= 0)]
     if not known.size:
         return DriverTotal(0, values.size, None, None)
-    total = math.fsum(known.tolist())
+    total = _exact_sum(known.tolist())
     return DriverTotal(known.size, values.size - known.size, total, total / known.size)
 
 
