@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -47,8 +48,23 @@ from bench_pipeline import (
 from pipeline_helpers import ignore_caches, no_slurm_probe
 
 #: The rules whose jobs are the analysis and report stages; Snakemake also reruns what
-#: depends on them (the manifest, the checks).
-RULES = ("analyze", "compare", "convergence", "budget", "attribution", "summarize", "report")
+#: depends on them (the manifest, the checks). A tree's workflow has some of them: one
+#: ``analyze_group`` per group, or (a tree of before it) ``analyze``, ``convergence``,
+#: ``budget`` and ``judge_quality``.
+RULES = (
+    "analyze_group",
+    "analyze",
+    "convergence",
+    "budget",
+    "judge_quality",
+    "compare",
+    "attribution",
+    "summarize",
+    "report",
+)
+#: What a tree brings to the workspace: its package and its workflow (rules and scripts
+#: change together with the package).
+TREE_FILES = ("src", "rules", "scripts", "Snakefile")
 #: Rules a forced rerun of the analysis must never plan.
 UPSTREAM = ("sample_tasks", "build_image", "canary", "run_trials", "score", "judge")
 
@@ -84,9 +100,21 @@ if _m and os.environ.get("EVALNOISE_JOB_TIMES"):
 
 
 def use_tree(ws: Path, tree: Path) -> None:
-    """The workspace's package becomes ``tree``'s (its ``src/``)."""
-    shutil.rmtree(ws / "src")
-    shutil.copytree(tree / "src", ws / "src", ignore=ignore_caches)
+    """The workspace's package and workflow become ``tree``'s (:data:`TREE_FILES`)."""
+    for name in TREE_FILES:
+        if (ws / name).is_dir():
+            shutil.rmtree(ws / name)
+            shutil.copytree(tree / name, ws / name, ignore=ignore_caches)
+        else:
+            shutil.copy2(tree / name, ws / name)
+
+
+def workflow_rules(ws: Path) -> set[str]:
+    """The names of the rules the workspace's workflow defines."""
+    names = set()
+    for path in [ws / "Snakefile", *(ws / "rules").glob("*.smk")]:
+        names.update(re.findall(r"^(?:rule|checkpoint)\s+(\w+)\s*:", path.read_text(), re.M))
+    return names
 
 
 def forced_rerun(ws: Path, env: dict[str, str], cores: int) -> tuple[list[str], dict[str, int]]:
@@ -95,7 +123,7 @@ def forced_rerun(ws: Path, env: dict[str, str], cores: int) -> tuple[list[str], 
     the workspace's package may be another tree's (a changed ``code_version`` of the runner
     must not rerun the trials)."""
     command = [snakemake_bin(), "--cores", str(cores), "--rerun-triggers", "mtime"]
-    command += ["--forcerun", *RULES]
+    command += ["--forcerun", *(r for r in RULES if r in workflow_rules(ws))]
     dry = subprocess.run([*command, "-n"], cwd=ws, env=env, capture_output=True, text=True)
     if dry.returncode != 0:
         raise SystemExit(f"snakemake -n failed:\n{dry.stderr[-3000:]}")

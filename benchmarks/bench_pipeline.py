@@ -91,6 +91,8 @@ STAGES = {
     "run_trials": "trials",
     "score": "scoring",
     "judge": "scoring",
+    "analyze_group": "analysis",
+    # the rules analyze_group replaced (a --baseline tree of before it)
     "analyze": "analysis",
     "compare": "analysis",
     "convergence": "analysis",

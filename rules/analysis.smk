@@ -1,26 +1,35 @@
-# Statistics over the scores: per agent × resource profile (overall and per level), every
-# pair, ICC convergence and budget allocation; then one summary. Pure functions of the score
-# shards: rerunning any of these never touches a trial.
+# Statistics over the scores: per agent × resource profile one job (overall and per level,
+# ICC convergence, budget allocation, the judges' quality), every pair, the attribution; then
+# one summary. Pure functions of the score shards: rerunning any of these never touches a
+# trial. The numeric jobs carry code_version("analysis"), the summary's text
+# code_version("summary"): rewording a line of summary.txt or a card reruns no statistic.
 
 
-rule analyze:
+# One job per group: the group's shards are read once and every output that depends on that
+# group alone is written (GROUP_OUTPUTS, rules/common.smk: the judges' record only when the
+# config has a judge stage), so a new agent or profile runs exactly its own jobs.
+rule analyze_group:
     input:
         scores=group_scores,
         tasks=tasks_table,
+        reference=group_judge_reference,
+        judged=group_judged,
     output:
-        stats="results/analysis/groups/{agent}/{resource_profile}.json",
+        **GROUP_OUTPUTS,
     log:
-        "results/logs/analyze/{agent}/{resource_profile}.log",
+        "results/logs/analyze_group/{agent}/{resource_profile}.log",
     conda:
         ENV
     params:
+        **JUDGE_QUALITY_PARAMS,
         group=group_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
         health=config["health"],
+        max_tasks=TASK_POOL,
         code_version=code_version("analysis"),
     script:
-        "../scripts/analyze.py"
+        "../scripts/analyze_group.py"
 
 
 rule compare:
@@ -42,66 +51,6 @@ rule compare:
         code_version=code_version("analysis"),
     script:
         "../scripts/compare.py"
-
-
-rule convergence:
-    input:
-        scores=group_scores,
-        tasks=tasks_table,
-    output:
-        table="results/analysis/convergence/{agent}/{resource_profile}.csv",
-    log:
-        "results/logs/convergence/{agent}/{resource_profile}.log",
-    conda:
-        ENV
-    params:
-        group=group_param,
-        analysis=config["analysis"],
-        infra_policy=infra_policy_param,
-        health=config["health"],
-        code_version=code_version("analysis"),
-    script:
-        "../scripts/convergence.py"
-
-
-rule budget:
-    input:
-        stats=unconstrained(rules.analyze.output.stats),
-    output:
-        table="results/analysis/budget/{agent}/{resource_profile}.csv",
-    log:
-        "results/logs/budget/{agent}/{resource_profile}.log",
-    conda:
-        ENV
-    params:
-        analysis=config["analysis"],
-        max_tasks=TASK_POOL,
-        code_version=code_version("analysis"),
-    script:
-        "../scripts/budget.py"
-
-
-rule judge_quality:
-    input:
-        reference=group_reference_scores,
-        judged=group_judged,
-        tasks=tasks_table,
-    output:
-        stats="results/analysis/judge/{agent}/{resource_profile}.json",
-    log:
-        "results/logs/judge_quality/{agent}/{resource_profile}.log",
-    conda:
-        ENV
-    params:
-        group=group_param,
-        analysis=config["analysis"],
-        infra_policy=infra_policy_param,
-        judges=judges_param,
-        judged=group_judged_by_judge,
-        reference=config["scorer"],
-        code_version=code_version("analysis"),
-    script:
-        "../scripts/judge_quality.py"
 
 
 rule attribution:
@@ -149,6 +98,6 @@ rule summarize:
         ENV
     params:
         confidence=config["analysis"]["confidence"],
-        code_version=code_version("analysis"),
+        code_version=code_version("summary"),
     script:
         "../scripts/summarize.py"

@@ -310,7 +310,7 @@ def judge_scorer_param(wildcards):
 
 
 def judges_param(wildcards=None):
-    """Every judge's spec, by name, in order (the judge_quality rule's)."""
+    """Every judge's spec, by name, in order (for the judges' record of analyze_group)."""
     return JUDGES
 
 
@@ -524,7 +524,11 @@ def group_scores(wildcards):
     return scores_of(wildcards.agent, wildcards.resource_profile)
 
 
-def group_reference_scores(wildcards):
+def group_judge_reference(wildcards):
+    """The reference scorer's shards of one group, which its judges are set against (none
+    without a judge stage)."""
+    if not JUDGE_STAGE:
+        return []
     return reference_scores_of(wildcards.agent, wildcards.resource_profile)
 
 
@@ -534,11 +538,46 @@ def group_judged(wildcards):
 
 
 def group_judged_by_judge(wildcards):
-    """{judge: its shards of one group}, for judge_quality."""
+    """{judge: its shards of one group}, for the judges' record of analyze_group."""
     return {
         judge: judged_of(wildcards.agent, wildcards.resource_profile, judges=[judge])
         for judge in JUDGES
     }
+
+
+# What analyze_group writes for one group: its statistics, ICC convergence and budget table,
+# and with a judge stage its judges' record. Declared per config (not an always-written "no
+# judge" file): the DAG names exactly the files a run makes, and adding a judge stage makes
+# the groups' jobs rerun because their declared outputs grew.
+GROUP_OUTPUTS = {
+    "stats": "results/analysis/groups/{agent}/{resource_profile}.json",
+    "convergence": "results/analysis/convergence/{agent}/{resource_profile}.csv",
+    "budget": "results/analysis/budget/{agent}/{resource_profile}.csv",
+    **(
+        {"judge": "results/analysis/judge/{agent}/{resource_profile}.json"}
+        if JUDGE_STAGE
+        else {}
+    ),
+}
+# The judges' params exist only with a judge stage, so a judge spec edited in a run without
+# one reruns no group's statistics.
+JUDGE_QUALITY_PARAMS = (
+    {
+        "judges": judges_param,
+        "judged": group_judged_by_judge,
+        "reference": config["scorer"],
+    }
+    if JUDGE_STAGE
+    else {}
+)
+
+
+def _group_output(key, agent, resource_profile):
+    return fill(
+        getattr(rules.analyze_group.output, key),
+        agent=agent,
+        resource_profile=resource_profile,
+    )
 
 
 def _pair_groups(wildcards):
@@ -567,17 +606,11 @@ def group_param(wildcards):
 
 
 def all_stats(wildcards=None):
-    return [
-        fill(rules.analyze.output.stats, agent=a, resource_profile=r)
-        for a, r in PLAN.groups()
-    ]
+    return [_group_output("stats", a, r) for a, r in PLAN.groups()]
 
 
 def all_convergence(wildcards=None):
-    return [
-        fill(rules.convergence.output.table, agent=a, resource_profile=r)
-        for a, r in PLAN.groups()
-    ]
+    return [_group_output("convergence", a, r) for a, r in PLAN.groups()]
 
 
 def attribution_scores(wildcards=None):
@@ -593,17 +626,11 @@ def plan_groups_param(wildcards=None):
 def all_judge_quality(wildcards=None):
     if not JUDGE_STAGE:
         return []
-    return [
-        fill(rules.judge_quality.output.stats, agent=a, resource_profile=r)
-        for a, r in PLAN.groups()
-    ]
+    return [_group_output("judge", a, r) for a, r in PLAN.groups()]
 
 
 def all_budgets(wildcards=None):
-    return [
-        fill(rules.budget.output.table, agent=a, resource_profile=r)
-        for a, r in PLAN.groups()
-    ]
+    return [_group_output("budget", a, r) for a, r in PLAN.groups()]
 
 
 def all_pairs(wildcards=None):

@@ -80,6 +80,6 @@ rule check:
     conda:
         ENV
     params:
-        code_version=code_version("analysis"),
+        code_version=code_version("summary"),
     script:
         "../scripts/check.py"

@@ -8,7 +8,7 @@ import sys
 from evalnoise.atomic import write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.jobs import log_to
-from evalnoise.pipeline.stages import health_problems
+from evalnoise.pipeline.summary import health_problems
 
 console = os.fdopen(os.dup(2), "w")
 log = log_to(snakemake.log[0])

@@ -8,7 +8,7 @@ from evalnoise.atomic import atomic_path, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.sequential import summary_lines
-from evalnoise.pipeline.stages import summarize
+from evalnoise.pipeline.summary import summarize
 
 
 def load(paths):

@@ -84,7 +84,7 @@ def test_any_edit_makes_the_cache_unused(checkout, monkeypatch):
     assert stored["key"] == provenance._inputs_digest(checkout)
     assert "src/evalnoise/brand_new.py" in stored["areas"]["analysis"]
     # a rule file and a script count as well
-    for rel in ("rules/analysis.smk", "scripts/analyze.py"):
+    for rel in ("rules/analysis.smk", "scripts/analyze_group.py"):
         key = provenance._inputs_digest(checkout)
         with open(checkout / rel, "a", encoding="utf-8") as handle:
             handle.write("# an edit\n")

@@ -89,8 +89,9 @@ def test_areas_are_read_from_the_rules():
     assert rules["run_trials"].script == "scripts/run_trials.py"
     assert rules["run_trials"].areas == ("runner",)
     assert rules["run_trials"].file == "rules/trials.smk"
-    assert "scripts/analyze.py" in areas()["analysis"]
-    assert set(AREAS) >= {"tasks", "images", "runner", "scorers", "analysis", "report"}
+    assert "scripts/analyze_group.py" in areas()["analysis"]
+    assert "scripts/summarize.py" in areas()["summary"]
+    assert set(AREAS) >= {"tasks", "images", "runner", "scorers", "analysis", "summary", "report"}
     used = {
         match
         for path in (ROOT / "rules").glob("*.smk")
@@ -163,11 +164,48 @@ def test_a_scorer_edit_does_not_touch_the_runner():
     for module in ("pipeline/stages.py", "pipeline/collect.py", "runner/policy.py"):
         assert f"src/evalnoise/{module}" in analysis
     assert "src/evalnoise/analysis.py" in analysis
-    assert not {m for m in analysis if m.startswith("src/evalnoise/report/")} - {
-        "src/evalnoise/report/__init__.py",
-        "src/evalnoise/report/cards.py",  # the judge's line: the card's own text
-        "src/evalnoise/report/health.py",
-    }
+
+
+#: The text the run shows: summary.txt's lines, the judges' lines, the cards.
+WORDING = (
+    "src/evalnoise/pipeline/summary.py",
+    "src/evalnoise/attribution/text.py",
+    "src/evalnoise/report/cards.py",
+    "src/evalnoise/report/health.py",
+)
+
+
+def test_the_numbers_do_not_hash_the_wording():
+    """The numeric jobs (per-group analysis, compare, attribution, the sequential rounds)
+    carry code_version("analysis"), which hashes no report module and no module of text;
+    summarize and check carry code_version("summary"), which does."""
+    rules = workflow_rules()
+    for name in ("analyze_group", "compare", "attribution", "sequential_round"):
+        assert rules[name].areas == ("analysis",)
+    for name in ("summarize", "check"):
+        assert rules[name].areas == ("summary",)
+    analysis, summary = set(area_modules("analysis")), set(area_modules("summary"))
+    assert not {m for m in analysis if m.startswith("src/evalnoise/report/")}
+    assert not analysis & set(WORDING)
+    assert set(WORDING) <= summary
+    assert "src/evalnoise/pipeline/stages.py" in analysis & summary
+
+
+@pytest.mark.parametrize("module", WORDING)
+def test_rewording_a_line_reruns_the_summary_not_a_statistic(tmp_path, monkeypatch, module):
+    """An edit of a card's or a summary line's wording (in a copy of the checkout) changes
+    code_version("summary") and leaves code_version("analysis") as it was: Snakemake reruns
+    summarize (and what reads it), never a group's statistics, a comparison or attribution."""
+    root = _copy_checkout(tmp_path)
+    monkeypatch.setattr(dependencies, "ROOT", root)
+    before = {area: provenance.code_version(area) for area in ("analysis", "summary")}
+    path = root / module
+    path.write_text(
+        path.read_text(encoding="utf-8") + '\n\nREWORDED = "a line said differently"\n',
+        encoding="utf-8",
+    )
+    assert provenance.code_version("analysis") == before["analysis"]
+    assert provenance.code_version("summary") != before["summary"]
 
 
 # -- a missing dependency is reported -------------------------------------------------------------

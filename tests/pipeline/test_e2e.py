@@ -8,7 +8,7 @@ test walks through the whole life of an evaluation, since each step builds on th
 
 1. `snakemake` runs it all: every trial once, containers removed, report and manifest.
 2. `dvc repro` records it and is then up to date; so is `snakemake`.
-3. `--forcerun analyze` reruns the statistics only, never a trial.
+3. `--forcerun analyze_group` reruns the statistics only, never a trial.
 4. `dvc exp run -S config/config.yaml:trials.count=4` runs exactly the 2 new trials per
    task (new blocks; existing shards untouched); `dvc exp show` lists the experiment.
 5. `dvc push`, then in a fresh clone `dvc pull` + `snakemake --touch`: nothing reruns.
@@ -161,11 +161,11 @@ def test_the_life_of_an_evaluation(tmp_path, engine, workspace):
 
     # 3. rerunning a stage never reruns a trial -----------------------------------------------
     before = digests(sorted(results.glob("trials/*/*/journals/*.jsonl")))
-    forced = ran(run_tool(ws, "snakemake", "--forcerun", "analyze"))
-    assert forced["analyze"] == 4 and "run_trials" not in forced and "score" not in forced
+    forced = ran(run_tool(ws, "snakemake", "--forcerun", "analyze_group"))
+    assert forced["analyze_group"] == 4 and "run_trials" not in forced and "score" not in forced
     assert digests(before) == before
 
-    lap("forcerun analyze")
+    lap("forcerun analyze_group")
 
     # 4. more trials: only the new ones run (as a DVC experiment) ------------------------------
     old_shards = sorted(results.glob("trials/*/*/t*/c*.parquet"))

@@ -15,7 +15,8 @@ After each step: the journals hold exactly the old rows — the same ``started_a
 none ran again — plus one row per new (agent, profile, task, trial); every trial shard and
 score shard that existed before and is still in the plan is untouched (same bytes, same
 mtime: no job rewrote it), and Snakemake ran exactly one ``run_trials`` and one ``score`` job
-per new or grown shard, and ``analyze`` only for the groups whose scores changed.
+per new or grown shard, one ``analyze_group`` (statistics, convergence, budget) only for each
+group whose scores changed, and one ``compare`` per new pair.
 
 Before the fix in ``rules/trials.smk`` (the tasks table ``ancient``, each shard's own rows
 as a param: :func:`evalnoise.pipeline.plan.task_rows_digest`), step 2 reran *every*
@@ -91,9 +92,12 @@ def trial_rows(workspace: Path) -> dict[tuple, dict]:
 
 
 def group_files(workspace: Path) -> dict[str, int]:
+    """Every output of the groups' analyze_group jobs (statistics, convergence, budget)."""
+    analysis = workspace / "results" / "analysis"
     return {
         str(p.relative_to(workspace)): p.stat().st_mtime_ns
-        for p in sorted((workspace / "results" / "analysis" / "groups").glob("*/*.json"))
+        for pattern in ("groups/*/*.json", "convergence/*/*.csv", "budget/*/*.csv")
+        for p in sorted(analysis.glob(pattern))
     }
 
 
@@ -133,7 +137,7 @@ def test_growth_runs_exactly_the_new_trials(tmp_path):
     counts, after = grow(ws, **step)
     assert_grew_exactly(rows, after, 3 * 2)
     assert counts["run_trials"] == 2 and counts["score"] == 2  # block 0002-0003 × 2 chunks
-    assert counts["analyze"] == 1
+    assert counts["analyze_group"] == 1
     assert_untouched(files, shard_files(ws))
     rows = after
 
@@ -154,7 +158,9 @@ def test_growth_runs_exactly_the_new_trials(tmp_path):
     assert_grew_exactly(rows, after, 4 * 4)
     assert {k[0] for k in set(after) - set(rows)} == {"b"}
     assert counts["run_trials"] == 4 and counts["score"] == 4
-    assert counts["analyze"] == 1  # b@p1 only
+    assert counts["analyze_group"] == 1  # b@p1 only
+    # one new pair (a vs b under p1); the run-wide jobs once each
+    assert counts["compare"] == 1 and counts["attribution"] == 1 and counts["summarize"] == 1
     assert_untouched(files, shard_files(ws))
     assert {k: v for k, v in group_files(ws).items() if k in groups} == groups
     rows = after
@@ -166,7 +172,8 @@ def test_growth_runs_exactly_the_new_trials(tmp_path):
     assert_grew_exactly(rows, after, 2 * 4 * 4)
     assert {k[1] for k in set(after) - set(rows)} == {"p2"}
     assert counts["run_trials"] == 8 and counts["score"] == 8
-    assert counts["analyze"] == 2  # a@p2, b@p2
+    assert counts["analyze_group"] == 2  # a@p2, b@p2
+    assert counts["compare"] == 3  # a vs b under p2; p1 vs p2 for a and for b
     assert_untouched(files, shard_files(ws))
     assert {k: v for k, v in group_files(ws).items() if k in groups} == groups
 

@@ -19,7 +19,8 @@ from evalnoise.pipeline.collect import load_group
 from evalnoise.pipeline.judges import judge_specs, primary_judge, uses_judge_server
 from evalnoise.pipeline.judging import judge_facet_record, judge_quality
 from evalnoise.pipeline.settings import ConfigError, check_config, load_schema, with_defaults
-from evalnoise.pipeline.stages import analyze_group, judge_summary, summarize
+from evalnoise.pipeline.stages import analyze_group
+from evalnoise.pipeline.summary import judge_summary, summarize
 from evalnoise.report.cards import judge_text, judges_rows
 from evalnoise.schema import SCORES, TASKS, conform
 from evalnoise.scorers import score_trials

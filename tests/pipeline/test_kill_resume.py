@@ -13,7 +13,7 @@ made.
 - run_trials: the workspace's first run, killed once some trials are journaled and a
   shard's job is running (``TINY_SLEEP_S`` widens each trial to 1 s). No trial is lost
   or run twice: those journaled before the kill keep their start times.
-- score, analyze, compare, report: ``evalnoise run --forcerun <rule>`` on the finished
+- score, analyze_group, compare, report: ``evalnoise run --forcerun <rule>`` on the finished
   workspace, killed while a job of that rule runs. Snakemake removes a job's outputs when it
   starts it, so the kill leaves them missing (or, for the report, its directory) under a
   summary, manifest and report that look up to date — the state in which a missing pair
@@ -337,23 +337,23 @@ def test_killed_during_trials_resumes_with_every_trial_once(killed, reference, e
 #: A job of each rule, as the kill leaves it: outputs missing, or a directory not there.
 STAGE_OUTPUTS = {
     "score": "scores/*/*/t*/c*.parquet",
-    "analyze": "analysis/groups/*/*.json",
+    "analyze_group": "analysis/groups/*/*.json",
     "compare": "analysis/pairs/*/*/*/*.json",
 }
-EXPECTED = {"score": 4, "analyze": 4, "compare": 4}
+EXPECTED = {"score": 4, "analyze_group": 4, "compare": 4}
 
 
 #: A job of each rule, as the kill leaves it: some of the rule's outputs missing.
 STAGE_OUTPUTS = {
     "score": ("scores/*/*/t*/c*.parquet", 2),
-    "analyze": ("analysis/groups/*/*.json", 2),
+    "analyze_group": ("analysis/groups/*/*.json", 2),
     "compare": ("analysis/pairs/*/*/*/*.json", 1),
 }
 
 
 @pytest.mark.docker
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", ["score", "analyze", "compare", "report"])
+@pytest.mark.parametrize("rule", ["score", "analyze_group", "compare", "report"])
 def test_killed_during_a_stage_resumes_to_the_same_result(rule, killed, reference):
     ws = finished(killed)
     results = ws / "results"

@@ -14,7 +14,8 @@ import pytest
 from evalnoise.costs import Prices
 from evalnoise.pipeline.collect import load_group, read_scores
 from evalnoise.pipeline.judging import judge_quality
-from evalnoise.pipeline.stages import analyze_group, summarize
+from evalnoise.pipeline.stages import analyze_group
+from evalnoise.pipeline.summary import summarize
 from evalnoise.runner.shard import rows_to_table
 from evalnoise.runner.trial import base_row
 from evalnoise.schema import SCORES, TASKS, TRIALS, conform

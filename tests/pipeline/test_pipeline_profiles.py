@@ -21,11 +21,8 @@ DEFAULT_JOBS = {
     "run_trials": 16,
     "score": 16,
     "judge": 32,
-    "analyze": 4,
+    "analyze_group": 4,
     "compare": 4,
-    "convergence": 4,
-    "budget": 4,
-    "judge_quality": 4,
     "attribution": 1,
     "summarize": 1,
     "manifest": 1,
@@ -89,7 +86,7 @@ def test_trials_from_runs_no_trial(checkout):
     planned = job_counts(run.stdout + run.stderr)
     assert planned["import_trials"] == 1
     assert "run_trials" not in planned and "sample_tasks" not in planned
-    assert planned["compare"] == 1 and planned["analyze"] == 2
+    assert planned["compare"] == 1 and planned["analyze_group"] == 2
     metrics = json.loads((checkout / "results" / "metrics.json").read_text())
     assert sorted(metrics["groups"]) == [
         "openai/gpt-5-nano-2025-08-07@imported",

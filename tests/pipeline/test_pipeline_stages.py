@@ -19,8 +19,9 @@ from evalnoise.pipeline.stages import (
     budget_table,
     compare_groups,
     convergence_table,
-    summarize,
+    group_outputs,
 )
+from evalnoise.pipeline.summary import summarize
 from evalnoise.schema import SCORES, TASKS, conform
 from evalnoise.stats import holm
 
@@ -188,6 +189,31 @@ def test_budget_table(shards):
     assert capped["n_tasks"].max() <= 6
     stats["overall"]["sigma2_within"] = None
     assert budget_table(stats, OPTIONS, max_tasks=None).empty
+
+
+@pytest.mark.parametrize(
+    ("health", "valid"),
+    [
+        (None, True),
+        ({"max_failure_rate": 0.5, "expected_failures": []}, True),
+        # a1's one OOM kill in 24 trials is over a 1 % limit: not a measurement
+        ({"max_failure_rate": 0.01, "expected_failures": []}, False),
+    ],
+)
+def test_group_outputs_are_the_three_stages_one_by_one(shards, health, valid):
+    """Rule analyze_group computes a group's stats, convergence and budget in one process;
+    the numbers are those of the three functions called one by one (as the three rules it
+    replaced did), also for a group that is not a measurement (convergence withheld)."""
+    tasks, files = shards
+    data = load_group([files["a1"]], tasks, "a", "1x", AS_INCORRECT)
+    out = group_outputs(data, OPTIONS, policy="as incorrect", health=health, max_tasks=6)
+    stats = analyze_group(data, OPTIONS, policy="as incorrect", health=health)
+    assert out.stats == stats
+    assert stats["health"]["valid"] is valid
+    pd.testing.assert_frame_equal(out.convergence, convergence_table(data, OPTIONS, health))
+    pd.testing.assert_frame_equal(out.budget, budget_table(stats, OPTIONS, max_tasks=6))
+    assert out.convergence.empty is (not valid)
+    assert set(out.to_dict()) == {"stats", "convergence", "budget"}
 
 
 COLUMNS = {

@@ -482,7 +482,7 @@ def test_the_judge_record_keeps_the_judge_tables_columns():
     """Every column of the judge table (the fields of the replaced NestedComponentsResult),
     and the summary reads its shares: a component not detected has no share."""
     from evalnoise.formatting import jsonable
-    from evalnoise.pipeline.stages import judge_summary
+    from evalnoise.pipeline.summary import judge_summary
 
     old_columns = {
         f"sigma2_{c}{k}" for c in ("task", "trial", "judge") for k in ("", "_raw", "_ci_low",

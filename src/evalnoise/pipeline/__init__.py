@@ -8,7 +8,9 @@
 - :mod:`~evalnoise.pipeline.shards` — run and score one shard (model server managed).
 - :mod:`~evalnoise.pipeline.imported` — ``trials_from``: an existing trial table instead.
 - :mod:`~evalnoise.pipeline.collect` — score shards → the long frame, infra policy applied.
-- :mod:`~evalnoise.pipeline.stages` — analyze, compare, convergence, budget, summarize.
+- :mod:`~evalnoise.pipeline.stages` — the numbers: one group's statistics, convergence and
+  budget; one pair's comparison.
+- :mod:`~evalnoise.pipeline.summary` — every group and pair in one place, and its text.
 - :mod:`~evalnoise.pipeline.outputs` — the run manifest and the report.
 - :mod:`~evalnoise.pipeline.jobs` — a job's output into its Snakemake log.
 """

@@ -130,15 +130,7 @@ STAGES: dict[str, Stage] = {
     "judge": Stage(data=("results/tasks.parquet", "results/trials"), rules=("judge",)),
     "analysis": Stage(
         data=("results/tasks.parquet", "results/scores", "results/judged"),
-        rules=(
-            "analyze",
-            "compare",
-            "convergence",
-            "budget",
-            "judge_quality",
-            "attribution",
-            "summarize",
-        ),
+        rules=("analyze_group", "compare", "attribution", "summarize"),
     ),
     # the manifest hashes every artifact: tasks, image infos and shards, the analysis outputs
     "report": Stage(

@@ -498,7 +498,7 @@ def nested_record(
 
 
 def judges_summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The judges' part of a group's judge summary (:func:`evalnoise.pipeline.stages.
+    """The judges' part of a group's judge summary (:func:`evalnoise.pipeline.summary.
     judge_summary`): ``judges``, one short record per judge (κ with its interval, false
     accept and reject rates, parse rate, unjudged trials, accuracy by the judge), the
     ``best_judge``, and ``judge_facet``, the judges' variance components (None with one

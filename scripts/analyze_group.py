@@ -1,0 +1,75 @@
+"""Snakemake entry point of rule `analyze_group`: one agent × resource profile, its score
+shards read once; its statistics (overall and per level), ICC convergence, budget table and,
+with a judge stage, its judges' record. Everything is computed before anything is written."""
+
+from evalnoise.atomic import atomic_path, write_text
+from evalnoise.formatting import dumps
+from evalnoise.pipeline.collect import load_group
+from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.stages import group_outputs
+from evalnoise.runner.policy import infra_policy
+
+
+def csv(frame, target):
+    with atomic_path(target) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.6g")
+
+
+log = log_to(snakemake.log[0])
+i, o, p = snakemake.input, snakemake.output, snakemake.params
+data = load_group(i.scores, i.tasks, *p.group, p.infra_policy)
+out = group_outputs(
+    data,
+    p.analysis,
+    policy=infra_policy(p.infra_policy).describe(),
+    health=p.health,
+    max_tasks=p.max_tasks,
+)
+judges = None
+if getattr(o, "judge", None):  # declared only when the config has a judge stage
+    from evalnoise.pipeline.judging import judge_quality
+
+    judges = judge_quality(
+        i.reference,
+        dict(p.judged),
+        i.tasks,
+        *p.group,
+        options=p.analysis,
+        policy=p.infra_policy,
+        judges=p.judges,
+        reference=p.reference,
+    )
+
+write_text(o.stats, dumps(out.stats) + "\n")
+csv(out.convergence, o.convergence)
+csv(out.budget, o.budget)
+if judges is not None:
+    write_text(o.judge, dumps(judges) + "\n")
+
+stats = out.stats
+log.info(
+    "%s: %d tasks, %d counted trials, %d levels; outcomes %s",
+    data.group,
+    stats["overall"]["n_tasks"],
+    stats["overall"]["n_obs"],
+    len(stats["levels"]),
+    stats["outcomes"],
+)
+for reason in stats["health"]["reasons"]:
+    log.warning(
+        "%s: %s%s", data.group, reason, " (expected)" if stats["health"]["expected"] else ""
+    )
+log.info(
+    "%s: %d convergence rows, %d allocations", data.group, len(out.convergence), len(out.budget)
+)
+for judge in (judges or {}).get("judges", ()):
+    log.info(
+        "%s: judge %s: %d sent, parse rate %s, kappa %s",
+        data.group,
+        judge["name"],
+        judge["sent"],
+        judge["parse_rate"],
+        (judge["agreement"] or {}).get("kappa"),
+    )
+if judges is not None:
+    log.info("%s: best judge %s", data.group, judges["best_judge"])
