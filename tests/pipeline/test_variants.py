@@ -45,7 +45,7 @@ def test_without_variants_the_plan_is_todays(default_config):
     assert first.wildcards == {
         "agent": "chat",
         "resource_profile": "3x",
-        "block": "0000-0003",
+        "block": "0000-0001",
         "chunk": "0000-0005",
         "variant": "",
     }
