@@ -76,29 +76,11 @@ def group_record(group: str, acc: AccuracyResult, icc: ICCResult) -> dict[str, A
     }
 
 
-#: The numbers of a group record (:func:`group_stats`): None in an undefined record.
+#: The numbers of a group record (:func:`group_stats`): None in an undefined record. The
+#: record's keys (:func:`group_record`) but its counts and the ICC's verbal interpretation.
 ESTIMATE_KEYS = (
-    "mean",
-    "mean_pooled",
-    "se_naive",
-    "se_clustered",
-    "ci_low",
-    "ci_high",
-    "ci_method",
-    "design_effect",
-    "icc",
-    "icc_ci_low",
-    "icc_ci_high",
-    "icc_se",
-    "icc_k",
-    "icc_plugin",
-    "statistic",
-    "df1",
-    "df2",
-    "pvalue",
-    "n0",
-    "sigma2_between",
-    "sigma2_within",
+    *(k for k in ACCURACY_FIELDS if k not in ("n_tasks", "n_obs")),
+    *((f"icc_{k}" if k in ICC_PREFIXED else k) for k in ICC_FIELDS if k != "interpretation"),
     "between_query_se",
 )
 
