@@ -2,18 +2,12 @@
 shards read once; its statistics (overall and per level), ICC convergence, budget table and,
 with a judge stage, its judges' record. Everything is computed before anything is written."""
 
-from evalnoise.atomic import atomic_path, write_text
+from evalnoise.atomic import write_csv, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.collect import load_group
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.stages import group_outputs
 from evalnoise.runner.policy import infra_policy
-
-
-def csv(frame, target):
-    with atomic_path(target) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.6g")
-
 
 log = log_to(snakemake.log[0])
 i, o, p = snakemake.input, snakemake.output, snakemake.params
@@ -41,8 +35,8 @@ if getattr(o, "judge", None):  # declared only when the config has a judge stage
     )
 
 write_text(o.stats, dumps(out.stats) + "\n")
-csv(out.convergence, o.convergence)
-csv(out.budget, o.budget)
+write_csv(o.convergence, out.convergence)
+write_csv(o.budget, out.budget)
 if judges is not None:
     write_text(o.judge, dumps(judges) + "\n")
 

@@ -3,7 +3,7 @@ policy sensitivity, resource sensitivity per task, flaky tasks, time and host ef
 
 import pandas as pd
 
-from evalnoise.atomic import atomic_path, write_text
+from evalnoise.atomic import atomic_path, write_csv, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.attribution_stage import attribution_tables
 from evalnoise.pipeline.collect import read_scores
@@ -21,8 +21,7 @@ out = attribution_tables(
 write_text(o.summary, dumps(out["summary"]) + "\n")
 with atomic_path(o.resource) as tmp:
     out["resource"].to_parquet(tmp, index=False)
-with atomic_path(o.flaky) as tmp:
-    out["flaky"].to_csv(tmp, index=False, float_format="%.6g")
+write_csv(o.flaky, out["flaky"])
 log.info(
     "%d groups; %d resource-sensitivity rows; %d flaky-task flags",
     len(out["summary"]),

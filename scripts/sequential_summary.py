@@ -2,7 +2,7 @@
 
 import json
 
-from evalnoise.atomic import atomic_path, write_text
+from evalnoise.atomic import write_csv, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.sequential import round_rows, summary_record
@@ -17,8 +17,7 @@ if records:
 else:  # a fixed design: the file says so, and the trials stage's DVC output exists
     summary = {"enabled": False, "units": [], "groups": {}}
 table = round_rows(records)
-with atomic_path(snakemake.output.rounds) as tmp:
-    table.to_csv(tmp, index=False, float_format="%.6g")
+write_csv(snakemake.output.rounds, table)
 write_text(snakemake.output.summary, dumps(summary) + "\n")
 for unit in summary["units"]:
     log.info(

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from evalnoise.atomic import atomic_path, write_text
+from evalnoise.atomic import write_csv, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.sequential import summary_lines
@@ -17,11 +17,6 @@ def load(paths):
         with open(path, encoding="utf-8") as handle:
             out.append(json.load(handle))
     return out
-
-
-def csv(frame, target):
-    with atomic_path(target) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.6g")
 
 
 log = log_to(snakemake.log[0])
@@ -51,10 +46,10 @@ write_text(o.groups, dumps({"groups": s["groups"], "levels": s["levels"]}) + "\n
 write_text(o.comparisons, dumps({"comparisons": s["comparisons"], "skipped": s["skipped"]}) + "\n")
 write_text(o.summary, s["summary"])
 write_text(o.metrics, dumps(s["metrics"]) + "\n")
-csv(s["convergence"], o.convergence)
-csv(s["budget"], o.budget)
-csv(s["profiles"], o.profiles)
-csv(s["per_task"], o.per_task)
+write_csv(o.convergence, s["convergence"])
+write_csv(o.budget, s["budget"])
+write_csv(o.profiles, s["profiles"])
+write_csv(o.per_task, s["per_task"])
 log.info(
     "%d groups, %d comparisons, %d skipped",
     len(s["groups"]),

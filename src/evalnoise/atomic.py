@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 #: Suffix of a temporary file or directory being written (see :data:`TEMPORARY`).
 _TMP_SUFFIX = ".tmp"
@@ -79,6 +79,13 @@ def atomic_open(
 def write_text(target: str | os.PathLike[str], text: str) -> None:
     with atomic_open(target) as fh:
         fh.write(text)
+
+
+def write_csv(target: str | os.PathLike[str], frame: Any) -> None:
+    """``frame`` (a DataFrame) as the pipeline's CSV artifacts are written: no index, floats
+    to 6 significant digits (``%.6g``), the file replaced whole or not at all."""
+    with atomic_path(target) as tmp:
+        frame.to_csv(tmp, index=False, float_format="%.6g")
 
 
 @contextlib.contextmanager
