@@ -18,6 +18,16 @@ def _is_missing(value: Any) -> bool:
     return pandas is not None and (value is pandas.NA or value is pandas.NaT)
 
 
+def finite_or_none(value: Any) -> float | None:
+    """``float(value)`` when that is a finite number, else None (None, NaN, ±inf, pd.NA,
+    text): how a report shows a number that may be missing."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
 def jsonable(value: Any) -> Any:
     """The one rule for values that leave the process (JSON files, task files, journals):
     numpy scalars and arrays become Python values, and NaN, ±inf, ``pd.NA`` and ``pd.NaT``

@@ -30,6 +30,7 @@ from evalnoise.attribution.tables import (
     group_label,
 )
 from evalnoise.attribution.text import resource_finding
+from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through, value_cell
 from evalnoise.report.cards import NOT_A_MEASUREMENT_LABEL, policy_sensitivity_of
@@ -85,15 +86,6 @@ def _group_title(label: str, titles: Mapping[str, str]) -> str:
         return titles[label]
     agent, at, profile = label.rpartition("@")
     return f"{agent} @ {profile}" if at and agent else label
-
-
-def _num(value: Any) -> float | None:
-    """A finite float, else None (None, NaN, pd.NA, text)."""
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if np.isfinite(f) else None
 
 
 def _p_text(value: Any) -> str:

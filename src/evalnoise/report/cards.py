@@ -29,13 +29,13 @@ Cards are pure functions of their inputs: no timestamps, keys sorted when serial
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalnoise.analysis import readings_text, reporting_line
 from evalnoise.costs import DRIVERS, Prices, driver_label, estimate_cost
+from evalnoise.formatting import finite_or_none as _finite
 from evalnoise.formatting import fmt, jsonable, pct
 from evalnoise.report.health import (
     OUTCOME_HEADERS,
@@ -174,16 +174,6 @@ def card_key(record: Mapping[str, Any], context: CardContext) -> tuple[str, str 
     profile = record.get("resource_profile")
     profile = context.resource_profile if profile is None else str(profile)
     return agent, profile
-
-
-def _finite(value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def between_query_se(record: Mapping[str, Any]) -> float | None:

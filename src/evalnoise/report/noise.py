@@ -12,26 +12,18 @@ functions of the summary: HTML text, and the D study's curve as a frame for its 
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
+from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 
 __all__ = ["DSTUDY_COLUMNS", "dstudy_frame", "noise_html"]
 
 #: Columns of :func:`dstudy_frame`.
 DSTUDY_COLUMNS = ("group", "budget_multiple", "budget", "se", "tasks", "trials")
-
-
-def _num(value: Any) -> float | None:
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _noise(entry: Any) -> Mapping[str, Any] | None:
