@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -62,9 +63,9 @@ RULES = (
     "summarize",
     "report",
 )
-#: What a tree brings to the workspace: its package and its workflow (rules and scripts
-#: change together with the package).
-TREE_FILES = ("src", "rules", "scripts", "Snakefile")
+#: What a tree brings to the workspace: its package and its workflow (rules, scripts and the
+#: workflow profile change together with the package).
+TREE_FILES = ("src", "rules", "scripts", "profiles", "Snakefile")
 #: Rules a forced rerun of the analysis must never plan.
 UPSTREAM = ("sample_tasks", "build_image", "canary", "run_trials", "score", "judge")
 
@@ -134,17 +135,66 @@ def forced_rerun(ws: Path, env: dict[str, str], cores: int) -> tuple[list[str], 
     return command, planned
 
 
+#: the line :func:`evalnoise.pipeline.jobs.run_script` logs when an in-process job ends
+_IN_PROCESS = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) INFO evalnoise: in-process job (\w+) done: "
+    r"([\d.]+) s wall, ([\d.]+) s CPU",
+    re.M,
+)
+
+
+def in_process_jobs(ws: Path, since: float) -> list[dict[str, Any]]:
+    """The jobs that ran inside Snakemake's process since ``since`` (epoch s), read from the
+    line each one's log ends with: rule, start, end, and the CPU seconds of its thread. They
+    have no process of their own, so no peak RSS of their own."""
+    jobs = []
+    for log in (ws / "results" / "logs").rglob("*.log"):
+        if log.stat().st_mtime < since:
+            continue
+        for m in _IN_PROCESS.finditer(log.read_text(encoding="utf-8", errors="replace")):
+            end = (
+                time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1e3
+            )
+            if end + 0.002 < since:
+                continue
+            jobs.append(
+                {
+                    "rule": m.group(3),
+                    "start": end - float(m.group(4)),
+                    "end": end,
+                    "cpu_s": float(m.group(5)),
+                    "maxrss_kb": None,
+                    "in_process": True,
+                }
+            )
+    return jobs
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def rerun(ws: Path, env: dict[str, str], cores: int) -> dict[str, Any]:
-    """One forced rerun of the analysis and report: per job, its rule, seconds and peak RSS."""
+    """One forced rerun of the analysis and report: per job, its rule, seconds and peak RSS
+    (a job in its own process), or its rule, seconds and thread CPU (a job inside Snakemake's
+    process); and the CPU seconds of the whole ``snakemake`` command (its process and every
+    job process), from which the DAG build is taken off as the dry run's CPU."""
     command, planned = forced_rerun(ws, env, cores)
+    cpu0 = _children_cpu()
+    subprocess.run([*command, "-n"], cwd=ws, env=env, capture_output=True, check=True)
+    dry_cpu = _children_cpu() - cpu0
     times = Path(tempfile.mkdtemp(prefix="evalnoise-job-times-"))
     env = dict(env, EVALNOISE_JOB_TIMES=str(times))
     t0 = time.time()
+    cpu0 = _children_cpu()
     done = subprocess.run(command, cwd=ws, env=env, capture_output=True, text=True)
+    command_cpu = _children_cpu() - cpu0
     wall = time.time() - t0
     if done.returncode != 0:
         raise SystemExit(f"snakemake failed ({done.returncode}):\n{done.stderr[-3000:]}")
     jobs = [json.loads(p.read_text()) for p in sorted(times.glob("*.json"))]
+    jobs += in_process_jobs(ws, t0)
     shutil.rmtree(times)
     timed: dict[str, int] = {}
     for j in jobs:
@@ -156,6 +206,9 @@ def rerun(ws: Path, env: dict[str, str], cores: int) -> dict[str, Any]:
     mine = [j for j in jobs if STAGES.get(j["rule"]) in ("analysis", "report")]
     return {
         "wall_s": round(wall, 2),
+        "command_cpu_s": round(command_cpu, 2),
+        "dry_run_cpu_s": round(dry_cpu, 2),
+        "in_process_jobs": sum(1 for j in mine if j.get("in_process")),
         "tail_s": round(max(j["end"] for j in mine) - min(j["start"] for j in mine), 2),
         "busy_s": round(sum(j["end"] - j["start"] for j in mine), 2),
         "jobs": len(mine),
@@ -164,7 +217,10 @@ def rerun(ws: Path, env: dict[str, str], cores: int) -> dict[str, Any]:
                 {
                     "rule": j["rule"],
                     "seconds": round(j["end"] - j["start"], 3),
-                    "peak_rss_mb": round(j["maxrss_kb"] / 1024, 1),
+                    "in_process": bool(j.get("in_process")),
+                    "peak_rss_mb": (
+                        None if j["maxrss_kb"] is None else round(j["maxrss_kb"] / 1024, 1)
+                    ),
                 }
                 for j in mine
             ),
@@ -197,6 +253,12 @@ def summary(runs: list[dict[str, Any]], read: dict[str, Any], floor: float) -> d
         for rule, s in totals.items():
             per_rule.setdefault(rule, []).append(s)
     jobs = runs[0]["jobs"]
+    # only a job in its own process pays a start; an in-process job's start is Snakemake's
+    processes = jobs - runs[0].get("in_process_jobs", 0)
+    beyond = busy - processes * floor
+    command_cpu = statistics.median(r["command_cpu_s"] for r in runs)
+    dry_cpu = statistics.median(r["dry_run_cpu_s"] for r in runs)
+    rss = [j["peak_rss_mb"] for r in runs for j in r["per_job"] if j["peak_rss_mb"] is not None]
     return {
         "busy_s": round(busy, 2),
         "tail_s": round(tail, 2),
@@ -204,11 +266,16 @@ def summary(runs: list[dict[str, Any]], read: dict[str, Any], floor: float) -> d
         "busy_to_read_process": round(busy / read["process_s"], 1),
         "busy_to_jobs_x_read_process": round(busy / (jobs * read["process_s"]), 2),
         "tail_to_read_process": round(tail / read["process_s"], 1),
+        "job_processes": processes,
         "job_floor_s": floor,
-        "beyond_floor_s": round(busy - jobs * floor, 2),
-        "beyond_floor_to_read_process": round((busy - jobs * floor) / read["process_s"], 1),
+        "beyond_floor_s": round(beyond, 2),
+        "beyond_floor_to_read_process": round(beyond / read["process_s"], 1),
+        "command_cpu_s": round(command_cpu, 2),
+        "dry_run_cpu_s": round(dry_cpu, 2),
+        "beyond_dag_cpu_s": round(command_cpu - dry_cpu, 2),
+        "beyond_dag_cpu_to_read_process": round((command_cpu - dry_cpu) / read["process_s"], 1),
         "per_rule_s": {k: round(statistics.median(v), 2) for k, v in sorted(per_rule.items())},
-        "peak_rss_mb": max(j["peak_rss_mb"] for r in runs for j in r["per_job"]),
+        "peak_rss_mb": max(rss) if rss else None,
     }
 
 
@@ -226,25 +293,34 @@ def markdown(doc: dict[str, Any]) -> str:
         f"{read['process_s']:.3f} s as a fresh process (interpreter, imports and the read: "
         "the least any job that reads them pays).",
         "",
-        "Job time = sum over the analysis and report jobs of each job process's life "
-        "(creation to exit); tail = first job start to last job end. Medians of "
+        "Job time = sum over the analysis and report jobs of each job's life: a job in its "
+        "own process from the process's creation to its exit, a job inside Snakemake's "
+        "process (`run:` + in_process) from its script's start to its end, as its log's last "
+        "line says; tail = first job start to last job end. Medians of "
         f"{doc['repeat']} forced reruns per variant, the variants alternating. Start of a job "
-        "= a fresh process that starts as every analysis job does (interpreter, Snakemake's "
-        "script preamble, the stage functions' imports) and stops: what each job pays before "
-        "its own work; beyond the starts = job time − jobs × that.",
+        "= a fresh process that starts as every analysis job in its own process does "
+        "(interpreter, Snakemake's script preamble, the stage functions' imports) and stops: "
+        "what each such job pays before its own work; beyond the starts = job time − job "
+        "processes × that. Command CPU = CPU seconds of the whole `snakemake` command (its "
+        "process and every job process); beyond the DAG = that − the CPU of its dry run "
+        "(parsing the workflow, building the DAG), so the one-off imports in Snakemake's "
+        "process that in-process jobs lean on are counted.",
         "",
-        "| variant | jobs | job time s | tail s | job time / read (fresh process) "
+        "| variant | jobs (own process) | job time s | tail s | job time / read (fresh process) "
         "| start of a job s | job time beyond the starts s | that / read (fresh process) "
+        "| command CPU s | beyond the DAG CPU s | that / read (fresh process) "
         "| peak RSS of a job MB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, v in doc["variants"].items():
         s = v["summary"]
+        rss = "—" if s["peak_rss_mb"] is None else f"{s['peak_rss_mb']:.0f}"
         lines.append(
-            f"| {name} | {s['jobs']} | {s['busy_s']:.1f} | {s['tail_s']:.1f} "
-            f"| {s['busy_to_read_process']:.1f} × | {s['job_floor_s']:.2f} "
+            f"| {name} | {s['jobs']} ({s.get('job_processes', s['jobs'])}) | {s['busy_s']:.1f} "
+            f"| {s['tail_s']:.1f} | {s['busy_to_read_process']:.1f} × | {s['job_floor_s']:.2f} "
             f"| {s['beyond_floor_s']:.1f} | {s['beyond_floor_to_read_process']:.1f} × "
-            f"| {s['peak_rss_mb']:.0f} |"
+            f"| {s['command_cpu_s']:.1f} | {s['beyond_dag_cpu_s']:.1f} "
+            f"| {s['beyond_dag_cpu_to_read_process']:.1f} × | {rss} |"
         )
     rules = sorted({r for v in doc["variants"].values() for r in v["summary"]["per_rule_s"]})
     names = list(doc["variants"])

@@ -18,8 +18,6 @@ rule analyze_group:
         **GROUP_OUTPUTS,
     log:
         "results/logs/analyze_group/{agent}/{resource_profile}.log",
-    conda:
-        ENV
     params:
         **JUDGE_QUALITY_PARAMS,
         group=group_param,
@@ -28,8 +26,16 @@ rule analyze_group:
         health=config["health"],
         max_tasks=TASK_POOL,
         code_version=code_version("analysis"),
-    script:
-        "../scripts/analyze_group.py"
+    run:
+        in_process(
+            "../scripts/analyze_group.py",
+            input,
+            output,
+            params,
+            wildcards,
+            log,
+            rule,
+        )
 
 
 rule compare:
@@ -41,16 +47,14 @@ rule compare:
         pair="results/analysis/pairs/{kind}/{within}/{a}/{b}.json",
     log:
         "results/logs/compare/{kind}/{within}/{a}-{b}.log",
-    conda:
-        ENV
     params:
         groups=pair_groups_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
         health=config["health"],
         code_version=code_version("analysis"),
-    script:
-        "../scripts/compare.py"
+    run:
+        in_process("../scripts/compare.py", input, output, params, wildcards, log, rule)
 
 
 rule attribution:
@@ -63,15 +67,15 @@ rule attribution:
         flaky="results/analysis/flaky_tasks.csv",
     log:
         "results/logs/attribution.log",
-    conda:
-        ENV
     params:
         groups=plan_groups_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
         code_version=code_version("analysis"),
-    script:
-        "../scripts/attribution.py"
+    run:
+        in_process(
+            "../scripts/attribution.py", input, output, params, wildcards, log, rule
+        )
 
 
 rule summarize:
@@ -94,10 +98,10 @@ rule summarize:
         metrics="results/metrics.json",
     log:
         "results/logs/summarize.log",
-    conda:
-        ENV
     params:
         confidence=config["analysis"]["confidence"],
         code_version=code_version("summary"),
-    script:
-        "../scripts/summarize.py"
+    run:
+        in_process(
+            "../scripts/summarize.py", input, output, params, wildcards, log, rule
+        )

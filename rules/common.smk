@@ -2,12 +2,22 @@
 # shares. Logic lives in the package (evalnoise.pipeline); these functions only look it up.
 import os
 import platform
+import sys
 
 import yaml
 
 from snakemake.exceptions import WorkflowError
 from snakemake.io import strip_wildcard_constraints
 from snakemake.utils import validate
+
+# This checkout's package, also in Snakemake's own process: the light rules run their scripts
+# there (in_process below), and their code must be the code their code_version hashes.
+_CHECKOUT_SRC = os.path.join(workflow.basedir, "src")
+if (
+    os.path.isdir(os.path.join(_CHECKOUT_SRC, "evalnoise"))
+    and _CHECKOUT_SRC not in sys.path
+):
+    sys.path.insert(0, _CHECKOUT_SRC)
 
 from evalnoise.pipeline import effective_config
 from evalnoise.pipeline import images as pipeline_images
@@ -16,7 +26,7 @@ from evalnoise.pipeline import settings as pipeline_settings
 from evalnoise.machine import cpu_model
 from evalnoise.pipeline.canary import roomiest_profile
 from evalnoise.pipeline.imported import import_groups
-from evalnoise.pipeline.jobs import export_checkout
+from evalnoise.pipeline.jobs import export_checkout, run_script
 from evalnoise.pipeline import sequential as pipeline_sequential
 from evalnoise.pipeline import variants as pipeline_variants
 from evalnoise.pipeline.plan import (
@@ -36,6 +46,22 @@ from evalnoise.provenance import code_version
 # Jobs import evalnoise from this checkout, also inside a `--sdm conda` environment
 # (envs/evalnoise.yaml holds the third-party packages only).
 export_checkout(workflow.basedir)
+
+
+def in_process(script, input, output, params, wildcards, log, name):
+    """Run a light rule's script (a path relative to rules/, as `script:` takes it) inside
+    Snakemake's process: no interpreter or import per job (evalnoise.pipeline.jobs)."""
+    run_script(
+        os.path.join(workflow.basedir, "rules", script),
+        input=input,
+        output=output,
+        params=params,
+        wildcards=wildcards,
+        log=log,
+        name=name,
+        config=config,
+    )
+
 
 SCHEMA = "../config/schemas/config.schema.yaml"
 # read once per parse: it is used twice below (67 ms each with the pure-Python YAML loader)

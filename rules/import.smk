@@ -11,10 +11,16 @@ rule import_trials:
         scores="results/scores/imported.parquet",
     log:
         "results/logs/import_trials.log",
-    conda:
-        ENV
     params:
         columns=config["columns"],
         code_version=code_version("imported"),
-    script:
-        "../scripts/import_trials.py"
+    run:
+        in_process(
+            "../scripts/import_trials.py",
+            input,
+            output,
+            params,
+            wildcards,
+            log,
+            rule,
+        )

@@ -16,13 +16,13 @@ rule manifest:
         manifest="results/manifest.json",
     log:
         "results/logs/manifest.log",
-    conda:
-        ENV
     params:
         config=config,
         code_version=code_version("manifest"),
-    script:
-        "../scripts/manifest.py"
+    run:
+        in_process(
+            "../scripts/manifest.py", input, output, params, wildcards, log, rule
+        )
 
 
 rule report:
@@ -43,13 +43,11 @@ rule report:
         report=directory("results/report"),
     log:
         "results/logs/report.log",
-    conda:
-        ENV
     params:
         config=config,
         code_version=code_version("report"),
-    script:
-        "../scripts/report.py"
+    run:
+        in_process("../scripts/report.py", input, output, params, wildcards, log, rule)
 
 
 rule record_config:
@@ -57,13 +55,19 @@ rule record_config:
         config=CONFIG_RECORD,
     log:
         "results/logs/record_config.log",
-    conda:
-        ENV
     params:
         record=EFFECTIVE_CONFIG,
         code_version=code_version("manifest"),
-    script:
-        "../scripts/record_config.py"
+    run:
+        in_process(
+            "../scripts/record_config.py",
+            input,
+            output,
+            params,
+            wildcards,
+            log,
+            rule,
+        )
 
 
 rule check:
@@ -77,9 +81,7 @@ rule check:
         "results/logs/check.log",
     # a verdict over finished numbers: retrying it repeats the same message
     retries: 0
-    conda:
-        ENV
     params:
         code_version=code_version("summary"),
-    script:
-        "../scripts/check.py"
+    run:
+        in_process("../scripts/check.py", input, output, params, wildcards, log, rule)

@@ -14,8 +14,6 @@ checkpoint sequential_round:
         record="results/sequential/round-{round}.json",
     log:
         "results/logs/sequential/round-{round}.log",
-    conda:
-        ENV
     params:
         round=lambda wildcards: int(wildcards.round),
         design=sequential_design_param,
@@ -23,8 +21,16 @@ checkpoint sequential_round:
         groups=plan_groups_param,
         infra_policy=infra_policy_param,
         code_version=code_version("analysis"),
-    script:
-        "../scripts/sequential_round.py"
+    run:
+        in_process(
+            "../scripts/sequential_round.py",
+            input,
+            output,
+            params,
+            wildcards,
+            log,
+            rule,
+        )
 
 
 rule sequential_summary:
@@ -35,9 +41,15 @@ rule sequential_summary:
         rounds="results/sequential/rounds.csv",
     log:
         "results/logs/sequential/summary.log",
-    conda:
-        ENV
     params:
         code_version=code_version("analysis"),
-    script:
-        "../scripts/sequential_summary.py"
+    run:
+        in_process(
+            "../scripts/sequential_summary.py",
+            input,
+            output,
+            params,
+            wildcards,
+            log,
+            rule,
+        )

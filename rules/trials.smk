@@ -16,13 +16,19 @@ rule sample_tasks:
         tasks="results/tasks.parquet",
     log:
         "results/logs/sample_tasks.log",
-    conda:
-        ENV
     params:
         benchmark=config["benchmark"],
         code_version=code_version("tasks"),
-    script:
-        "../scripts/sample_tasks.py"
+    run:
+        in_process(
+            "../scripts/sample_tasks.py",
+            input,
+            output,
+            params,
+            wildcards,
+            log,
+            rule,
+        )
 
 
 rule build_image:
@@ -122,8 +128,6 @@ rule score:
         "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is scored before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
-    conda:
-        ENV
     resources:
         model_server=scorer_server_tokens,
     params:
@@ -134,8 +138,8 @@ rule score:
         task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
         unjudged_rounds=score_rounds,
         code_version=code_version("scorers"),
-    script:
-        "../scripts/score.py"
+    run:
+        in_process("../scripts/score.py", input, output, params, wildcards, log, rule)
 
 
 # One job per judge of scorer.judge.judges and trial shard: adding a judge runs its jobs only.
@@ -149,8 +153,6 @@ rule judge:
         "results/logs/judge/{judge}/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is judged before later blocks' trials run
     priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
-    conda:
-        ENV
     resources:
         model_server=judge_server_tokens,
     params:
@@ -161,5 +163,5 @@ rule judge:
         task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
         unjudged_rounds=judge_rounds_param,
         code_version=code_version("scorers"),
-    script:
-        "../scripts/score.py"
+    run:
+        in_process("../scripts/score.py", input, output, params, wildcards, log, rule)

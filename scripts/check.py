@@ -2,15 +2,14 @@
 measurement of the agent or trials are unscored or unjudged (after the report shows it)."""
 
 import json
-import os
 import sys
 
 from evalnoise.atomic import write_text
 from evalnoise.formatting import dumps
-from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.jobs import job_console, log_to
 from evalnoise.pipeline.summary import health_problems
 
-console = os.fdopen(os.dup(2), "w")
+console = job_console()
 log = log_to(snakemake.log[0])
 with open(snakemake.input.groups, encoding="utf-8") as handle:
     groups = json.load(handle)["groups"]

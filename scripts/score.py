@@ -1,14 +1,12 @@
 """Snakemake entry point of rules `score` and `judge`: score one trial shard (the reference
 scorer, or the LLM judge)."""
 
-import os
-
 from evalnoise.pipeline import faults
-from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.jobs import job_console, log_to
 from evalnoise.pipeline.shards import score_shard
 
 # a fault of the environment (disk, model server) is said in one line on the terminal too
-console = os.fdopen(os.dup(2), "w")
+console = job_console()
 log = log_to(snakemake.log[0])
 p = snakemake.params
 w = snakemake.wildcards

@@ -89,6 +89,9 @@ def test_areas_are_read_from_the_rules():
     assert rules["run_trials"].script == "scripts/run_trials.py"
     assert rules["run_trials"].areas == ("runner",)
     assert rules["run_trials"].file == "rules/trials.smk"
+    # a light rule runs its script in Snakemake's process: `run: in_process("...", ...)`
+    assert rules["compare"].script == "scripts/compare.py"
+    assert rules["compare"].areas == ("analysis",)
     assert "scripts/analyze_group.py" in areas()["analysis"]
     assert "scripts/summarize.py" in areas()["summary"]
     assert set(AREAS) >= {"tasks", "images", "runner", "scorers", "analysis", "summary", "report"}

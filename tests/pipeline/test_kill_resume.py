@@ -208,11 +208,13 @@ def run_killed(
     timeout: float = 240,
 ) -> str:
     """Start ``evalnoise run --cores 2 ARGS`` in its own process group; SIGKILL the group
-    as soon as a job of ``rule`` is running (its script, which Snakemake writes to
-    .snakemake/scripts/tmp*.<rule>.py for the job's lifetime, exists) and ``ready()``.
-    Returns what the run printed."""
+    as soon as a job of ``rule`` is running and ``ready()``. A job in its own process is
+    running while its script, which Snakemake writes to .snakemake/scripts/tmp*.<rule>.py
+    for the job's lifetime, exists; a job inside Snakemake's process (``run:`` +
+    in_process) once its log says it started. Returns what the run printed."""
     scripts = workspace / ".snakemake" / "scripts"
     before = set(scripts.glob("*")) if scripts.is_dir() else set()
+    started = in_process_starts(workspace, rule)
     log = workspace.parent / f"{workspace.name}-killed-in-{rule}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
@@ -227,7 +229,7 @@ def run_killed(
         deadline = time.monotonic() + timeout
         while True:
             running = [p for p in scripts.glob(f"*.{rule}.py") if p not in before]
-            if running and ready():
+            if (running or in_process_starts(workspace, rule) > started) and ready():
                 break
             assert proc.poll() is None, f"the run ended before a {rule} job could be killed"
             assert time.monotonic() < deadline, f"no {rule} job ran within {timeout}s"
@@ -236,6 +238,14 @@ def run_killed(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     return log.read_text()
+
+
+def in_process_starts(workspace: Path, rule: str) -> int:
+    """How many jobs of ``rule`` started inside Snakemake's process, as their logs say
+    (evalnoise.pipeline.jobs.run_script)."""
+    line = f"in-process job {rule} started"
+    logs = (workspace / "results" / "logs").rglob("*.log")
+    return sum(p.read_text(errors="replace").count(line) for p in logs)
 
 
 def stale_locks(workspace: Path) -> list[Path]:

@@ -6,10 +6,11 @@ Two things must know which files a result depends on: DVC (the ``deps`` of each 
 from here.
 
 An *area* is a kind of rule: the name its rules pass to ``code_version``. Its entry points
-are the ``script:`` files of the rules that carry it, read from the rule files themselves
-(:func:`workflow_rules`), so a new rule needs no second list. Declared by hand are only what
-cannot be read off the code: which rules each DVC stage runs and which artifacts it reads
-(:data:`STAGES`), and the non-Python files an area's code reads (:data:`AREA_FILES`).
+are the scripts (``script:``, or ``run: in_process(...)``) of the rules that carry it, read
+from the rule files themselves (:func:`workflow_rules`), so a new rule needs no second list.
+Declared by hand are only what cannot be read off the code: which rules each DVC stage runs
+and which artifacts it reads (:data:`STAGES`), and the non-Python files an area's code
+reads (:data:`AREA_FILES`).
 
 The package modules are derived: the scripts' imports of ``evalnoise`` modules are followed
 statically (``ast``), transitively, including the function-local imports this code base uses
@@ -158,14 +159,19 @@ class Rule:
     name: str
     #: the file defining it, relative to the checkout
     file: str
-    #: its ``script:``, relative to the checkout, or None
+    #: its script (``script:`` or ``run: in_process(...)``), relative to the checkout, or None
     script: str | None
     #: the areas of its ``code_version(...)`` params
     areas: tuple[str, ...]
 
 
 _RULE = re.compile(r"^([ \t]*)(?:rule|checkpoint)[ \t]+(\w+)[ \t]*:", re.MULTILINE)
-_SCRIPT = re.compile(r"^[ \t]+script:[ \t]*(?:#.*)?\n?[ \t]*[\"']([^\"']+)[\"']", re.MULTILINE)
+#: a rule's script: ``script: "path"``, or a light rule's ``run: in_process("path", ...)``
+#: (the script run inside Snakemake's process, evalnoise.pipeline.jobs.run_script)
+_SCRIPT = re.compile(
+    r"^[ \t]+(?:script:|run:\s*in_process\()[ \t]*(?:#.*)?\n?\s*[\"']([^\"']+)[\"']",
+    re.MULTILINE,
+)
 _CODE_VERSION = re.compile(r"\bcode_version\(\s*[\"'](\w+)[\"']\s*\)")
 
 

@@ -1,17 +1,50 @@
-"""The process a pipeline job runs in: its log, and where it imports evalnoise from."""
+"""The process a pipeline job runs in: its log, where it imports evalnoise from, and the
+light jobs that run inside Snakemake's own process.
+
+A rule's script runs either as Snakemake's ``script:`` runs it (a fresh Python process that
+imports pandas and the package, ~0.8 s before any work) or, for the rules whose work is a
+read, a computation and a write (sampling, analysis, report, manifest), inside Snakemake's
+process through :func:`run_script` from a ``run:`` block. With ``force-use-threads``
+(profiles/default) Snakemake runs ``run:`` jobs in its worker threads, so those jobs pay no
+interpreter and no imports: at 10 agents that is 123 process starts less. Without it
+Snakemake spawns a ``snakemake`` process per ``run:`` job, which is correct but slower.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import runpy
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any
 
-__all__ = ["export_checkout", "log_to"]
+__all__ = ["JobFailed", "export_checkout", "job_console", "log_to", "run_script"]
+
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: the in-process job of the current thread, if any (set by :func:`run_script`)
+_current = threading.local()
+
+
+class JobFailed(RuntimeError):
+    """A rule's script ended with a non-zero ``SystemExit`` inside Snakemake's process
+    (an exception, not an exit: Snakemake's worker thread must report it, not die of it)."""
 
 
 def log_to(path: str | os.PathLike[str]) -> logging.Logger:
     """Send the ``logging`` records and this process's stdout/stderr (file descriptors 1 and
-    2, so child processes too) to ``path``, appending; return the ``evalnoise`` logger."""
+    2, so child processes too) to ``path``, appending; return the ``evalnoise`` logger.
+
+    Inside an in-process job (:func:`run_script`) the job's log is already open and only
+    this thread's records go to it; the process's descriptors, shared with Snakemake and the
+    other jobs, are left alone."""
+    job = getattr(_current, "job", None)
+    if job is not None:
+        return logging.getLogger("evalnoise")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     sys.stdout.flush()
@@ -19,13 +52,103 @@ def log_to(path: str | os.PathLike[str]) -> logging.Logger:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO,
-        force=True,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True, format=_FORMAT)
     return logging.getLogger("evalnoise")
+
+
+def job_console() -> Any:
+    """A text stream to the terminal Snakemake writes to, for a message the user must see
+    besides the job's log: Snakemake's own stderr in-process, else a duplicate of fd 2 taken
+    before :func:`log_to` points fd 2 at the log."""
+    if getattr(_current, "job", None) is not None:
+        return sys.stderr
+    return os.fdopen(os.dup(2), "w")
+
+
+class _ThreadFilter(logging.Filter):
+    def __init__(self, thread: int) -> None:
+        super().__init__()
+        self.thread = thread
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread == self.thread
+
+
+@contextmanager
+def _job_log(path: str | os.PathLike[str]) -> Iterator[logging.Logger]:
+    """The records this thread logs, at INFO and above, appended to ``path``."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setLevel(logging.INFO)
+    handler.addFilter(_ThreadFilter(threading.get_ident()))
+    package = logging.getLogger("evalnoise")
+    if package.level == logging.NOTSET or package.level > logging.INFO:
+        package.setLevel(logging.INFO)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield package
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def run_script(
+    script: str | os.PathLike[str],
+    *,
+    input: Any,
+    output: Any,
+    params: Any,
+    wildcards: Any,
+    log: Any,
+    name: str = "",
+    threads: int = 1,
+    resources: Any = None,
+    config: Any = None,
+) -> None:
+    """Run a rule's script in this process, as Snakemake's ``script:`` would in its own.
+
+    The script sees the same ``snakemake`` object (input, output, params, wildcards, log,
+    rule (``name``), threads, resources, config) and logs to the job's log. A non-zero
+    ``SystemExit`` becomes :class:`JobFailed`; any exception is written to the log with its
+    traceback and raised, so Snakemake marks the job failed and removes its outputs."""
+    snakemake = SimpleNamespace(
+        input=input,
+        output=output,
+        params=params,
+        wildcards=wildcards,
+        log=log,
+        rule=name,
+        threads=threads,
+        resources=resources,
+        config=config if config is not None else {},
+    )
+    path = os.fspath(script)
+    with _job_log(log[0]) as logger:
+        _current.job = snakemake
+        logger.info("in-process job %s started", name or os.path.basename(path))
+        start, cpu = time.perf_counter(), time.thread_time()
+        try:
+            runpy.run_path(path, init_globals={"snakemake": snakemake}, run_name="__main__")
+        except SystemExit as stop:
+            if stop.code not in (None, 0):
+                logger.error("%s exited with %s", os.path.basename(path), stop.code)
+                raise JobFailed(
+                    f"{os.path.basename(path)} exited with {stop.code} (log: {log[0]})"
+                ) from None
+        except BaseException:
+            logger.exception("%s failed", os.path.basename(path))
+            raise
+        finally:
+            _current.job = None
+        # read back by benchmarks/bench_analysis.py (an in-process job has no process to time)
+        logger.info(
+            "in-process job %s done: %.3f s wall, %.3f s CPU in this thread",
+            name or os.path.basename(path),
+            time.perf_counter() - start,
+            time.thread_time() - cpu,
+        )
 
 
 def export_checkout(basedir: str | os.PathLike[str]) -> bool:
