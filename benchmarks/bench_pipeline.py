@@ -397,11 +397,16 @@ t0 = time.perf_counter()
 from pathlib import Path
 from evalnoise.pipeline.collect import read_scores
 t1 = time.perf_counter()
-frame = read_scores(sorted(Path(sys.argv[1]).glob("results/scores/*/*/t*/c*.parquet")))
+ws = Path(sys.argv[1])
+# the score shards of a run; an imported table's one scores file (trials_from)
+shards = sorted(ws.glob("results/scores/*/*/t*/c*.parquet"))
+shards = shards or [ws / "results" / "scores" / "imported.parquet"]
+frame = read_scores(shards)
 t2 = time.perf_counter()
-seconds = frame.loc[frame["status"] == "ok", "duration_s"]
+ok = frame["status"] == "ok" if "status" in frame else slice(None)
+seconds = frame.loc[ok, "duration_s"] if "duration_s" in frame else frame.iloc[:0, 0]
 print(json.dumps({"import_s": t1 - t0, "read_s": t2 - t1, "rows": len(frame),
-                  "trial_duration_s": float(seconds.mean())}))
+                  "trial_duration_s": float(seconds.mean()) if len(seconds) else None}))
 """
 
 
@@ -423,7 +428,9 @@ def read_cost(ws: Path, env: dict[str, str]) -> dict[str, Any]:
         "read_s": round(inner["read_s"], 3),
         "import_s": round(inner["import_s"], 3),
         "process_s": round(wall, 3),
-        "trial_duration_s": round(inner["trial_duration_s"], 4),
+        "trial_duration_s": (
+            None if inner["trial_duration_s"] is None else round(inner["trial_duration_s"], 4)
+        ),
     }
 
 

@@ -12,6 +12,11 @@ calls' cumulative time) and in reading Parquet, and its top functions by cumulat
 then, summed over the jobs, the split between start-up (interpreter, imports, Snakemake's
 script preamble), reading and the rest (the statistics and the report).
 
+Since the light rules run inside Snakemake's process (``run:`` + in_process,
+evalnoise.pipeline.jobs), only a tree whose analysis rules use ``script:`` (before that
+change) is profiled job by job; the in-process jobs' wall and CPU time are in their logs'
+last lines, which bench_analysis.py reads.
+
     python benchmarks/profile_analysis.py /tmp/evalnoise-bench-local-100000-a1-XXXX/ws \
         --out benchmarks/results/profiles/analysis-local-100000-a1.txt
 """

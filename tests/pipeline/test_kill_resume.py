@@ -14,7 +14,9 @@ made.
   shard's job is running (``TINY_SLEEP_S`` widens each trial to 1 s). No trial is lost
   or run twice: those journaled before the kill keep their start times.
 - score, analyze_group, compare, report: ``evalnoise run --forcerun <rule>`` on the finished
-  workspace, killed while a job of that rule runs. Snakemake removes a job's outputs when it
+  workspace, killed while a job of that rule runs (inside Snakemake's process, so the kill
+  takes Snakemake with it; score, analyze_group and compare are held by a pause in the
+  workspace's copy of their script, the report caught half-written). Snakemake removes a job's outputs when it
   starts it, so the kill leaves them missing (or, for the report, its directory) under a
   summary, manifest and report that look up to date — the state in which a missing pair
   file used to stay missing ("Nothing to be done").
@@ -65,7 +67,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -235,9 +238,33 @@ def run_killed(
             assert time.monotonic() < deadline, f"no {rule} job ran within {timeout}s"
             time.sleep(0.02)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        with suppress(ProcessLookupError):  # the run already ended (the assertion says why)
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     return log.read_text()
+
+
+#: The script each stage's rule runs (the kill tests pause it: see :func:`paused`).
+SCRIPTS = {"score": "score.py", "analyze_group": "analyze_group.py", "compare": "compare.py"}
+
+
+@contextmanager
+def paused(workspace: Path, rule: str) -> Iterator[None]:
+    """The workspace's script of ``rule`` sleeps once its log is open, until the kill.
+
+    A job inside Snakemake's process does its work at this scale in milliseconds, too soon
+    for a poll to catch it running; a job in its own process used to be caught while Python
+    started. The pause holds the job where that kill used to land: started, no output yet.
+    The script is restored before the resume, which runs the real one."""
+    script = workspace / "scripts" / SCRIPTS[rule]
+    original = script.read_text()
+    anchor = "log = log_to(snakemake.log[0])\n"
+    assert anchor in original, f"{script}: no log_to line to pause after"
+    script.write_text(original.replace(anchor, anchor + "__import__('time').sleep(600)\n", 1))
+    try:
+        yield
+    finally:
+        script.write_text(original)
 
 
 def in_process_starts(workspace: Path, rule: str) -> int:
@@ -373,7 +400,8 @@ def test_killed_during_a_stage_resumes_to_the_same_result(rule, killed, referenc
         if rule == "report"
         else (lambda: True)
     )
-    run_killed(ws, rule, "--forcerun", rule, ready=ready)
+    with paused(ws, rule) if rule in SCRIPTS else nullcontext():
+        run_killed(ws, rule, "--forcerun", rule, ready=ready)
     if rule == "report":
         assert not (results / "report").exists()  # never there half-populated
     else:
