@@ -7,8 +7,7 @@ import pandas as pd
 from evalnoise.atomic import write_csv, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.jobs import log_to
-from evalnoise.pipeline.sequential import summary_lines
-from evalnoise.pipeline.summary import summarize
+from evalnoise.pipeline.summary import summarize, summary_lines
 
 
 def load(paths):

@@ -59,7 +59,7 @@ LAYERS: Layers = (
     ("trial data", frozenset({"outcomes", "facets", "tasks", "importers"})),
     ("execution", frozenset({"runner", "models", "machine"})),
     ("analysis", frozenset({"scorers", "analysis", "costs", "attribution", "manifest", "archive"})),
-    ("report", frozenset({"report"})),
+    ("report", frozenset({"report", "group_text"})),
     ("pipeline", frozenset({"pipeline", "provenance"})),
     ("command line", frozenset({"cli", "__main__"})),
 )

@@ -106,6 +106,45 @@ def test_the_statistics_and_the_analysis_stages_do_not_import_scipy_stats(tmp_pa
     assert "scipy.stats" not in modules
 
 
+def test_the_judge_statuses_and_the_rule_judge_load_no_model(tmp_path):
+    """The judge stage's numbers read the judge statuses (evalnoise.scorers.verdicts) and the
+    rule judge; the scorers' and models' packages load their names on first access, so none
+    of this imports the LLM judge, the model client or the server."""
+    code = "import evalnoise.pipeline.judging, evalnoise.scorers.rule_judge, evalnoise.models"
+    modules = _loaded_after(code, tmp_path)
+    assert "evalnoise.scorers.verdicts" in modules
+    assert not {m for m in modules if m.startswith("evalnoise.models.")}
+    assert "evalnoise.scorers.judge" not in modules
+    assert "evalnoise.scorers.score_table" not in modules
+    # the client alone does not bring the server
+    client = _loaded_after("from evalnoise.models import ChatClient", tmp_path)
+    assert "evalnoise.models.client" in client
+    assert "evalnoise.models.server" not in client
+
+
+@pytest.mark.parametrize("package", ["evalnoise.scorers", "evalnoise.models"])
+def test_the_lazy_packages_keep_their_public_names(package):
+    import importlib
+
+    module = importlib.import_module(package)
+    assert set(module._MODULES) == set(module.__all__)
+    for name in module.__all__:
+        home = importlib.import_module(f"{package}.{module._MODULES[name]}")
+        assert getattr(module, name) is getattr(home, name), name
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError):
+        module.no_such_name  # noqa: B018
+    from evalnoise.scorers import JudgeResult, judge, score_table
+
+    # the statuses and the result moved to verdicts; the old homes still name them
+    assert judge.JudgeResult is JudgeResult
+    assert (judge.OK, judge.JUDGE_ERROR, score_table.SKIPPED_CRASH) == (
+        "ok",
+        "judge_error",
+        "skipped_crash",
+    )
+
+
 def test_the_report_does_not_reexport_statistics():
     assert "wilson_interval" not in evalnoise.report.__all__
     assert not hasattr(evalnoise.report, "wilson_interval")

@@ -1,8 +1,9 @@
 """Whole-table analyses: per-group statistics, convergence and all-pairs comparisons.
 
 These functions take a validated long frame with columns ``group, task, trial, score`` (see
-:func:`evalnoise.tables.validate_trials`) and return plain records ready for JSON. They are
-what the CLI prints and what the pipeline's scripts write.
+:func:`evalnoise.tables.validate_trials`) and return plain records ready for JSON: numbers
+only. They are what the CLI prints and what the pipeline's scripts write; the words around
+them (the paper's reporting line, the readings' labels) are :mod:`evalnoise.group_text`'s.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.formatting import fmt, pct
 from evalnoise.stats import accuracy, compare, holm, icc_convergence, icc_oneway
 from evalnoise.stats.accuracy import AccuracyResult
 from evalnoise.stats.icc import ICCResult
@@ -117,11 +117,6 @@ def undefined_group_record(group: str, reason: str) -> dict[str, Any]:
 
 #: The labelled readings of a group with failures (:func:`failure_readings`), in print order.
 READINGS = ("answered", "failures_as_incorrect")
-#: What each reading is, for the summary, cards and report.
-READING_LABELS = {
-    "answered": "over the trials that answered",
-    "failures_as_incorrect": "failures as incorrect",
-}
 
 
 def failure_readings(
@@ -191,23 +186,6 @@ def withheld_record(record: dict[str, Any], reason: str) -> dict[str, Any]:
         "interpretation": "withheld",
         "withheld": reason,
     }
-
-
-def readings_text(readings: dict[str, Any] | None) -> str | None:
-    """``over the trials that answered 51.0% [26.6%, 75.4%] (48 trials) | failures as
-    incorrect 25.5% [...] (96 trials)``, or None without readings."""
-    if not readings:
-        return None
-    parts = []
-    for name in READINGS:
-        r = readings.get(name)
-        if r is None:
-            continue
-        parts.append(
-            f"{READING_LABELS[name]} {pct(r.get('mean'))} "
-            f"[{pct(r.get('ci_low'))}, {pct(r.get('ci_high'))}] ({r.get('n_trials', 0)} trials)"
-        )
-    return " | ".join(parts) or None
 
 
 def analyze_frame(
@@ -352,25 +330,6 @@ def explain_fixed_seed(record: dict[str, Any], seed: str) -> None:
     record["warnings"] = [
         w + note if w.startswith(ZERO_WITHIN_WARNINGS) else w for w in record["warnings"]
     ]
-
-
-def reporting_line(rec: dict[str, Any], confidence: float = 0.95) -> str:
-    """The paper's reporting line (eq. 11): Accuracy ± 95% CI | ICC | between-query SE.
-
-    The ± is half the width of the task-clustered CI; the between-query SE is the
-    task-clustered SE of accuracy. A withheld record (:func:`withheld_record`: not a
-    measurement of the agent) prints why instead of a number.
-    """
-    if rec.get("withheld"):
-        return f"no accuracy: {rec['withheld']}"
-    lo, hi = rec["ci_low"], rec["ci_high"]
-    half = (hi - lo) / 2 if lo is not None and hi is not None else float("nan")
-    return (
-        f"{pct(rec['mean'])} ± {pct(half)} ({confidence:.0%} CI "
-        f"[{pct(lo)}, {pct(hi)}]) | ICC {fmt(rec['icc'])} "
-        f"[{fmt(rec['icc_ci_low'], '.2f')}, {fmt(rec['icc_ci_high'], '.2f')}] "
-        f"{rec['interpretation']} | between-query SE {fmt(rec['se_clustered'])}"
-    )
 
 
 #: Columns of :func:`per_task_table` (what :func:`evalnoise.report.charts.per_task_chart`

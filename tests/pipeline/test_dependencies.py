@@ -172,6 +172,7 @@ def test_a_scorer_edit_does_not_touch_the_runner():
 #: The text the run shows: summary.txt's lines, the judges' lines, the cards.
 WORDING = (
     "src/evalnoise/pipeline/summary.py",
+    "src/evalnoise/group_text.py",
     "src/evalnoise/attribution/text.py",
     "src/evalnoise/report/cards.py",
     "src/evalnoise/report/health.py",
@@ -192,6 +193,8 @@ def test_the_numbers_do_not_hash_the_wording():
     assert not analysis & set(WORDING)
     assert set(WORDING) <= summary
     assert "src/evalnoise/pipeline/stages.py" in analysis & summary
+    # the adaptive run's stopping rule is a number; the sentences saying why it stopped are not
+    assert "src/evalnoise/pipeline/sequential.py" in analysis
 
 
 @pytest.mark.parametrize("module", WORDING)
@@ -209,6 +212,44 @@ def test_rewording_a_line_reruns_the_summary_not_a_statistic(tmp_path, monkeypat
     )
     assert provenance.code_version("analysis") == before["analysis"]
     assert provenance.code_version("summary") != before["summary"]
+
+
+#: The judge's model code: the HTTP client, the managed server, the LLM judge. The judge
+#: stage's numbers read the judges' verdicts from the score shards, never a model.
+MODEL_CODE = {
+    "src/evalnoise/models/client.py": "scorers",
+    "src/evalnoise/models/server.py": "runner",
+    "src/evalnoise/scorers/judge.py": "scorers",
+}
+
+
+def test_the_numbers_do_not_hash_the_model_code():
+    """The judge statuses the judge stage counts (evalnoise.scorers.verdicts) import no model
+    client, and the scorers' and models' packages load their names on first access: the
+    analysis area reaches neither the client, the server nor the LLM judge."""
+    analysis = set(area_modules("analysis"))
+    assert not analysis & set(MODEL_CODE)
+    assert not {m for m in analysis if m.startswith("src/evalnoise/models/")}
+    assert "src/evalnoise/scorers/verdicts.py" in analysis  # where the statuses are read from
+    for module, area in MODEL_CODE.items():
+        assert module in area_modules(area)
+
+
+@pytest.mark.parametrize("module", sorted(MODEL_CODE))
+def test_editing_the_model_code_reruns_no_statistic(tmp_path, monkeypatch, module):
+    """An edit of the model client, the server or the LLM judge (in a copy of the checkout)
+    leaves code_version("analysis") as it was, and changes the code version of the rules that
+    run that code (judging with the client, running trials with the server)."""
+    root = _copy_checkout(tmp_path)
+    monkeypatch.setattr(dependencies, "ROOT", root)
+    area = MODEL_CODE[module]
+    before = {name: provenance.code_version(name) for name in ("analysis", area)}
+    path = root / module
+    path.write_text(
+        path.read_text(encoding="utf-8") + "\n\nRETRIES_CHANGED = 7\n", encoding="utf-8"
+    )
+    assert provenance.code_version("analysis") == before["analysis"]
+    assert provenance.code_version(area) != before[area]
 
 
 # -- a missing dependency is reported -------------------------------------------------------------

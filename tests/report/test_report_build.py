@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from evalnoise.analysis import reporting_line
+from evalnoise.group_text import reporting_line
 from evalnoise.report import CHART_STEMS, ReportInputs, build_report
 
 EXTERNAL = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:[a-z][a-z0-9+.-]*:)?//""", re.I)

@@ -202,13 +202,12 @@ def run(args: argparse.Namespace) -> int:
         convergence_records,
         explain_fixed_seed,
         failure_readings,
-        readings_text,
-        reporting_line,
         withheld_record,
     )
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
+    from evalnoise.group_text import readings_text, reporting_line
     from evalnoise.outcomes import assess_health, outcome_counts, outcome_line
     from evalnoise.tables import read_any, shown_group, validate_trials
 

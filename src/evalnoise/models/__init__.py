@@ -8,16 +8,14 @@
 - :mod:`evalnoise.models.agent_images` — build the images of the agents in ``agents/`` on
   the runner's base image, calling a host-served model (``http``) or loading llama-cpp-python
   and the GGUF inside the trial container (``local``).
+
+The names below are loaded on first access (PEP 562 ``__getattr__``): a judge that imports
+the client does not import the server, and neither is imported by importing the package.
 """
 
-from evalnoise.models.client import ChatClient, ChatError, ChatResponse
-from evalnoise.models.server import (
-    DEFAULT_MODEL_ALIAS,
-    LlamaServer,
-    ServerConfig,
-    ServerError,
-    default_model_path,
-)
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "DEFAULT_MODEL_ALIAS",
@@ -29,3 +27,33 @@ __all__ = [
     "ServerError",
     "default_model_path",
 ]
+
+_MODULES = {
+    "ChatClient": "client",
+    "ChatError": "client",
+    "ChatResponse": "client",
+    "DEFAULT_MODEL_ALIAS": "server",
+    "LlamaServer": "server",
+    "ServerConfig": "server",
+    "ServerError": "server",
+    "default_model_path": "server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
+    # statically to derive what the pipeline's stages depend on.
+    where = _MODULES.get(name)
+    if where == "client":
+        from evalnoise.models import client as module
+    elif where == "server":
+        from evalnoise.models import server as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -164,8 +164,16 @@ def _one_judge(
     from evalnoise.costs import JUDGE_DRIVERS, cost_drivers
     from evalnoise.pipeline.collect import load_group, read_scores
     from evalnoise.pipeline.stages import group_estimates
-    from evalnoise.scorers.judge import CALL_FAILED, JUDGE_ERROR
-    from evalnoise.scorers.rule_judge import NOT_APPLICABLE, same_as_reference
+    from evalnoise.scorers.rule_judge import same_as_reference
+    from evalnoise.scorers.verdicts import (
+        CALL_FAILED,
+        JUDGE_ERROR,
+        NO_PREDICTION,
+        NOT_APPLICABLE,
+        OK,
+        SKIPPED_CRASH,
+        SKIPPED_INFRA,
+    )
     from evalnoise.stats import judge_agreement, judge_agreement_by_level
 
     agent, resource_profile = context.agent, context.resource_profile
@@ -175,11 +183,11 @@ def _one_judge(
     judged = judged[(judged["agent"] == agent) & (judged["resource_profile"] == resource_profile)]
     # infra outcomes and crashes are never sent to the judge: there is no answer to judge;
     # a rule judge does not read a reference of another kind
-    skipped = judged["judge_status"].isin(["skipped_infra", "skipped_crash", NOT_APPLICABLE])
+    skipped = judged["judge_status"].isin([SKIPPED_INFRA, SKIPPED_CRASH, NOT_APPLICABLE])
     sent = judged[~skipped & judged["judge_status"].notna()]
     statuses = {str(k): int(v) for k, v in sent["judge_status"].value_counts().items()}
     n_sent = len(sent)
-    parsed = statuses.get("ok", 0) + statuses.get("no_prediction", 0)
+    parsed = statuses.get(OK, 0) + statuses.get(NO_PREDICTION, 0)
     # a judge_error is either a call that got no reply (the server failed) or a reply that
     # did not parse: both leave the trial unjudged, only the second counts against parsing
     errors = sent[sent["judge_status"] == JUDGE_ERROR]
@@ -193,7 +201,7 @@ def _one_judge(
     both = context.reference[[*key, "correct", "score"]].merge(
         judged[[*key, "judge_status", "judge_votes"]], on=key, how="inner"
     )
-    both = both[both["correct"].notna() & (both["judge_status"] == "ok")]
+    both = both[both["correct"].notna() & (both["judge_status"] == OK)]
     has_votes = both["judge_votes"].map(lambda v: v is not None and len(v) > 0).astype(bool)
     both = both[has_votes]
 

@@ -477,31 +477,3 @@ def summary_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "units": out_units,
         "groups": groups,
     }
-
-
-def summary_lines(summary: Mapping[str, Any]) -> list[str]:
-    """summary.txt's lines on an adaptive run: per unit, why it stopped, after which round,
-    with what precision and how many trials, against the fixed design."""
-    goal_name = "SE(ICC)" if summary["target"] == "icc" else "half-width"
-    lines = [
-        f"Adaptive evaluation: target {summary['target']} {goal_name} <= {summary['goal']:g}, "
-        f"{summary['rounds']} round(s) in all"
-    ]
-    for u in summary["units"]:
-        g = summary["groups"][u["groups"][0]]
-        trials = sum(summary["groups"][label]["trials"] for label in u["groups"])
-        fixed = sum(summary["groups"][label]["fixed_design_trials"] for label in u["groups"])
-        head = f"  {u['unit']}: {u['status']} after round {u['round']}"
-        if u.get("estimate") is not None:
-            kind = "ICC" if summary["target"] == "icc" else "estimate"
-            achieved = u.get("achieved")
-            head += (
-                f"; {kind} {u['estimate']:.3f} [{u['ci_low']:.3f}, {u['ci_high']:.3f}], "
-                f"{goal_name} {achieved:.3f}"
-                if achieved is not None
-                else ""
-            )
-        head += f"; {g['tasks']} tasks, {trials} trials (fixed design: {fixed})"
-        lines.append(head)
-        lines.append(f"    {u['reason']}")
-    return lines

@@ -6,6 +6,7 @@
 - :func:`health_problems` — what makes the run fail (rule ``check``).
 - :func:`judge_summary`, :func:`judge_line` — a group's judges as the summary, cards and
   metrics show them.
+- :func:`summary_lines` — an adaptive run's lines: why each unit stopped where it did.
 
 The numbers come from the numeric stages (:mod:`evalnoise.pipeline.stages`, rule
 ``analyze_group``; ``compare``; ``attribution``); this module only gathers them and words
@@ -22,8 +23,9 @@ from typing import Any
 
 import pandas as pd
 
-from evalnoise.analysis import holm_comparisons, readings_text, reporting_line
+from evalnoise.analysis import holm_comparisons
 from evalnoise.attribution.text import attribution_lines, resource_line
+from evalnoise.group_text import readings_text, reporting_line
 from evalnoise.outcomes import OUTCOMES, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
 
@@ -35,6 +37,7 @@ __all__ = [
     "judge_summary",
     "metrics",
     "summarize",
+    "summary_lines",
     "with_judge",
 ]
 
@@ -323,6 +326,35 @@ def judge_line(j: Mapping[str, Any], confidence: float = 0.95) -> str:
     conf = f"{confidence:.0%}"
     rows = [f"{k[0].lower()}{k[1:]}: {v}" for k, v in judges_rows(j, conf)]
     return "\n    ".join([judge_text(j, conf), *rows])
+
+
+def summary_lines(summary: Mapping[str, Any]) -> list[str]:
+    """summary.txt's lines on an adaptive run, from the sequential summary
+    (:func:`evalnoise.pipeline.sequential.summary_record`): per unit, why it stopped, after
+    which round, with what precision and how many trials, against the fixed design."""
+    goal_name = "SE(ICC)" if summary["target"] == "icc" else "half-width"
+    lines = [
+        f"Adaptive evaluation: target {summary['target']} {goal_name} <= {summary['goal']:g}, "
+        f"{summary['rounds']} round(s) in all"
+    ]
+    for u in summary["units"]:
+        g = summary["groups"][u["groups"][0]]
+        trials = sum(summary["groups"][label]["trials"] for label in u["groups"])
+        fixed = sum(summary["groups"][label]["fixed_design_trials"] for label in u["groups"])
+        head = f"  {u['unit']}: {u['status']} after round {u['round']}"
+        if u.get("estimate") is not None:
+            kind = "ICC" if summary["target"] == "icc" else "estimate"
+            achieved = u.get("achieved")
+            head += (
+                f"; {kind} {u['estimate']:.3f} [{u['ci_low']:.3f}, {u['ci_high']:.3f}], "
+                f"{goal_name} {achieved:.3f}"
+                if achieved is not None
+                else ""
+            )
+        head += f"; {g['tasks']} tasks, {trials} trials (fixed design: {fixed})"
+        lines.append(head)
+        lines.append(f"    {u['reason']}")
+    return lines
 
 
 def _num(value: Any, digits: int = 6) -> float | None:

@@ -6,7 +6,7 @@ CI, ICC(1,1) with its CI and SE, and the between-query SE; per-level rows when p
 statistics are given; the scoring rules; the resource profile with its guarantee and limit
 values; the infra policy, backend and infra error rate; and limitations computed from the
 numbers themselves (:func:`limitations`). Every card carries the paper's reporting line
-(eq. 11, :func:`evalnoise.analysis.reporting_line`).
+(eq. 11, :func:`evalnoise.group_text.reporting_line`).
 
 Every card also says what became of the group's trials (``outcomes``: ok, crashed, no
 answer, timeout, oom_killed, infra_error, unscored, of N trials) and whether its numbers
@@ -33,10 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalnoise.analysis import readings_text, reporting_line
 from evalnoise.costs import DRIVERS, Prices, driver_label, estimate_cost
 from evalnoise.formatting import finite_or_none as _finite
 from evalnoise.formatting import fmt, jsonable, pct
+from evalnoise.group_text import readings_text, reporting_line
 from evalnoise.report.health import (
     OUTCOME_HEADERS,
     OUTCOMES,

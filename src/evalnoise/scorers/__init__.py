@@ -3,30 +3,19 @@
 - :mod:`evalnoise.scorers.deterministic` — ``exact``, ``numeric``, ``gaia``, ``fuzzy``.
 - :mod:`evalnoise.scorers.judge` — ``LLMJudge`` with the paper's Appendix B prompt, a
   persistent cache and repeated judging; ``template_hash()`` for provenance.
+- :mod:`evalnoise.scorers.rule_judge` — ``RuleJudge``: a fixed rule reads the answer, no model.
+- :mod:`evalnoise.scorers.verdicts` — the ``judge_status`` vocabulary and ``JudgeResult``.
 - :mod:`evalnoise.scorers.score_table` — ``score_trials``: TRIALS rows → SCORES rows.
+
+The names below are loaded on first access (PEP 562 ``__getattr__``): importing one
+submodule (a deterministic scorer, the judge statuses) does not import the LLM judge and its
+model client, so what reads a status or scores a number does not depend on the judge's HTTP
+code (``code_version``, :mod:`evalnoise.pipeline.dependencies`).
 """
 
-from evalnoise.scorers.deterministic import (
-    DETERMINISTIC_SCORERS,
-    Match,
-    exact,
-    fuzzy,
-    gaia,
-    normalize_text,
-    numeric,
-    token_set_ratio,
-)
-from evalnoise.scorers.judge import (
-    DEFAULT_TEMPLATE,
-    Agreement,
-    JudgeCache,
-    JudgeResult,
-    LLMJudge,
-    agreement,
-    parse_decision,
-    template_hash,
-)
-from evalnoise.scorers.score_table import SCORER_NAMES, score_trials
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -48,3 +37,47 @@ __all__ = [
     "template_hash",
     "token_set_ratio",
 ]
+
+_MODULES = {
+    "DETERMINISTIC_SCORERS": "deterministic",
+    "Match": "deterministic",
+    "exact": "deterministic",
+    "fuzzy": "deterministic",
+    "gaia": "deterministic",
+    "normalize_text": "deterministic",
+    "numeric": "deterministic",
+    "token_set_ratio": "deterministic",
+    "DEFAULT_TEMPLATE": "judge",
+    "Agreement": "judge",
+    "JudgeCache": "judge",
+    "LLMJudge": "judge",
+    "agreement": "judge",
+    "parse_decision": "judge",
+    "template_hash": "judge",
+    "JudgeResult": "verdicts",
+    "SCORER_NAMES": "score_table",
+    "score_trials": "score_table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
+    # statically to derive what the pipeline's stages depend on.
+    where = _MODULES.get(name)
+    if where == "deterministic":
+        from evalnoise.scorers import deterministic as module
+    elif where == "judge":
+        from evalnoise.scorers import judge as module
+    elif where == "verdicts":
+        from evalnoise.scorers import verdicts as module
+    elif where == "score_table":
+        from evalnoise.scorers import score_table as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -68,7 +68,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from evalnoise.models.client import ChatClient, ChatError, ChatResponse
@@ -79,6 +79,14 @@ from evalnoise.scorers.answer_types import (
     AnswerSpec,
     answer_spec,
     same_choice,
+)
+from evalnoise.scorers.verdicts import (
+    CALL_FAILED,
+    JUDGE_ERROR,
+    NO_PREDICTION,
+    OK,
+    SKIPPED_INFRA,
+    JudgeResult,
 )
 
 __all__ = [
@@ -170,14 +178,6 @@ PARSER_VERSION = "2"
 _VARIABLES = ("question", "predicted_answer", "target")
 _PLACEHOLDER = re.compile(r"\{(question|predicted_answer|target)\}")
 _DECISION_FIELD = re.compile(r'"decision"\s*:\s*"(TRUE|FALSE)"')
-
-OK = "ok"
-JUDGE_ERROR = "judge_error"
-SKIPPED_INFRA = "skipped_infra"
-NO_PREDICTION = "no_prediction"
-#: How a ``judge_error``'s explanation starts when no reply came back (the server failed):
-#: unjudged, as opposed to a reply that did not parse.
-CALL_FAILED = "judge call failed"
 
 
 def render_template(template: str, *, question: str, predicted_answer: str, target: str) -> str:
@@ -436,29 +436,6 @@ class JudgeCache:
 
 
 # ------------------------------------------------------------------------------- judge
-
-
-@dataclass(frozen=True)
-class JudgeResult:
-    """One judged answer.
-
-    ``correct`` is None unless ``status == 'ok'`` (and, with k > 1, on a tie). ``score`` is
-    the share of TRUE votes (None unless ``ok``). ``votes`` holds each sample's verdict
-    (None for a failed sample); ``cached`` how many samples came from the cache, ``calls``
-    how many were sent to the server; ``prompt_tokens`` / ``completion_tokens`` the tokens
-    of those calls as the server reported them (None: unknown; 0 when no call was made).
-    """
-
-    correct: bool | None
-    status: str
-    explanation: str
-    votes: tuple[bool | None, ...] = ()
-    cached: int = 0
-    replies: tuple[str, ...] = field(default=(), repr=False)
-    score: float | None = None
-    calls: int = 0
-    prompt_tokens: int | None = 0
-    completion_tokens: int | None = 0
 
 
 class _Cost:

@@ -33,13 +33,17 @@ from typing import Any
 from evalnoise.schema import INFRA_STATUSES
 from evalnoise.scorers.answer_types import answer_spec, same_choice
 from evalnoise.scorers.deterministic import numeric
-from evalnoise.scorers.judge import NO_PREDICTION, OK, SKIPPED_INFRA, JudgeResult
+from evalnoise.scorers.verdicts import (
+    NO_PREDICTION,
+    NOT_APPLICABLE,
+    OK,
+    SKIPPED_INFRA,
+    JudgeResult,
+)
 
 __all__ = ["NOT_APPLICABLE", "RULES", "RuleJudge", "same_as_reference"]
 
 RULES = ("last_number", "last_choice")
-#: ``judge_status`` of a trial whose reference is not of the rule's kind
-NOT_APPLICABLE = "not_applicable"
 _KIND = {"last_number": "number", "last_choice": "choice"}
 
 

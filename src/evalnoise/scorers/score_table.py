@@ -42,14 +42,10 @@ from evalnoise.errors import InputError
 from evalnoise.outcomes import crash_signal_name
 from evalnoise.schema import INFRA_STATUSES, SCORES, TRIALS, conform
 from evalnoise.scorers.deterministic import DETERMINISTIC_SCORERS
-from evalnoise.scorers.judge import SKIPPED_INFRA, LLMJudge
+from evalnoise.scorers.judge import LLMJudge
+from evalnoise.scorers.verdicts import SKIPPED_CRASH, SKIPPED_INFRA, VERIFIER_ERROR
 
 __all__ = ["SCORER_NAMES", "SKIPPED_CRASH", "VERIFIER_ERROR", "score_trials"]
-
-#: ``judge_status`` of a crashed trial: there was no answer to score
-SKIPPED_CRASH = "skipped_crash"
-#: ``judge_status`` of an environment trial whose verifier left no valid reward
-VERIFIER_ERROR = "verifier_error"
 
 SCORER_NAMES = (*DETERMINISTIC_SCORERS, "judge", "recorded", "reward")
 

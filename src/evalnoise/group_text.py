@@ -1,0 +1,63 @@
+"""A group's numbers in words: the paper's reporting line and the labelled readings.
+
+The text that ``summary.txt`` (:mod:`evalnoise.pipeline.summary`), the Evaluation Cards
+(:mod:`evalnoise.report.cards`) and ``evalnoise analyze`` print for one group record
+(:func:`evalnoise.analysis.group_record`, :func:`evalnoise.analysis.failure_readings`). It is
+kept out of the modules that compute the numbers: the numeric jobs' code version
+(``code_version("analysis")``) does not hash it, so rewording a line reruns the summary,
+never a statistic. Pure functions of the records, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalnoise.analysis import READINGS
+from evalnoise.formatting import fmt, pct
+
+__all__ = ["READING_LABELS", "readings_text", "reporting_line"]
+
+#: What each reading (:data:`evalnoise.analysis.READINGS`) is, for the summary, cards and report.
+READING_LABELS = {
+    "answered": "over the trials that answered",
+    "failures_as_incorrect": "failures as incorrect",
+}
+
+
+def readings_text(readings: dict[str, Any] | None) -> str | None:
+    """``over the trials that answered 51.0% [26.6%, 75.4%] (48 trials) | failures as
+    incorrect 25.5% [...] (96 trials)``, or None without readings: each reading's μ̂ and its
+    task-clustered CI (:func:`evalnoise.analysis.failure_readings`), in the order of
+    :data:`evalnoise.analysis.READINGS`."""
+    if not readings:
+        return None
+    parts = []
+    for name in READINGS:
+        r = readings.get(name)
+        if r is None:
+            continue
+        parts.append(
+            f"{READING_LABELS[name]} {pct(r.get('mean'))} "
+            f"[{pct(r.get('ci_low'))}, {pct(r.get('ci_high'))}] ({r.get('n_trials', 0)} trials)"
+        )
+    return " | ".join(parts) or None
+
+
+def reporting_line(rec: dict[str, Any], confidence: float = 0.95) -> str:
+    """The paper's reporting line (eq. 11): Accuracy ± 95% CI | ICC | between-query SE.
+
+    The ± is half the width of the task-clustered CI, (ci_high − ci_low) / 2; the
+    between-query SE is the task-clustered SE of accuracy (eq. 6). A withheld record
+    (:func:`evalnoise.analysis.withheld_record`: not a measurement of the agent) prints why
+    instead of a number.
+    """
+    if rec.get("withheld"):
+        return f"no accuracy: {rec['withheld']}"
+    lo, hi = rec["ci_low"], rec["ci_high"]
+    half = (hi - lo) / 2 if lo is not None and hi is not None else float("nan")
+    return (
+        f"{pct(rec['mean'])} ± {pct(half)} ({confidence:.0%} CI "
+        f"[{pct(lo)}, {pct(hi)}]) | ICC {fmt(rec['icc'])} "
+        f"[{fmt(rec['icc_ci_low'], '.2f')}, {fmt(rec['icc_ci_high'], '.2f')}] "
+        f"{rec['interpretation']} | between-query SE {fmt(rec['se_clustered'])}"
+    )
