@@ -1,7 +1,7 @@
 """Whole-table analyses: per-group statistics, convergence and all-pairs comparisons.
 
 These functions take a validated long frame with columns ``group, task, trial, score`` (see
-:func:`evalnoise.tables.validate_trials`) and return plain records ready for JSON. They are
+:func:`evalnoise.trial_table.validate_trials`) and return plain records ready for JSON. They are
 what the CLI prints and what the pipeline's scripts write.
 """
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.schema import INFRA_STATUSES
 from evalnoise.stats._checks import check_probability
 from evalnoise.stats._results import DictResult

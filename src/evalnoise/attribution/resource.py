@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.runner.resources import MIB
 from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import INFRA_STATUSES
@@ -213,7 +213,7 @@ def resource_sensitivity(
         measured need): a mapping or Series keyed by task_id, or a frame with ``task_id``
         and ``memory_mb``. Optional.
     policy : the infra policy applied to each profile's trials before pairing
-        (:func:`evalnoise.runner.policy.apply_infra_policy`); the default counts an infra
+        (:func:`evalnoise.runner.infra_policies.apply_infra_policy`); the default counts an infra
         outcome as a wrong answer, as the paper does — a profile that OOM-kills a task
         *should* show up here.
     adjust : ``"bh"`` (default) or ``"holm"``; see Notes.

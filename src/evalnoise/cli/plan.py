@@ -29,7 +29,7 @@ from evalnoise.stats import (
     icc_oneway,
     tasks_for_icc_precision,
 )
-from evalnoise.tables import read_any, validate_trials
+from evalnoise.trial_table import read_any, validate_trials
 
 HELP = "plan an evaluation: tasks needed for a precise ICC, or a budget's best allocation"
 

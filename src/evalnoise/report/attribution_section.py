@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
-from evalnoise.attribution.policy import POLICIES
-from evalnoise.attribution.tables import (
+from evalnoise.attribution.all_analyses import (
     AttributionTables,
     NotRun,
     group_label,
 )
+from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
+from evalnoise.attribution.policy_sensitivity import POLICIES
 from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from evalnoise.column_names import group_label
-from evalnoise.runner.policy import InfraPolicy, infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, infra_policy
 from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
 
@@ -73,7 +73,7 @@ DSTUDY_COSTS = {"task": 0.0, "trial": 1.0}
 #: Columns of the flagged-task table the report needs.
 FLAKY_COLUMNS = ("group", "rank", "task_id", "reason", "checks")
 
-# verdict words of imported tables (as evalnoise.tables reads a user's score column)
+# verdict words of imported tables (as evalnoise.trial_table reads a user's score column)
 _TRUE = frozenset({"true", "t", "yes", "y", "correct", "c"})
 _FALSE = frozenset({"false", "f", "no", "n", "incorrect", "i"})
 
@@ -315,7 +315,7 @@ def _canonical(
         out["duration_s"] = pd.to_numeric(trials["duration_s"], errors="coerce").to_numpy()
     if "exit_code" in trials.columns:
         # tells a crash from another agent error: the policies count crashes as they count
-        # infra outcomes (evalnoise.runner.policy)
+        # infra outcomes (evalnoise.runner.infra_policies)
         out["exit_code"] = pd.to_numeric(trials["exit_code"], errors="coerce").to_numpy()
     for role in ("memory_limit_bytes", "peak_memory_bytes"):
         name = getattr(cols, role)
