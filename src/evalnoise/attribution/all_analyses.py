@@ -62,8 +62,8 @@ RESOURCE_COLUMNS = (
     "accuracy_a",
     "accuracy_b",
     "tested",
-    "p",
-    "p_adjusted",
+    "pvalue",
+    "pvalue_adjusted",
     "significant",
     "between_limits",
 )
@@ -583,7 +583,7 @@ def _group_summary(
             {} if comps is None else {c: comps.sigma2[i] for i, c in enumerate(comps.components)}
         ),
         "drift_slope": None if times is None else times.drift.slope,
-        "drift_p": None if times is None else times.drift.p,
+        "drift_pvalue": None if times is None else times.drift.pvalue,
         "time_blocks": 0 if times is None else times.n_time_blocks,
         # the hosts of the data, also when the time model could not be fitted
         "hosts": times.n_hosts if times is not None else _n_hosts(rows),
