@@ -1,4 +1,6 @@
 """``evalnoise plan``: how many tasks, and how to split a budget between tasks and trials.
+(Sizing a study; the pipeline's shard plan, which trials go in which job, is
+:mod:`evalnoise.pipeline.shard_plan`.)
 
 Four modes:
 
