@@ -42,13 +42,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from evalnoise.runner import agent_spec, resource_profile, trial_seed  # noqa: E402
-from evalnoise.runner.docker_backend import DockerBackend  # noqa: E402
-from evalnoise.runner.environment import EnvironmentBackend  # noqa: E402
-from evalnoise.runner.images import (  # noqa: E402
+from evalnoise.runner.base_image import (  # noqa: E402
     build_agent_image,
     build_base_image,
     context_digest,
 )
+from evalnoise.runner.docker_backend import DockerBackend  # noqa: E402
+from evalnoise.runner.environment import EnvironmentBackend  # noqa: E402
 from evalnoise.runner.trial import TrialRequest  # noqa: E402
 from evalnoise.tasks.harbor import environment_task_rows, load_harbor_task  # noqa: E402
 

@@ -324,7 +324,7 @@ import json, sys, time
 from pathlib import Path
 import pandas as pd
 from evalnoise.pipeline import settings
-from evalnoise.pipeline.plan import Plan
+from evalnoise.pipeline.shard_plan import Plan
 from evalnoise.runner import run_shard
 
 ws, out = Path(sys.argv[1]), Path(sys.argv[2])
@@ -633,7 +633,7 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     if args.profile_dag and scale == args.largest:
         profile = _relative(profile_dag(ws, env, scale.label, args.out))
 
-    from evalnoise.pipeline.plan import Plan
+    from evalnoise.pipeline.shard_plan import Plan
 
     config = yaml.safe_load((ws / "config" / "config.yaml").read_text())
     from evalnoise.pipeline.settings import load_schema, with_defaults

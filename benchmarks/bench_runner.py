@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from evalnoise.runner import run_shard
-from evalnoise.runner.images import build_base_image
+from evalnoise.runner.base_image import build_base_image
 
 NOOP = ["sh", "-c", "echo '{\"answer\": 1}'"]
 

@@ -20,7 +20,7 @@ if (
     sys.path.insert(0, _CHECKOUT_SRC)
 
 from evalnoise.pipeline import effective_config
-from evalnoise.pipeline import images as pipeline_images
+from evalnoise.pipeline import image_stage
 from evalnoise.pipeline import judges as pipeline_judges
 from evalnoise.pipeline import settings as pipeline_settings
 from evalnoise.machine import cpu_model
@@ -29,7 +29,7 @@ from evalnoise.pipeline.imported import import_groups
 from evalnoise.pipeline.jobs import export_checkout, run_script
 from evalnoise.pipeline import sequential as pipeline_sequential
 from evalnoise.pipeline import variants as pipeline_variants
-from evalnoise.pipeline.plan import (
+from evalnoise.pipeline.shard_plan import (
     NAME_PATTERN,
     RANGE_PATTERN,
     Plan,
@@ -191,12 +191,12 @@ def image_inputs(wildcards):
     """Files whose change changes the agent's image (none for a ready image). Source files,
     never fetched from a storage provider."""
     return [
-        local(path) for path in pipeline_images.image_inputs(config, wildcards.agent)
+        local(path) for path in image_stage.image_inputs(config, wildcards.agent)
     ]
 
 
 def image_params(wildcards):
-    return pipeline_images.image_params(config, wildcards.agent)
+    return image_stage.image_params(config, wildcards.agent)
 
 
 def agent_param(wildcards):

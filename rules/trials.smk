@@ -7,8 +7,8 @@
 
 
 # A shard depends on its own task rows, not on the whole table's date: adding a task reruns
-# the grown chunk's shards only (evalnoise.pipeline.plan.task_rows_digest).
-from evalnoise.pipeline.plan import task_rows_digest
+# the grown chunk's shards only (evalnoise.pipeline.shard_plan.task_rows_digest).
+from evalnoise.pipeline.shard_plan import task_rows_digest
 
 
 rule sample_tasks:

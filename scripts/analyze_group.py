@@ -7,7 +7,7 @@ from evalnoise.formatting import dumps
 from evalnoise.pipeline.collect import load_group
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.stages import group_outputs
-from evalnoise.runner.policy import infra_policy
+from evalnoise.runner.infra_policies import infra_policy
 
 log = log_to(snakemake.log[0])
 i, o, p = snakemake.input, snakemake.output, snakemake.params

@@ -3,7 +3,7 @@
 import json
 
 from evalnoise.atomic import write_text
-from evalnoise.pipeline.images import ensure_image
+from evalnoise.pipeline.image_stage import ensure_image
 from evalnoise.pipeline.jobs import log_to
 
 log = log_to(snakemake.log[0])

@@ -8,7 +8,6 @@ from evalnoise.atomic import write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.collect import group_data, read_levels, read_scores
 from evalnoise.pipeline.jobs import log_to
-from evalnoise.pipeline.plan import group_label
 from evalnoise.pipeline.sequential import (
     GroupTrials,
     Rect,
@@ -18,6 +17,7 @@ from evalnoise.pipeline.sequential import (
     task_count,
     units,
 )
+from evalnoise.pipeline.shard_plan import group_label
 
 log = log_to(snakemake.log[0])
 p = snakemake.params

@@ -110,7 +110,7 @@ def _engine_problem() -> str | None:
 
 def base_image() -> str:
     """The evalnoise base image tag the current inputs build (``evalnoise-base:<hash>``)."""
-    from evalnoise.runner.images import base_image_tag
+    from evalnoise.runner.base_image import base_image_tag
 
     return base_image_tag()
 
@@ -344,7 +344,7 @@ def compose_overlay(path: Path, base: str, *, init: bool = True) -> Path:
     Why the build's ``network: none``: the engine here runs with ``--bridge=none``, and a
     build step on the default (bridge) network fails with "network bridge not found" — any
     Dockerfile with a ``RUN`` line, like most example tasks'. evalnoise builds task images
-    with no network too (``evalnoise.runner.images``).
+    with no network too (``evalnoise.runner.base_image``).
 
     Why ``init``: Harbor's main service runs ``sh -c "sleep infinity"`` as PID 1, which
     ignores SIGTERM, so every ``docker compose down`` waits out the 10 s stop grace period

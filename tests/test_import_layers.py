@@ -51,7 +51,7 @@ LAYERS: Layers = (
                 "user_cache",
                 "_checkout",
                 "_extras",
-                "tables",
+                "trial_table",
             }
         ),
     ),

@@ -72,7 +72,8 @@ def test_a_core_command_imports_no_optional_dependency(command, tmp_path):
     assert _heavy(modules) == []
     assert not any(m.startswith("evalnoise.report") for m in modules)
     # only the command's own module: not every subcommand's
-    # (the infra policy, evalnoise.runner.policy, is read by the attribution: not the runner)
+    # (the infra policy, evalnoise.runner.infra_policies, is read by the attribution: not the
+    # runner)
     runner = {"evalnoise.cli.run_shard", "evalnoise.runner.shard", "evalnoise.runner.trial"}
     assert not runner & set(modules)
     assert not any(m.startswith("evalnoise.") and m.endswith("_backend") for m in modules)
@@ -234,7 +235,7 @@ def no_checkout(tmp_path, monkeypatch):
 def test_without_a_checkout_each_use_says_how_to_name_one(no_checkout, monkeypatch):
     from evalnoise.models.agent_images import agents_dir
     from evalnoise.pipeline import dependencies
-    from evalnoise.runner.images import default_inputs_dir
+    from evalnoise.runner.base_image import default_inputs_dir
 
     monkeypatch.delitem(vars(dependencies), "ROOT", raising=False)  # pinned by an earlier test
     with pytest.raises(FileNotFoundError, match="EVALNOISE_CHECKOUT") as info:
@@ -280,7 +281,7 @@ def test_in_this_checkout_the_paths_are_the_repositorys(monkeypatch):
     root = Path(__file__).resolve().parents[1]
     assert _checkout.checkout_root("a test") == root
     from evalnoise.models.agent_images import agents_dir
-    from evalnoise.runner.images import default_inputs_dir
+    from evalnoise.runner.base_image import default_inputs_dir
 
     assert agents_dir() == root / "agents"
     assert default_inputs_dir() == root / "images" / "base"

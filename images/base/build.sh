@@ -6,7 +6,7 @@
 #   tar -C DIR -c . | docker import - evalnoise-base:<hash>
 #
 # A no-op when the tag exists; re-imports the cached tarball when only the image is gone.
-# The logic lives in evalnoise.runner.images.build_base_image (also `evalnoise image build`);
+# The logic lives in evalnoise.runner.base_image.build_base_image (also `evalnoise image build`);
 # this script only makes sure an engine answers and calls it. Prints the tag.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

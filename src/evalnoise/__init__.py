@@ -1,7 +1,7 @@
 """evalnoise: how much of an agentic evaluation's score is signal, and how much is noise.
 
 The statistics live in :mod:`evalnoise.stats` (pure functions over arrays); reading and
-validating trial tables lives in :mod:`evalnoise.tables`; the command line in
+validating trial tables lives in :mod:`evalnoise.trial_table`; the command line in
 :mod:`evalnoise.cli`.
 """
 

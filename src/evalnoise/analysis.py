@@ -1,7 +1,7 @@
 """Whole-table analyses: per-group statistics, convergence and all-pairs comparisons.
 
 These functions take a validated long frame with columns ``group, task, trial, score`` (see
-:func:`evalnoise.tables.validate_trials`) and return plain records ready for JSON: numbers
+:func:`evalnoise.trial_table.validate_trials`) and return plain records ready for JSON: numbers
 only. They are what the CLI prints and what the pipeline's scripts write; the words around
 them (the paper's reporting line, the readings' labels) are :mod:`evalnoise.group_text`'s.
 """

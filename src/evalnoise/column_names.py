@@ -1,6 +1,6 @@
 """The default column names of a trial table, shared by every command.
 
-Kept apart from :mod:`evalnoise.tables` (numpy, pandas) so that a command's argument parser
+Kept apart from :mod:`evalnoise.trial_table` (numpy, pandas) so that a command's argument parser
 can name them in its help without importing the libraries that read tables.
 """
 

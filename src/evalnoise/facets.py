@@ -75,7 +75,7 @@ def facet_frame(
     Raises InputError for a facet column the file lacks, a facet named twice or after the
     task, and a missing label (naming the row and column).
     """
-    from evalnoise.tables import _to_scores, column_list
+    from evalnoise.trial_table import _to_scores, column_list
 
     names: list[str] = []
     for spec in specs:

@@ -28,7 +28,7 @@ def backend(docker_engine):
 
 @pytest.fixture(scope="module")
 def base_image(backend):
-    from evalnoise.runner.images import build_base_image
+    from evalnoise.runner.base_image import build_base_image
 
     try:
         return build_base_image(client=backend.client)

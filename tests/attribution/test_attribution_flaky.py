@@ -28,7 +28,7 @@ def test_injected_flaky_and_infra_prone_tasks_are_flagged(noisy_run):
     # strongest evidence first
     assert res.flagged["rank"].tolist() == list(range(1, len(res.flagged) + 1))
     assert list(res.flagged["task_id"][:2]) == sorted(noisy_run.infra_tasks)
-    assert res.flagged["p_adjusted"].is_monotonic_increasing
+    assert res.flagged["pvalue_adjusted"].is_monotonic_increasing
     assert res.checks_run == ("infra_concentration", "time_block", "host")
     skipped = {c.name: c for c in res.checks if not c.ran}
     assert skipped["scorer_agreement"].description == "no rescores given"
@@ -47,12 +47,14 @@ def test_infra_evidence_matches_scipy_fisher_and_statsmodels_bh(noisy_run):
         x, n = int(infra[here].sum()), int(here.sum())
         table = [[x, n - x], [big_x - x, big_n - n - big_x + x]]
         ref = stats.fisher_exact(table, alternative="greater")
-        assert ev.loc[task, "p"] == pytest.approx(ref.pvalue, rel=1e-9)
+        assert ev.loc[task, "pvalue"] == pytest.approx(ref.pvalue, rel=1e-9)
         if np.isfinite(ref.statistic):
             assert ev.loc[task, "statistic"] == pytest.approx(ref.statistic, rel=1e-12)
-    np.testing.assert_allclose(ev["p_adjusted"], multipletests(ev["p"], method="fdr_bh")[1])
+    np.testing.assert_allclose(
+        ev["pvalue_adjusted"], multipletests(ev["pvalue"], method="fdr_bh")[1]
+    )
     tb = res.evidence[res.evidence["check"] == "time_block"]
-    assert (tb["test"] == "fisher_exact").all() and tb["p"].between(0, 1).all()
+    assert (tb["test"] == "fisher_exact").all() and tb["pvalue"].between(0, 1).all()
 
 
 def test_a_task_that_fails_on_one_host():
@@ -113,9 +115,9 @@ def test_scorer_self_agreement():
     res = flaky_tasks(trials, rescores=_rescores())
     top = res.flagged.iloc[0]
     assert top["task_id"] == "task-03" and top["test"] == "deterministic_self_agreement"
-    assert np.isnan(top["p"]) and "'exact'" in top["reason"]
+    assert np.isnan(top["pvalue"]) and "'exact'" in top["reason"]
     judge = res.flagged.set_index("task_id").loc["task-05"]
-    assert judge["checks"] == ["scorer_agreement"] and judge["p_adjusted"] <= 0.05
+    assert judge["checks"] == ["scorer_agreement"] and judge["pvalue_adjusted"] <= 0.05
     assert "6 of 6 rescored answers" in judge["reason"]
     assert "task-09" not in set(res.flagged["task_id"])  # one stray disagreement: noise
     summary = res.scorer_summary.set_index("scorer")
@@ -173,5 +175,5 @@ def test_row_order_does_not_change_the_triage(seed, n_blocks):
     ea = a.evidence.sort_values(key).reset_index(drop=True)
     eb = b.evidence.sort_values(key).reset_index(drop=True)
     pd.testing.assert_frame_equal(ea, eb)
-    assert ((ea["p"] >= 0) & (ea["p"] <= 1)).all()
-    assert (ea["p_adjusted"] >= ea["p"] - 1e-12).all()
+    assert ((ea["pvalue"] >= 0) & (ea["pvalue"] <= 1)).all()
+    assert (ea["pvalue_adjusted"] >= ea["pvalue"] - 1e-12).all()

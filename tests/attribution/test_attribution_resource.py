@@ -59,18 +59,18 @@ def test_per_task_mcnemar_and_bh_match_statsmodels():
     assert (t["b"] + t["c"] <= t["n_pairs"]).all()
     for row in t.itertuples():
         if row.b + row.c == 0:
-            assert row.p == 1.0 and not row.tested and row.p_adjusted == 1.0
+            assert row.pvalue == 1.0 and not row.tested and row.pvalue_adjusted == 1.0
             continue
         # the exact test uses the discordant counts only
         ref = sm_mcnemar([[0, row.b], [row.c, 0]], exact=True).pvalue
-        assert row.p == pytest.approx(ref, rel=1e-12)
+        assert row.pvalue == pytest.approx(ref, rel=1e-12)
     tested = t[t["tested"]]
-    ref_bh = multipletests(tested["p"], method="fdr_bh")[1]
-    np.testing.assert_allclose(tested["p_adjusted"], ref_bh, rtol=1e-12)
+    ref_bh = multipletests(tested["pvalue"], method="fdr_bh")[1]
+    np.testing.assert_allclose(tested["pvalue_adjusted"], ref_bh, rtol=1e-12)
     holm = resource_sensitivity(trials, "1x", "3x", adjust="holm").table
     holm_t = holm[holm["tested"]]
     np.testing.assert_allclose(
-        holm_t["p_adjusted"], multipletests(holm_t["p"], method="holm")[1], rtol=1e-12
+        holm_t["pvalue_adjusted"], multipletests(holm_t["pvalue"], method="holm")[1], rtol=1e-12
     )
     # the memory-hungry tasks lead the list, significant, and sit between the limits
     top = set(t["task_id"].head(3))
@@ -81,7 +81,7 @@ def test_per_task_mcnemar_and_bh_match_statsmodels():
     assert between[sorted(top)].all() and not between.drop(sorted(top)).any()
     assert (t["c"] >= t["b"]).head(3).all()  # right under 3x, wrong under 1x
     assert (t.head(3)["infra_a"] > 0).all() and (t["infra_b"] == 0).all()
-    assert t["p_adjusted"].is_monotonic_increasing
+    assert t["pvalue_adjusted"].is_monotonic_increasing
     assert (t["peak_a_bytes"] > 0).all()
 
 
@@ -130,12 +130,12 @@ def test_swapping_profiles_swaps_b_and_c_and_keeps_p(outcomes, adjust):
     ab = resource_sensitivity(trials, "A", "B", adjust=adjust).table.set_index("task_id")
     ba = resource_sensitivity(trials, "B", "A", adjust=adjust).table.set_index("task_id")
     ba = ba.loc[ab.index]
-    assert ((ab["p"] >= 0) & (ab["p"] <= 1)).all()
-    assert ((ab["p_adjusted"] >= ab["p"] - 1e-15) & (ab["p_adjusted"] <= 1)).all()
+    assert ((ab["pvalue"] >= 0) & (ab["pvalue"] <= 1)).all()
+    assert ((ab["pvalue_adjusted"] >= ab["pvalue"] - 1e-15) & (ab["pvalue_adjusted"] <= 1)).all()
     np.testing.assert_array_equal(ab["b"], ba["c"])
     np.testing.assert_array_equal(ab["c"], ba["b"])
-    np.testing.assert_allclose(ab["p"], ba["p"], rtol=1e-15)
-    np.testing.assert_allclose(ab["p_adjusted"], ba["p_adjusted"], rtol=1e-15)
+    np.testing.assert_allclose(ab["pvalue"], ba["pvalue"], rtol=1e-15)
+    np.testing.assert_allclose(ab["pvalue_adjusted"], ba["pvalue_adjusted"], rtol=1e-15)
     np.testing.assert_allclose(ab["diff"], -ba["diff"])
     assert ab["n_pairs"].sum() == len(outcomes)
 
@@ -150,7 +150,14 @@ def test_policy_retries_unpaired_trials_and_json():
     assert res.warnings and "no partner" in res.warnings[0]
     out = json.loads(json.dumps(res.to_dict(), allow_nan=True))
     assert out["n_tasks"] == 4 and out["adjust"] == "bh"
-    assert set(out["tasks"][0]) >= {"task_id", "b", "c", "p", "p_adjusted", "between_limits"}
+    assert set(out["tasks"][0]) >= {
+        "task_id",
+        "b",
+        "c",
+        "pvalue",
+        "pvalue_adjusted",
+        "between_limits",
+    }
     excluded = resource_sensitivity(trials, "1x", "3x", policy="exclude")
     assert excluded.table["n_pairs"].sum() < res.table["n_pairs"].sum()
 

@@ -222,7 +222,7 @@ def test_drift_matches_statsmodels_fixed_effects_ols_with_task_clusters():
     within = sm.OLS(yd.to_numpy(), td.to_numpy()).fit(cov_type="cluster", cov_kwds={"groups": task})
     assert res.se == pytest.approx(within.bse[0], rel=1e-10)
     assert res.df == run.n_tasks - 1
-    assert res.slope < 0 and res.p < 0.01  # the injected decline over the run
+    assert res.slope < 0 and res.pvalue < 0.01  # the injected decline over the run
     assert res.ci_low < res.slope < res.ci_high
 
 
@@ -230,11 +230,11 @@ def test_drift_null_and_degenerate_cases():
     run = make_run(seed=11, block_effects=(0, 0, 0, 0), n_flaky=0, host_effects=(0,) * 4)
     y, task, _, _ = _design(run)
     res = drift_test(y, task, run.trials["started_at"])
-    assert res.p > 0.01 and res.ci_low < 0 < res.ci_high
+    assert res.pvalue > 0.01 and res.ci_low < 0 < res.ci_high
     same = drift_test(y, task, np.zeros(y.size))
     assert math.isnan(same.slope) and same.warnings
     one = drift_test([0.0, 1.0, 1.0], ["a", "a", "a"], [0.0, 1.0, 2.0])
-    assert math.isnan(one.se) and math.isnan(one.p) and one.slope == pytest.approx(1.0)
+    assert math.isnan(one.se) and math.isnan(one.pvalue) and one.slope == pytest.approx(1.0)
 
 
 # --- the table-level entry point ----------------------------------------------------------------
@@ -249,7 +249,7 @@ def test_time_effects_on_a_trial_table(noisy_run):
     frame = res.to_frame()
     assert frame["component"].tolist() == list(res.components.components)
     assert frame.loc[frame["infrastructure"], "component"].tolist() == list(INFRA_COMPONENTS)
-    assert res.drift.slope < 0 and res.drift.p < 0.01
+    assert res.drift.slope < 0 and res.drift.pvalue < 0.01
     assert 0 < res.infra_share < 1
     json.dumps(res.to_dict(), allow_nan=True)  # JSON-ready
     # infra outcomes excluded rather than scored 0: fewer trials, same structure

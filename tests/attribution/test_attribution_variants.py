@@ -23,7 +23,7 @@ from evalnoise.attribution import (
     time_effects,
     variance_components,
 )
-from evalnoise.attribution.tables import attribution_for_trials
+from evalnoise.attribution.all_analyses import attribution_for_trials
 
 
 def crossed(seed: int, *, n_tasks=12, n_prompts=3, n_blocks=4, per_cell=2, sd=None):

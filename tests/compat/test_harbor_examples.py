@@ -326,7 +326,7 @@ def _public_copies(root: Path) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def base(docker_engine) -> str:
-    from evalnoise.runner.images import build_base_image
+    from evalnoise.runner.base_image import build_base_image
 
     return build_base_image(client=docker_engine)
 

@@ -151,7 +151,7 @@ def test_runtime_image_runs_the_baseline_build(docker_engine):
     """In the agent runtime image, llama.cpp reports the baseline's features (no AVX-512,
     no AMX) whatever this host's CPU has."""
     from evalnoise.models.agent_images import build_llama_runtime_image
-    from evalnoise.runner.images import build_base_image
+    from evalnoise.runner.base_image import build_base_image
 
     tag = build_llama_runtime_image(build_base_image(client=docker_engine), client=docker_engine)
     script = (

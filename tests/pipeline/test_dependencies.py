@@ -164,7 +164,7 @@ def test_a_scorer_edit_does_not_touch_the_runner():
     assert "src/evalnoise/scorers/judge.py" in scorers
     assert not {m for m in scorers if m.startswith("src/evalnoise/runner/")}
     analysis = set(area_modules("analysis"))
-    for module in ("pipeline/stages.py", "pipeline/collect.py", "runner/policy.py"):
+    for module in ("pipeline/stages.py", "pipeline/collect.py", "runner/infra_policies.py"):
         assert f"src/evalnoise/{module}" in analysis
     assert "src/evalnoise/analysis.py" in analysis
 

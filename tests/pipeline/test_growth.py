@@ -19,7 +19,7 @@ per new or grown shard, one ``analyze_group`` (statistics, convergence, budget) 
 group whose scores changed, and one ``compare`` per new pair.
 
 Before the fix in ``rules/trials.smk`` (the tasks table ``ancient``, each shard's own rows
-as a param: :func:`evalnoise.pipeline.plan.task_rows_digest`), step 2 reran *every*
+as a param: :func:`evalnoise.pipeline.shard_plan.task_rows_digest`), step 2 reran *every*
 shard's job: the trials were resumed from the journals, but every trial shard was
 rewritten and rescored and every statistic recomputed.
 

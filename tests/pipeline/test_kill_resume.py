@@ -16,10 +16,10 @@ made.
 - score, analyze_group, compare, report: ``evalnoise run --forcerun <rule>`` on the finished
   workspace, killed while a job of that rule runs (inside Snakemake's process, so the kill
   takes Snakemake with it; score, analyze_group and compare are held by a pause in the
-  workspace's copy of their script, the report caught half-written). Snakemake removes a job's outputs when it
-  starts it, so the kill leaves them missing (or, for the report, its directory) under a
-  summary, manifest and report that look up to date — the state in which a missing pair
-  file used to stay missing ("Nothing to be done").
+  workspace's copy of their script, the report caught half-written). Snakemake removes a
+  job's outputs when it starts it, so the kill leaves them missing (or, for the report, its
+  directory) under a summary, manifest and report that look up to date — the state in which
+  a missing pair file used to stay missing ("Nothing to be done").
 - compare, then DVC: after the resume, ``dvc repro`` records results/analysis complete
   (before, ``snakemake all_analysis`` did not rebuild a missing pair file and DVC recorded
   the directory without it) and ``dvc status`` is clean.

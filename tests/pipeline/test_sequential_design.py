@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from evalnoise.pipeline.plan import parse_range
 from evalnoise.pipeline.sequential import (
     GroupTrials,
     Rect,
@@ -30,6 +29,7 @@ from evalnoise.pipeline.sequential import (
     units,
 )
 from evalnoise.pipeline.settings import ConfigError, _check_sequential
+from evalnoise.pipeline.shard_plan import parse_range
 
 
 def settings(**overrides) -> SequentialSettings:
@@ -88,7 +88,7 @@ def test_shards_cover_the_design_exactly_once(rects, block, chunk):
 @hypothesis_settings(max_examples=100, deadline=None)
 @given(rects=rect_lists, block=st.integers(1, 4), chunk=st.integers(1, 6))
 def test_no_two_shards_share_a_journal(rects, block, chunk):
-    # a journal is keyed by the shard's first trial and first row (evalnoise.pipeline.plan)
+    # a journal is keyed by the shard's first trial and first row (evalnoise.pipeline.shard_plan)
     keys = [(parse_range(b)[0], parse_range(c)[0]) for b, c in shard_ranges(rects, block, chunk)]
     assert len(keys) == len(set(keys))
 

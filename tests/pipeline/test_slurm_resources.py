@@ -108,13 +108,13 @@ def test_bad_requests_are_refused(tasks, kwargs, message):
 def test_the_dag_asks_for_what_the_function_says(tmp_path, default_config):
     """Every run_trials job of the embedded default, as a dry run shows it, requests what
     shard_job_resources derives for its shard (rules/common.smk wires it)."""
-    from evalnoise.pipeline.plan import parse_range
     from evalnoise.pipeline.sampling import sample_tasks
     from evalnoise.pipeline.settings import (
         infra_policy_spec,
         resource_profile_spec,
         uses_model_server,
     )
+    from evalnoise.pipeline.shard_plan import parse_range
 
     ws = copy_project(tmp_path / "ws", ("Snakefile", "rules", "scripts", "config", "profiles"))
     # the Slurm profile's threads (a dry run shows threads only when more than one)

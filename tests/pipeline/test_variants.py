@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from evalnoise.pipeline.collect import variant_trials
-from evalnoise.pipeline.plan import Plan, journal_path
 from evalnoise.pipeline.settings import ConfigError, agent_spec, check_config, with_defaults
+from evalnoise.pipeline.shard_plan import Plan, journal_path
 from evalnoise.pipeline.variants import (
     NO_VARIANT,
     Variant,

@@ -17,7 +17,7 @@ from evalnoise.attribution import AttributionTables, attribution_for_trials
 from evalnoise.manifest import build_manifest
 from evalnoise.report import CardContext, ReportInputs, build_report
 from evalnoise.stats import allocation_table, wilson_interval
-from evalnoise.tables import Columns, read_trials
+from evalnoise.trial_table import Columns, read_trials
 
 NANO = "openai/gpt-5-nano-2025-08-07"
 MINI = "openai/gpt-5.4-mini-2026-03-17"

@@ -39,7 +39,7 @@ import statsmodels.api as sm
 
 from evalnoise.analysis import analyze_frame, per_task_table
 from evalnoise.report.cards import CardContext, card_markdown, evaluation_card
-from evalnoise.tables import Columns, read_trials
+from evalnoise.trial_table import Columns, read_trials
 
 # pingouin 0.7 calls DataFrame.dropna(inplace=True), which pandas now deprecates
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.dropna")

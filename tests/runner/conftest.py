@@ -14,14 +14,14 @@ from runner_helpers import PROBE, SEGV
 
 @pytest.fixture(scope="session")
 def base_image(docker_engine) -> str:
-    from evalnoise.runner.images import build_base_image
+    from evalnoise.runner.base_image import build_base_image
 
     return build_base_image(client=docker_engine)
 
 
 def _build_test_agent(client, context, name: str, base_image: str) -> str:
     """A test agent built FROM the base image; tag = hash of its context and base."""
-    from evalnoise.runner.images import build_agent_image, context_digest
+    from evalnoise.runner.base_image import build_agent_image, context_digest
 
     files = [p for p in context.rglob("*") if p.is_file()]
     tag = f"evalnoise-{name}:{context_digest(context, files, prefix=base_image)}"

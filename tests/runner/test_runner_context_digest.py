@@ -1,4 +1,4 @@
-"""Image tags are one digest (runner.images.context_digest), pinned: a change renames every
+"""Image tags are one digest (runner.base_image.context_digest), pinned: a change renames every
 agent image and sets every journal's trials aside, so it must be deliberate."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from evalnoise.models.agent_images import _files
 from evalnoise.pipeline.settings import agent_image_tag
-from evalnoise.runner.images import context_digest
+from evalnoise.runner.base_image import context_digest
 
 
 def _context(root: Path) -> Path:

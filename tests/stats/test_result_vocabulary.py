@@ -1,5 +1,7 @@
 """Every result class of evalnoise.stats: a frozen dataclass with ``to_dict()``, strict JSON
-out, and scipy.stats' field vocabulary (``statistic``, ``pvalue``, ``ci_low``/``ci_high``)."""
+out, and scipy.stats' field vocabulary (``statistic``, ``pvalue``, ``ci_low``/``ci_high``).
+The attribution's results (evalnoise.attribution) and the tables and records it writes use
+the same vocabulary."""
 
 from __future__ import annotations
 
@@ -12,10 +14,12 @@ import pkgutil
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import evalnoise.attribution as attribution_pkg
 import evalnoise.stats as stats_pkg
-from evalnoise import stats
+from evalnoise import attribution, stats
 from evalnoise.formatting import jsonable
 from evalnoise.stats._results import DictResult
 
@@ -143,16 +147,147 @@ def test_result_class_is_a_frozen_dataclass_with_the_shared_to_dict(name):
     assert cls.to_dict is DictResult.to_dict, f"{name} overrides to_dict()"
 
 
+def _not_scipy_names(names) -> list[str]:
+    """The names among ``names`` that say p or t where scipy.stats says pvalue or statistic."""
+    return [
+        n
+        for n in names
+        if n in {"p", "t", "p_value", "pval", "f_stat", "t_stat"}
+        or n.endswith(("_p_value", "_p"))
+        or n.startswith("p_")
+    ]
+
+
 @pytest.mark.parametrize("name", sorted(RESULT_CLASSES))
 def test_field_names_use_scipy_vocabulary(name):
-    bad = [
-        f.name
-        for f in dataclasses.fields(RESULT_CLASSES[name])
-        if f.name in {"p", "p_value", "pval", "f_stat", "t_stat"}
-        or f.name.endswith("_p_value")
-        or f.name.startswith("p_")
-    ]
+    bad = _not_scipy_names(f.name for f in dataclasses.fields(RESULT_CLASSES[name]))
     assert not bad, f"{name}: {bad} — use statistic / pvalue (scipy.stats' names)"
+
+
+def test_the_name_check_catches_the_old_names():
+    # the check above and below must be able to fail: every old attribution name is caught
+    old = ["p", "t", "p_adjusted", "drift_p", "kappa_p_value", "f_stat"]
+    assert _not_scipy_names(old) == old
+    assert _not_scipy_names(["pvalue", "pvalue_adjusted", "drift_pvalue", "statistic"]) == []
+
+
+# --- the attribution's results, tables and records ------------------------------------------
+
+#: Public classes of evalnoise.attribution that are not results, and why.
+ATTRIBUTION_NOT_RESULTS = {
+    "TrialColumns": "an input: the columns of a trial table",
+    "NotRun": "a record of an analysis that could not run (scope, check, reason)",
+    "AttributionTables": "the artifacts bundle; its summary and tables are checked below",
+}
+
+
+def _attribution_classes() -> dict[str, type]:
+    found = {}
+    for info in pkgutil.iter_modules(attribution_pkg.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"evalnoise.attribution.{info.name}")
+        for name, obj in inspect.getmembers(module, inspect.isclass):
+            if obj.__module__ == module.__name__ and not name.startswith("_"):
+                found[name] = obj
+    return {n: c for n, c in found.items() if n not in ATTRIBUTION_NOT_RESULTS}
+
+
+def _trial_table() -> pd.DataFrame:
+    """One agent, two resource profiles, 8 tasks × 8 trials, some timeouts, two hosts, start
+    times over ten hours: enough for every attribution analysis to run."""
+    rng = np.random.default_rng(11)
+    start = pd.Timestamp("2025-01-01 08:00", tz="UTC")
+    rows = []
+    for profile in ("1x", "3x"):
+        for task in range(8):
+            p_task = rng.uniform(0.2, 0.8)
+            for trial in range(8):
+                status = "timeout" if rng.random() < 0.1 else "ok"
+                correct = None if status != "ok" else bool(rng.random() < p_task)
+                rows.append(
+                    {
+                        "agent": "a",
+                        "resource_profile": profile,
+                        "task_id": f"t{task}",
+                        "trial": trial,
+                        "status": status,
+                        "correct": correct,
+                        "score": None if correct is None else float(correct),
+                        "started_at": start + pd.Timedelta(minutes=int(rng.integers(0, 600))),
+                        "host": f"h{trial % 2}",
+                        "attempt": 1,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+TRIAL_TABLE = _trial_table()
+
+
+def _attribution_instances() -> dict[str, list]:
+    one = TRIAL_TABLE[TRIAL_TABLE["resource_profile"] == "1x"].reset_index(drop=True)
+    flaky = attribution.flaky_tasks(one)
+    times = attribution.time_effects(one)
+    return {
+        "PolicySensitivityResult": [attribution.policy_sensitivity(one)],
+        "ResourceSensitivityResult": [attribution.resource_sensitivity(TRIAL_TABLE, "1x", "3x")],
+        "FlakyTasksResult": [flaky],
+        "CheckRun": list(flaky.checks),
+        "TimeEffectsResult": [times],
+        "VarianceComponentsResult": [times.components],
+        "DriftResult": [
+            times.drift,
+            attribution.drift_test(one["score"].fillna(0.0), one["task_id"], np.zeros(len(one))),
+        ],
+    }
+
+
+ATTRIBUTION_CLASSES = _attribution_classes()
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    ATTRIBUTION_INSTANCES = _attribution_instances()
+    ATTRIBUTION_TABLES = attribution.attribution_for_trials(TRIAL_TABLE)
+
+
+def test_the_attribution_walk_finds_the_result_classes():
+    assert {"DriftResult", "PolicySensitivityResult", "ResourceSensitivityResult"} <= set(
+        ATTRIBUTION_CLASSES
+    )
+    assert sorted(ATTRIBUTION_CLASSES) == sorted(ATTRIBUTION_INSTANCES)
+    for name, objs in ATTRIBUTION_INSTANCES.items():
+        assert objs and all(type(o) is ATTRIBUTION_CLASSES[name] for o in objs), name
+
+
+@pytest.mark.parametrize("name", sorted(ATTRIBUTION_CLASSES))
+def test_attribution_results_use_scipy_vocabulary(name):
+    cls = ATTRIBUTION_CLASSES[name]
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
+    bad = _not_scipy_names(f.name for f in dataclasses.fields(cls))
+    for obj in ATTRIBUTION_INSTANCES[name]:
+        bad += _not_scipy_names(obj.to_dict())
+        if hasattr(obj, "to_frame"):
+            bad += _not_scipy_names(obj.to_frame().columns)
+        # the per-task tables a result carries (resource: table; flaky: flagged, evidence)
+        for attr in ("table", "flagged", "evidence"):
+            if isinstance(getattr(obj, attr, None), pd.DataFrame):
+                bad += _not_scipy_names(getattr(obj, attr).columns)
+    assert not bad, f"{name}: {sorted(set(bad))} — use statistic / pvalue (scipy.stats' names)"
+
+
+def test_the_attribution_artifacts_use_scipy_vocabulary():
+    # what the attribution rule writes (attribution.json, resource_sensitivity.parquet,
+    # flaky_tasks.csv) and the report reads back
+    tables = ATTRIBUTION_TABLES
+    assert not tables.resource.empty and "pvalue_adjusted" in tables.resource.columns
+    assert {"pvalue", "pvalue_adjusted"} <= set(attribution.all_analyses.RESOURCE_COLUMNS)
+    groups = [g for label, g in tables.summary.items() if not label.startswith("_")]
+    assert len(groups) == 2 and all("drift_pvalue" in g for g in groups)
+    keys = [k for g in groups for k in g]
+    bad = _not_scipy_names(keys) + _not_scipy_names(tables.resource.columns)
+    bad += _not_scipy_names(tables.flaky.columns)
+    assert not bad, sorted(set(bad))
 
 
 def _walk(value):
@@ -216,10 +351,12 @@ def test_nested_results_are_nested_records():
         ("McNemarResult", "p_exact", "pvalue_exact"),
         ("ComparisonResult", "p_paired", "pvalue"),
         ("AgreementResult", "kappa_p_value", "kappa_pvalue"),
+        ("DriftResult", "t", "statistic"),
+        ("DriftResult", "p", "pvalue"),
     ],
 )
 def test_old_names_are_deprecated_aliases_for_one_release(name, old, new):
-    obj = INSTANCES[name][0]
+    obj = {**INSTANCES, **ATTRIBUTION_INSTANCES}[name][0]
     with pytest.warns(DeprecationWarning, match=f"{name}.{old} is deprecated.*use .{new}"):
         value = getattr(obj, old)
     assert value == getattr(obj, new) or (math.isnan(value) and math.isnan(getattr(obj, new)))

@@ -29,6 +29,13 @@ Building blocks: :func:`time_blocks` (equal-count blocks of start times),
 """
 
 from evalnoise.attribution._common import fisher_exact_2xr, time_blocks
+from evalnoise.attribution.all_analyses import (
+    AttributionTables,
+    NotRun,
+    TrialColumns,
+    attribution_for_trials,
+    read_attribution,
+)
 from evalnoise.attribution.flaky import (
     CHECK_DESCRIPTIONS,
     CHECKS,
@@ -36,15 +43,12 @@ from evalnoise.attribution.flaky import (
     FlakyTasksResult,
     flaky_tasks,
 )
-from evalnoise.attribution.policy import POLICIES, PolicySensitivityResult, policy_sensitivity
-from evalnoise.attribution.resource import ResourceSensitivityResult, resource_sensitivity
-from evalnoise.attribution.tables import (
-    AttributionTables,
-    NotRun,
-    TrialColumns,
-    attribution_for_trials,
-    read_attribution,
+from evalnoise.attribution.policy_sensitivity import (
+    POLICIES,
+    PolicySensitivityResult,
+    policy_sensitivity,
 )
+from evalnoise.attribution.resource import ResourceSensitivityResult, resource_sensitivity
 from evalnoise.attribution.time_effects import (
     INFRA_COMPONENTS,
     DriftResult,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.schema import INFRA_STATUSES
 from evalnoise.stats._checks import check_probability
 from evalnoise.stats._results import DictResult
@@ -58,8 +58,8 @@ _EVIDENCE_COLUMNS = (
     "test",
     "statistic_name",
     "statistic",
-    "p",
-    "p_adjusted",
+    "pvalue",
+    "pvalue_adjusted",
     "flagged",
     "reason",
 )
@@ -72,8 +72,8 @@ _FLAGGED_COLUMNS = (
     "test",
     "statistic_name",
     "statistic",
-    "p",
-    "p_adjusted",
+    "pvalue",
+    "pvalue_adjusted",
 )
 
 
@@ -104,7 +104,7 @@ class FlakyTasksResult:
     flagged : one row per flagged task, strongest evidence first: ``rank`` (1 = first),
         ``task_id``, ``reason`` (one sentence per flagging check, joined by "; "),
         ``checks`` (the checks that flagged it), ``n_flags``, and the ``test``,
-        ``statistic_name``, ``statistic``, ``p`` and ``p_adjusted`` of its strongest
+        ``statistic_name``, ``statistic``, ``pvalue`` and ``pvalue_adjusted`` of its strongest
         evidence (a deterministic scorer disagreeing with itself first: it needs no test).
     evidence : one row per (task, check) that was tested, flagged or not, with the same
         fields and a ``flagged`` column.
@@ -171,8 +171,8 @@ def _evidence(
         "test": test,
         "statistic_name": statistic_name,
         "statistic": float(statistic),
-        "p": float(p),
-        "p_adjusted": float("nan"),
+        "pvalue": float(p),
+        "pvalue_adjusted": float("nan"),
         "flagged": False,
         "reason": reason,
     }
@@ -182,10 +182,10 @@ def _adjust(rows: list[dict[str, Any]], alpha: float) -> int:
     """BH within one check's rows (in place); returns how many are flagged."""
     if not rows:
         return 0
-    adj = benjamini_hochberg([r["p"] for r in rows])
+    adj = benjamini_hochberg([r["pvalue"] for r in rows])
     n = 0
     for r, a in zip(rows, adj, strict=True):
-        r["p_adjusted"] = float(a)
+        r["pvalue_adjusted"] = float(a)
         r["flagged"] = bool(a <= alpha)
         n += r["flagged"]
         r["reason"] = r["reason"].replace("{p_adj}", _fmt_p(float(a)))
@@ -539,8 +539,8 @@ def _rank(evidence: pd.DataFrame) -> pd.DataFrame:
     if hits.empty:
         return pd.DataFrame(columns=list(_FLAGGED_COLUMNS))
     hits["certain"] = hits["test"] == "deterministic_self_agreement"
-    hits["order"] = np.where(hits["certain"], -1.0, hits["p_adjusted"].fillna(np.inf))
-    hits = hits.sort_values(["order", "p"], kind="mergesort", na_position="first")
+    hits["order"] = np.where(hits["certain"], -1.0, hits["pvalue_adjusted"].fillna(np.inf))
+    hits = hits.sort_values(["order", "pvalue"], kind="mergesort", na_position="first")
     out = []
     for task, sub in hits.groupby("task_id", sort=False):
         best = sub.iloc[0]
@@ -553,15 +553,15 @@ def _rank(evidence: pd.DataFrame) -> pd.DataFrame:
                 "test": best["test"],
                 "statistic_name": best["statistic_name"],
                 "statistic": best["statistic"],
-                "p": best["p"],
-                "p_adjusted": best["p_adjusted"],
+                "pvalue": best["pvalue"],
+                "pvalue_adjusted": best["pvalue_adjusted"],
                 "_order": best["order"],
             }
         )
     frame = pd.DataFrame(out)
     frame["_key"] = frame["task_id"].astype(str)
     frame["_neg"] = -frame["n_flags"]
-    frame["_p"] = frame["p"].fillna(-1.0)
+    frame["_p"] = frame["pvalue"].fillna(-1.0)
     by = ["_order", "_p", "_neg", "_key"]
     frame = frame.sort_values(by, kind="mergesort").reset_index(drop=True)
     frame.insert(0, "rank", np.arange(1, len(frame) + 1))

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.runner.resources import MIB
 from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import INFRA_STATUSES
@@ -49,8 +49,8 @@ _COLUMNS = (
     "b",
     "c",
     "tested",
-    "p",
-    "p_adjusted",
+    "pvalue",
+    "pvalue_adjusted",
     "significant",
     "memory_need_bytes",
     "limit_a_bytes",
@@ -75,8 +75,8 @@ class ResourceSensitivityResult:
           infra outcomes (timeout, oom_killed, infra_error) among them;
         - ``accuracy_a``/``accuracy_b`` and ``diff`` = accuracy_a − accuracy_b;
         - ``b``: pairs right under A and wrong under B; ``c``: wrong under A, right under B;
-        - ``tested``: b + c > 0; ``p``: exact McNemar p; ``p_adjusted``: Holm or BH;
-          ``significant``: p_adjusted ≤ alpha;
+        - ``tested``: b + c > 0; ``pvalue``: exact McNemar p; ``pvalue_adjusted``: Holm or
+          BH; ``significant``: pvalue_adjusted ≤ alpha;
         - ``memory_need_bytes``: the task's memory need (``memory_mb`` × 2²⁰), NaN if not
           given; ``limit_a_bytes``/``limit_b_bytes``: the hard memory limit the task's
           containers got (``memory_limit_bytes``; +inf = uncapped, NaN = unknown);
@@ -85,7 +85,7 @@ class ResourceSensitivityResult:
     adjust : ``"bh"`` or ``"holm"``.
     alpha : level for ``significant``.
     n_tested : tasks in the multiplicity family (b + c > 0).
-    n_significant : tasks with p_adjusted ≤ alpha.
+    n_significant : tasks with pvalue_adjusted ≤ alpha.
     b_total, c_total : discordant pairs over all tasks.
     n_unpaired_a, n_unpaired_b : counted trials of A (of B) without a partner, left out.
     policy : the infra policy applied before pairing.
@@ -213,7 +213,7 @@ def resource_sensitivity(
         measured need): a mapping or Series keyed by task_id, or a frame with ``task_id``
         and ``memory_mb``. Optional.
     policy : the infra policy applied to each profile's trials before pairing
-        (:func:`evalnoise.runner.policy.apply_infra_policy`); the default counts an infra
+        (:func:`evalnoise.runner.infra_policies.apply_infra_policy`); the default counts an infra
         outcome as a wrong answer, as the paper does — a profile that OOM-kills a task
         *should* show up here.
     adjust : ``"bh"`` (default) or ``"holm"``; see Notes.
@@ -311,9 +311,9 @@ def resource_sensitivity(
     p_in = np.where(tested, p, np.nan)
     p_adj = benjamini_hochberg(p_in) if adjust == "bh" else holm(p_in)
     table["tested"] = tested
-    table["p"] = p
-    table["p_adjusted"] = np.where(tested, p_adj, 1.0)
-    table["significant"] = table["p_adjusted"] <= alpha
+    table["pvalue"] = p
+    table["pvalue_adjusted"] = np.where(tested, p_adj, 1.0)
+    table["significant"] = table["pvalue_adjusted"] <= alpha
 
     need = _memory_need(memory_mb)
     idx = table.index
@@ -333,7 +333,7 @@ def resource_sensitivity(
     table["peak_b_bytes"] = peak_b.reindex(idx).to_numpy(dtype=float)
 
     table = table.reset_index().rename(columns={"index": "task_id"})
-    table = table.sort_values(["p_adjusted", "p", "task_id"], kind="mergesort")
+    table = table.sort_values(["pvalue_adjusted", "pvalue", "task_id"], kind="mergesort")
     table = table.reset_index(drop=True)[list(_COLUMNS)]
     return ResourceSensitivityResult(
         profile_a=str(profile_a),

@@ -54,13 +54,13 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
         share = (
             f"infrastructure share of variance: not detected (the interval of its variance "
             f"reaches 0: share [{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}]"
-            f"; {where}); drift p = {_f(a['drift_p'], '.2g')}"
+            f"; {where}); drift p = {_f(a['drift_pvalue'], '.2g')}"
         )
     else:
         share = (
             f"infrastructure share of variance {_f(a['infra_share'])} "
             f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
-            f"({where}); drift p = {_f(a['drift_p'], '.2g')}"
+            f"({where}); drift p = {_f(a['drift_pvalue'], '.2g')}"
         )
     flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
     return [

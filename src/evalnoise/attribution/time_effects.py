@@ -50,10 +50,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.stats._checks import check_probability
 from evalnoise.stats._distributions import t_ppf, t_sf
-from evalnoise.stats._results import DictResult
+from evalnoise.stats._results import DictResult, renamed
 
 from ._common import (
     one_group,
@@ -194,7 +194,7 @@ class DriftResult(DictResult):
     ----------
     slope : β̂, change in mean score from the run's start (t = 0) to its end (t = 1).
     se : task-clustered (CR1) standard error.
-    t : slope / se; df : G − 1; p : two-sided.
+    statistic : the Wald t, slope / se; df : G − 1; pvalue : two-sided.
     ci_low, ci_high : slope ∓ t_{df} · se.
     n_obs, n_tasks : trials and tasks used (tasks with one trial carry no information).
     confidence : the CI level.
@@ -203,15 +203,19 @@ class DriftResult(DictResult):
 
     slope: float
     se: float
-    t: float
+    statistic: float
     df: float
-    p: float
+    pvalue: float
     ci_low: float
     ci_high: float
     n_obs: int
     n_tasks: int
     confidence: float
     warnings: tuple[str, ...] = field(default=())
+
+    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
+    t = renamed("statistic", "t")
+    p = renamed("pvalue", "p")
 
     def to_frame(self) -> pd.DataFrame:
         d = self.to_dict()
@@ -511,9 +515,9 @@ def drift_test(y: Any, task: Any, time: Any, *, confidence: float = 0.95) -> Dri
     return DriftResult(
         slope=slope,
         se=se,
-        t=float(t),
+        statistic=float(t),
         df=df,
-        p=p,
+        pvalue=p,
         ci_low=slope - half,
         ci_high=slope + half,
         n_obs=int(yv.size),

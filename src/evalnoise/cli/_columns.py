@@ -1,6 +1,6 @@
 """Column options shared by the subcommands that read a trial table.
 
-Every option defaults to None, "not given": :func:`evalnoise.tables.resolve_columns` then
+Every option defaults to None, "not given": :func:`evalnoise.trial_table.resolve_columns` then
 takes the role the file stores (``evalnoise import`` writes them into the Parquet file's
 metadata) or, failing that, the one set of defaults all commands share (``task_id``,
 ``trial``, ``score`` — or ``correct`` in a table without ``score`` — and no group). So a
@@ -18,7 +18,7 @@ from evalnoise.column_names import DEFAULT_TASK, DEFAULT_TRIAL, SCORE_COLUMNS
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnoise.tables import Columns
+    from evalnoise.trial_table import Columns
 
 _STORED = "the column the file stores, else"
 
@@ -58,7 +58,7 @@ def add_column_options(
 
 def columns_from(args: argparse.Namespace, group: str | None = None) -> Columns:
     """The columns the flags name; roles not given stay None (resolved against the file)."""
-    from evalnoise.tables import Columns
+    from evalnoise.trial_table import Columns
 
     return Columns(
         task=args.task,
@@ -73,7 +73,7 @@ def resolved_columns(
 ) -> tuple[Columns, str]:
     """The flags' columns completed from the file and the defaults, and the line that says
     which columns are used and why (see :func:`announce`)."""
-    from evalnoise.tables import describe_columns, resolve_columns
+    from evalnoise.trial_table import describe_columns, resolve_columns
 
     columns, sources = resolve_columns(frame, columns_from(args), path=path)
     return columns, describe_columns(columns, sources)

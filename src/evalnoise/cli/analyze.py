@@ -12,7 +12,7 @@ from evalnoise.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalnoise.tables import Columns
+    from evalnoise.trial_table import Columns
 
 # numpy, pandas and the statistics (scipy) are imported where a command runs, not here:
 # ``evalnoise analyze --help`` and the other commands' parsers need none of them.
@@ -110,7 +110,7 @@ def with_outcomes(
     import numpy as np
     import pandas as pd
 
-    from evalnoise.tables import _to_scores
+    from evalnoise.trial_table import _to_scores
 
     if status not in raw.columns:
         return raw, {}
@@ -147,7 +147,7 @@ def fixed_seeds(raw: pd.DataFrame, columns: Columns) -> dict[str, str]:
     """
     import pandas as pd
 
-    from evalnoise.tables import trial_labels
+    from evalnoise.trial_table import trial_labels
 
     if "seed" not in raw.columns or columns.task not in raw.columns:
         return {}
@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     from evalnoise.formatting import dumps, fmt, pct, table
     from evalnoise.group_text import readings_text, reporting_line
     from evalnoise.outcomes import assess_health, outcome_counts, outcome_line
-    from evalnoise.tables import read_any, shown_group, validate_trials
+    from evalnoise.trial_table import read_any, shown_group, validate_trials
 
     source = read_any(args.path)
     columns, used = resolved_columns(source, args, path=str(args.path))
@@ -369,7 +369,7 @@ def _facets(raw: pd.DataFrame, columns: Columns, args: Any) -> tuple[pd.DataFram
 
 def _print_facets(facet_out: dict, confidence: float) -> None:
     from evalnoise.formatting import fmt, table
-    from evalnoise.tables import shown_group
+    from evalnoise.trial_table import shown_group
 
     for group, rec in facet_out.items():
         print()

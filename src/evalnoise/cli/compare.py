@@ -10,7 +10,7 @@ from evalnoise.cli.analyze import with_outcomes
 from evalnoise.errors import InputError
 from evalnoise.formatting import dumps, fmt, pct
 from evalnoise.stats import compare
-from evalnoise.tables import read_any, shown_group, validate_trials
+from evalnoise.trial_table import read_any, shown_group, validate_trials
 
 HELP = "compare two groups (agents, resource profiles) on the same tasks"
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from evalnoise.errors import InputError
 from evalnoise.formatting import dumps, pct
-from evalnoise.tables import read_any
+from evalnoise.trial_table import read_any
 
 HELP = "accuracy by an LLM judge, corrected for its errors with a labelled subset"
 

@@ -2,7 +2,7 @@
 ``image build-agent``: an agent image on it).
 
 Register with :func:`add_parser` (sets ``run``, the convention of :mod:`evalnoise.cli`);
-:mod:`evalnoise.runner.images` does the work. The one entry point and its one error handler
+:mod:`evalnoise.runner.base_image` does the work. The one entry point and its one error handler
 are :func:`evalnoise.cli.main` (``evalnoise image build``, ``python -m evalnoise image
 build``).
 """
@@ -61,7 +61,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def _image_build(args: argparse.Namespace) -> int:
     require("docker", "evalnoise image build")
-    from evalnoise.runner.images import build_base_image
+    from evalnoise.runner.base_image import build_base_image
 
     print(build_base_image(inputs_dir=args.inputs, cache_dir=args.cache_dir, force=args.force))
     return 0
@@ -69,7 +69,7 @@ def _image_build(args: argparse.Namespace) -> int:
 
 def _image_build_agent(args: argparse.Namespace) -> int:
     require("docker", "evalnoise image build-agent")
-    from evalnoise.runner.images import build_agent_image, build_base_image
+    from evalnoise.runner.base_image import build_agent_image, build_base_image
 
     base = args.base or build_base_image()
     print(build_agent_image(args.context, args.tag, base))

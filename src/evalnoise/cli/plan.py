@@ -1,4 +1,6 @@
 """``evalnoise plan``: how many tasks, and how to split a budget between tasks and trials.
+(Sizing a study; the pipeline's shard plan, which trials go in which job, is
+:mod:`evalnoise.pipeline.shard_plan`.)
 
 Four modes:
 
@@ -29,7 +31,7 @@ from evalnoise.stats import (
     icc_oneway,
     tasks_for_icc_precision,
 )
-from evalnoise.tables import read_any, validate_trials
+from evalnoise.trial_table import read_any, validate_trials
 
 HELP = "plan an evaluation: tasks needed for a precise ICC, or a budget's best allocation"
 

@@ -51,9 +51,9 @@ from evalnoise.importers._common import (
     check_options,
     counts,
 )
-from evalnoise.tables import METADATA_KEY as TABLES_METADATA_KEY
+from evalnoise.trial_table import METADATA_KEY as TABLES_METADATA_KEY
 
-#: the schema-metadata key (the same one :mod:`evalnoise.tables` reads the roles from)
+#: the schema-metadata key (the same one :mod:`evalnoise.trial_table` reads the roles from)
 METADATA_KEY = TABLES_METADATA_KEY
 
 #: The TRIALS columns' roles, stored in every imported table: each imported row is one

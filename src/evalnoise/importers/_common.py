@@ -120,7 +120,7 @@ def expand_paths(
 
 
 def load_json(path: Path) -> Any:
-    from evalnoise.tables import read_text_utf8
+    from evalnoise.trial_table import read_text_utf8
 
     try:
         # a byte that is no UTF-8 is named by its line and file offset (read_text_utf8)

@@ -28,7 +28,7 @@ from evalnoise.importers._common import (
     natural_key,
     require,
 )
-from evalnoise.tables import read_text_utf8
+from evalnoise.trial_table import read_text_utf8
 
 FORMAT = "metr"
 OPTIONS = ("include_humans", "score")

@@ -6,7 +6,7 @@ The mapping names, for each TRIALS field, the column of the user's file that hol
 the mapping is taken from the column of the schema's own name when the file has one
 (``task`` → ``task_id``, the others by their name; the score from the first of ``score``,
 ``correct`` with values — the same defaults ``evalnoise analyze`` uses,
-:func:`evalnoise.tables.default_score_column`).
+:func:`evalnoise.trial_table.default_score_column`).
 
 - ``score``: a number in [0, 1], a boolean, or true/false, yes/no, correct/incorrect. It may
   be empty only on a row whose status is not ``ok``.
@@ -28,7 +28,7 @@ import pandas as pd
 from evalnoise.errors import InputError
 from evalnoise.importers._common import Trial, Where, expand_paths, natural_key
 from evalnoise.schema import STATUSES
-from evalnoise.tables import column_list, default_score_column, read_any
+from evalnoise.trial_table import column_list, default_score_column, read_any
 
 FORMAT = "table"
 OPTIONS = ("agent", "column_mapping")

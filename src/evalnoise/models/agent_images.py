@@ -32,7 +32,7 @@ from typing import Any
 
 from evalnoise._checkout import checkout_path
 from evalnoise.models.server import default_model_path
-from evalnoise.runner.images import context_digest, engine_client, image_exists
+from evalnoise.runner.base_image import context_digest, engine_client, image_exists
 
 __all__ = [
     "AGENTS",
@@ -145,7 +145,7 @@ def build_llama_runtime_image(
     base: str, *, client: Any = None, model_path: str | os.PathLike[str] | None = None
 ) -> str:
     """``evalnoise-llama-runtime:<hash>`` on ``base``; built only if missing. Returns the tag."""
-    from evalnoise.runner.images import build_agent_image
+    from evalnoise.runner.base_image import build_agent_image
 
     client = engine_client(client, purpose="building agent images")
     with tempfile.TemporaryDirectory(prefix="evalnoise-llama-ctx-") as tmp:
@@ -167,10 +167,10 @@ def build_agent_images(
     """Build (if missing) each agent's image for ``deployment``; return agent → tag.
 
     ``base`` defaults to the runner's base image (built if missing, see
-    :func:`evalnoise.runner.images.build_base_image`). For ``local`` the agents are built on
+    :func:`evalnoise.runner.base_image.build_base_image`). For ``local`` the agents are built on
     the llama runtime image.
     """
-    from evalnoise.runner.images import build_agent_image, build_base_image
+    from evalnoise.runner.base_image import build_agent_image, build_base_image
 
     if deployment not in DEPLOYMENTS:
         raise ValueError(f"deployment must be one of {DEPLOYMENTS}, not {deployment!r}")

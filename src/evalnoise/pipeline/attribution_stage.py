@@ -11,7 +11,7 @@ Runs :mod:`evalnoise.attribution` over every group's score rows:
 - per group, :func:`~evalnoise.attribution.flaky_tasks` (the ranked list, with the checks
   that ran, so an empty list still says what was looked for).
 
-One implementation: this is :func:`evalnoise.attribution.tables.attribution_for_trials` over
+One implementation: this is :func:`evalnoise.attribution.all_analyses.attribution_for_trials` over
 the run's score rows and its plan's groups, as ``evalnoise analyze`` runs it over an imported
 table. Pure over its inputs; the rule ``attribution`` writes the tables.
 """
@@ -40,7 +40,7 @@ def attribution_tables(
     section; ``policy`` the infra policy; ``tasks`` the tasks table (its ``memory_mb`` is
     each task's declared memory need, used when no peak was measured).
     """
-    from evalnoise.attribution.tables import attribution_for_trials
+    from evalnoise.attribution.all_analyses import attribution_for_trials
 
     memory = None
     if "memory_mb" in tasks:

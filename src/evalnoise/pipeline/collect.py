@@ -2,8 +2,8 @@
 
 A group (agent × resource profile) is read from its score shards (or from the imported
 scores), the declared infra policy is applied
-(:func:`evalnoise.runner.policy.apply_infra_policy`), and the trials that count become the
-long frame ``group, task, trial, score, level`` of :func:`evalnoise.tables.validate_trials`.
+(:func:`evalnoise.runner.infra_policies.apply_infra_policy`), and the trials that count become the
+long frame ``group, task, trial, score, level`` of :func:`evalnoise.trial_table.validate_trials`.
 A counted trial without a score — the LLM judge could not decide — is left out and counted
 as ``unscored``, never silently scored wrong.
 
@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalnoise.pipeline.plan import group_label
+from evalnoise.pipeline.shard_plan import group_label
 
 __all__ = [
     "PAYLOAD_COLUMNS",
@@ -104,7 +104,7 @@ def group_data(
 ) -> GroupData:
     """:func:`load_group` on score shards already read (:func:`read_scores`): a caller
     that needs every group reads the shards once."""
-    from evalnoise.runner.policy import apply_infra_policy
+    from evalnoise.runner.infra_policies import apply_infra_policy
 
     mine = scores[(scores["agent"] == agent) & (scores["resource_profile"] == resource_profile)]
     if mine.empty:

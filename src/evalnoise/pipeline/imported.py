@@ -3,7 +3,7 @@
 The table (CSV, TSV, JSONL or Parquet — e.g. written by ``evalnoise import``) is read with
 the config's ``columns`` mapping — a null task, trial, score or group column is the one the
 file stores (``evalnoise import`` writes the roles into the Parquet metadata), else the
-default every command shares — and validated by :func:`evalnoise.tables.validate_trials`
+default every command shares — and validated by :func:`evalnoise.trial_table.validate_trials`
 (errors name the file, row and column). It becomes the same three artifacts a pipeline run
 makes, so every later stage is the same code:
 
@@ -30,7 +30,7 @@ import pyarrow as pa
 from evalnoise.column_names import ROLES
 from evalnoise.errors import InputError
 from evalnoise.schema import INFRA_STATUSES, STATUSES, TASKS, TRIALS, conform
-from evalnoise.tables import Columns, column_list, read_any, resolve_columns, validate_trials
+from evalnoise.trial_table import Columns, column_list, read_any, resolve_columns, validate_trials
 
 __all__ = ["DEFAULT_RESOURCE_PROFILE", "import_groups", "import_table"]
 
@@ -55,7 +55,7 @@ def _column(raw: pd.DataFrame, name: str, path: str) -> pd.Series:
 def _resolved(raw: pd.DataFrame, columns: Mapping[str, Any], path: str) -> dict[str, Any]:
     """The config's ``columns`` with task, trial, score and group filled where null: from
     the roles the file stores (``evalnoise import`` writes them), else the defaults every
-    command shares (:func:`evalnoise.tables.resolve_columns`)."""
+    command shares (:func:`evalnoise.trial_table.resolve_columns`)."""
     given = Columns(
         task=columns.get("task"),
         trial=columns.get("trial"),

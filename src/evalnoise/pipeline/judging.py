@@ -96,7 +96,7 @@ def judge_quality(
     the infra policy, ``reference`` the config's ``scorer`` section (the reference scorer,
     for ``same_as_reference``).
     """
-    from evalnoise.pipeline.plan import group_label
+    from evalnoise.pipeline.shard_plan import group_label
 
     if isinstance(judged_paths, Mapping):
         by_judge = {str(k): list(v) for k, v in judged_paths.items()}

@@ -187,7 +187,7 @@ def _agent_description(
 def card_context(config: Mapping[str, Any], *, images: Mapping[str, str] | None = None) -> Any:
     """The run-level facts of the Evaluation Cards."""
     from evalnoise.report import CardContext
-    from evalnoise.runner.policy import infra_policy
+    from evalnoise.runner.infra_policies import infra_policy
 
     images = images or {}
     policy = infra_policy(infra_policy_spec(config)).describe()

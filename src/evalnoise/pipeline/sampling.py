@@ -182,7 +182,7 @@ def task_pool_size(benchmark: Mapping[str, Any]) -> int | None:
 
         network = benchmark.get("network", "reject")
         return len(load_harbor_tasks(benchmark["path"], public_network=network))
-    from evalnoise.tables import read_any
+    from evalnoise.trial_table import read_any
 
     return len(read_any(benchmark["path"]))
 

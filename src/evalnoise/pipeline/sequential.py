@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.pipeline.plan import format_range, group_label
+from evalnoise.pipeline.shard_plan import format_range, group_label
 
 __all__ = [
     "DECISION_FIELDS",

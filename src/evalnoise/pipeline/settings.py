@@ -437,7 +437,7 @@ def context_files(context: str | os.PathLike[str]) -> list[Path]:
 def agent_image_tag(name: str, context: str | os.PathLike[str], base_tag: str) -> str:
     """``evalnoise-agent-<name>:<12 hex>``: sha256 of the base image tag and the context's
     relative paths and bytes, so the tag changes exactly when the image's inputs do."""
-    from evalnoise.runner.images import context_digest
+    from evalnoise.runner.base_image import context_digest
 
     root = Path(context)
     files = context_files(root)
@@ -453,7 +453,7 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
     A served agent gets ``AGENT_BACKEND=http`` (unless set), ``AGENT_MODEL`` = the server's
     alias, host networking, and :data:`RUNTIME_URL_VAR` among the variables passed at run
     time (``runtime_env``: not a secret, so never redacted, and only its name is recorded).
-    ``image`` is the image tag (:func:`evalnoise.pipeline.images.ensure_image`; None
+    ``image`` is the image tag (:func:`evalnoise.pipeline.image_stage.ensure_image`; None
     until it is known, and for the local backend).
     """
     agent = config["agents"][name]
@@ -528,7 +528,7 @@ def block_priority(block: str, blocks: Iterable[str]) -> int:
     block ``block`` (a label such as ``0004-0007``) in a run of ``blocks``: 1 + the number of
     ``blocks`` that start later. The earliest block gets the highest; a block the plan does
     not list (a shard asked for by name) ranks by its first trial all the same."""
-    from evalnoise.pipeline.plan import parse_range
+    from evalnoise.pipeline.shard_plan import parse_range
 
     first = parse_range(block)[0]
     return 1 + sum(1 for other in set(blocks) if parse_range(other)[0] > first)

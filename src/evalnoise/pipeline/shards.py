@@ -224,7 +224,7 @@ def run_trials_shard(
     """Run (or finish) one shard; returns the runner's :class:`ShardResult` and how often
     the model server was started (0 when every trial was already in the journal).
 
-    ``image_info`` is the JSON written by :func:`evalnoise.pipeline.images.ensure_image`;
+    ``image_info`` is the JSON written by :func:`evalnoise.pipeline.image_stage.ensure_image`;
     its ``image`` completes the agent spec. Environment tasks (the tasks table's ``kind``)
     run on :class:`evalnoise.runner.environment.EnvironmentBackend`, their images built on
     the record's ``base`` image, ``reward_key`` naming the reward that scores. ``variant``
@@ -232,7 +232,7 @@ def run_trials_shard(
     as a mapping; None without variants).
 
     The shard id that labels its containers derives from the journal path, which stays the
-    same when a block or chunk grows (see :mod:`evalnoise.pipeline.plan`), so leftovers of a
+    same when a block or chunk grows (see :mod:`evalnoise.pipeline.shard_plan`), so leftovers of a
     killed run are always found and removed.
     """
     from evalnoise.runner.shard import default_shard_id, make_backend, run_shard

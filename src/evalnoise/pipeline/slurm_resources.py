@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalnoise.runner.policy import infra_policy as make_policy
+from evalnoise.runner.infra_policies import infra_policy as make_policy
 from evalnoise.runner.resources import MIB, allocate, resource_profile
 
 __all__ = [

@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
-from evalnoise.attribution.policy import POLICIES
-from evalnoise.attribution.tables import (
+from evalnoise.attribution.all_analyses import (
     AttributionTables,
     NotRun,
     group_label,
 )
+from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
+from evalnoise.attribution.policy_sensitivity import POLICIES
 from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
@@ -294,8 +294,8 @@ def _resource_html(
                 + value_cell(pct(_num(r["accuracy_a"])), struck)
                 + value_cell(pct(_num(r["accuracy_b"])), struck)
                 + f'<td class="n">{html.escape(infra)}</td>'
-                f'<td class="n">{_p_text(r.get("p"))}</td>'
-                f'<td class="n">{_p_text(r.get("p_adjusted"))}</td>'
+                f'<td class="n">{_p_text(r.get("pvalue"))}</td>'
+                f'<td class="n">{_p_text(r.get("pvalue_adjusted"))}</td>'
                 f"<td>{'<strong>' + html.escape(flag) + '</strong>' if flag else 'no'}</td></tr>"
             )
     parts.append(f'<table class="attribution resource"><tr>{head}</tr>{"".join(rows)}</table>')
@@ -384,7 +384,7 @@ def _flaky_html(
             f'<tr><td class="n">{r.get("rank", "")}</td><td>{html.escape(str(r["task_id"]))}'
             f"</td><td>{html.escape(', '.join(_check_names(r.get('checks'))))}</td>"
             f"<td>{html.escape(str(r.get('reason', '')))}</td>"
-            f'<td class="n">{_p_text(r.get("p_adjusted"))}</td></tr>'
+            f'<td class="n">{_p_text(r.get("pvalue_adjusted"))}</td></tr>'
             for r in mine.to_dict(orient="records")
         )
         parts.append(
@@ -421,7 +421,7 @@ def _share_text(g: Mapping[str, Any]) -> str:
         parts.append("; σ² " + ", ".join(f"{k} {fmt(_num(v), '.3g')}" for k, v in comps.items()))
     parts.append(
         f"); drift {fmt(_num(g.get('drift_slope')), '+.3f')} over the run, "
-        f"p = {fmt(_num(g.get('drift_p')), '.2g')}"
+        f"p = {fmt(_num(g.get('drift_pvalue')), '.2g')}"
     )
     return "".join(parts)
 

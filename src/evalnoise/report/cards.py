@@ -121,7 +121,7 @@ class CardContext:
     ----------
     benchmark : benchmark name, e.g. "GPQA Diamond".
     infra_policy : the declared infra policy, as printed on reports
-        (``evalnoise.runner.policy.InfraPolicy.describe()``, e.g. "as incorrect").
+        (``evalnoise.runner.infra_policies.InfraPolicy.describe()``, e.g. "as incorrect").
     benchmark_version : dataset version or revision.
     backend : trial backend ("docker", "kubernetes", "local"); None if not recorded (e.g.
         imported results).

@@ -16,7 +16,7 @@ infra_chart            resource_profile, agent, accuracy, ci_low, ci_high, infra
                        infra_ci_low, infra_ci_high [, valid]
 comparisons_chart      a, b, diff, ci_low, ci_high [, pvalue_holm] [, kind]
 resource_sensitivity_  agent, profile_a, profile_b, task_id, accuracy_a, accuracy_b,
-chart                  p_adjusted, significant [, between_limits] [, n_pairs] [, p]
+chart                  pvalue_adjusted, significant [, between_limits] [, n_pairs] [, pvalue]
                        (:func:`evalnoise.attribution.resource_sensitivity` per agent and pair)
 =====================  =====================================================================
 """
@@ -84,7 +84,7 @@ RESOURCE_SENSITIVITY_COLUMNS = (
     "task_id",
     "accuracy_a",
     "accuracy_b",
-    "p_adjusted",
+    "pvalue_adjusted",
     "significant",
 )
 #: Legend values of :func:`resource_sensitivity_chart`: why a task is singled out.
@@ -581,8 +581,10 @@ def resource_sensitivity_chart(
     df["singled_out"] = [labels.get(k, "—") for k in zip(sig, between, strict=True)]
     df["singled"] = [s or b for s, b in zip(sig, between, strict=True)]
     df["n_pairs"] = df["n_pairs"] if "n_pairs" in df.columns else np.nan
-    df["p"] = pd.to_numeric(df["p"], errors="coerce") if "p" in df.columns else np.nan
-    df["p_adjusted"] = pd.to_numeric(df["p_adjusted"], errors="coerce")
+    df["pvalue"] = (
+        pd.to_numeric(df["pvalue"], errors="coerce") if "pvalue" in df.columns else np.nan
+    )
+    df["pvalue_adjusted"] = pd.to_numeric(df["pvalue_adjusted"], errors="coerce")
     order = _in_order(df["task_id"])
     comparisons = _in_order(df["comparison"])
     wide = df[
@@ -594,8 +596,8 @@ def resource_sensitivity_chart(
             "profile_a",
             "profile_b",
             "n_pairs",
-            "p",
-            "p_adjusted",
+            "pvalue",
+            "pvalue_adjusted",
             "singled_out",
             "singled",
         ]
@@ -615,8 +617,8 @@ def resource_sensitivity_chart(
         alt.Tooltip("profile_b:N", title="profile b"),
         alt.Tooltip("accuracy_b:Q", title="accuracy under b", format=".0%"),
         alt.Tooltip("n_pairs:Q", title="paired trials"),
-        alt.Tooltip("p:Q", title="exact McNemar p", format=".3g"),
-        alt.Tooltip("p_adjusted:Q", title=f"{adjust} q", format=".3g"),
+        alt.Tooltip("pvalue:Q", title="exact McNemar p", format=".3g"),
+        alt.Tooltip("pvalue_adjusted:Q", title=f"{adjust} q", format=".3g"),
         alt.Tooltip("singled_out:N", title="singled out"),
     ]
     y = alt.Y("task_id:N", title=None, sort=order, axis=alt.Axis(labelLimit=260))

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalnoise.attribution.tables import group_label
+from evalnoise.attribution.all_analyses import group_label
 from evalnoise.report.attribution_section import card_attribution
 from evalnoise.report.cards import card_key, card_title, evaluation_card
 from evalnoise.report.health import NOT_A_MEASUREMENT_SUFFIX, health_of, machine_of

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.attribution.tables import (
+from evalnoise.attribution.all_analyses import (
     FLAKY_COLUMNS,
     RESOURCE_COLUMNS,
     AttributionTables,

@@ -5,16 +5,16 @@
 - :mod:`~evalnoise.runner.docker_backend` — one fresh hardened container per trial.
 - :mod:`~evalnoise.runner.local_backend` — plain subprocesses (isolates much less).
 - :mod:`~evalnoise.runner.resources` — resource profiles → guarantees, hard limits, time limit.
-- :mod:`~evalnoise.runner.policy` — the infra policy (as_incorrect / retry / exclude).
+- :mod:`~evalnoise.runner.infra_policies` — the infra policy (as_incorrect / retry / exclude).
 - :mod:`~evalnoise.runner.contract` — the agent contract (task in, answer out).
 - :mod:`~evalnoise.runner.seeds` — trial seeds.
-- :mod:`~evalnoise.runner.images` — the base image and agent images, built offline.
+- :mod:`~evalnoise.runner.base_image` — the base image, and agent images built on it offline.
 
 Its commands, ``evalnoise run-shard`` and ``evalnoise image``, are the command line's
 (:mod:`evalnoise.cli.run_shard`, :mod:`evalnoise.cli.image`): the runner imports no CLI.
 
 The names below are loaded on first access (PEP 562 ``__getattr__``): the statistics and the
-attribution read the infra policy (:mod:`~evalnoise.runner.policy`), and importing it must
+attribution read the infra policy (:mod:`~evalnoise.runner.infra_policies`), and importing it must
 not import the shard runner and its backends (``evalnoise analyze`` loads no runner).
 """
 
@@ -45,10 +45,10 @@ __all__ = [
 _MODULES = {
     "AgentSpec": "contract",
     "agent_spec": "contract",
-    "InfraPolicy": "policy",
-    "PolicyResult": "policy",
-    "apply_infra_policy": "policy",
-    "infra_policy": "policy",
+    "InfraPolicy": "infra_policies",
+    "PolicyResult": "infra_policies",
+    "apply_infra_policy": "infra_policies",
+    "infra_policy": "infra_policies",
     "BUILTIN_RESOURCE_PROFILES": "resources",
     "Allocation": "resources",
     "ResourceProfile": "resources",
@@ -69,8 +69,8 @@ def __getattr__(name: str) -> Any:
     where = _MODULES.get(name)
     if where == "contract":
         from evalnoise.runner import contract as module
-    elif where == "policy":
-        from evalnoise.runner import policy as module
+    elif where == "infra_policies":
+        from evalnoise.runner import infra_policies as module
     elif where == "resources":
         from evalnoise.runner import resources as module
     elif where == "seeds":

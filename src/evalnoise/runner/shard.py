@@ -44,7 +44,8 @@ trial does not grow with the number of trials in the shard.
   also for rows resumed from the journal.
 
 The infra policy's ``retry`` is carried out here (every attempt kept as its own row); how
-infra outcomes then count toward accuracy is :func:`evalnoise.runner.policy.apply_infra_policy`.
+infra outcomes then count toward accuracy is
+:func:`evalnoise.runner.infra_policies.apply_infra_policy`.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ import pyarrow.parquet as pq
 
 from evalnoise.atomic import atomic_path
 from evalnoise.runner.contract import AgentSpec, agent_spec
-from evalnoise.runner.policy import InfraPolicy, infra_policy, should_retry
+from evalnoise.runner.infra_policies import InfraPolicy, infra_policy, should_retry
 from evalnoise.runner.resources import ResourceProfile, allocate, resource_profile
 from evalnoise.runner.seeds import order_seed, trial_order, trial_seed
 from evalnoise.runner.trial import Backend, EngineUnavailable, TrialRequest

@@ -7,7 +7,7 @@ A Harbor task names its image in one of two ways (:class:`evalnoise.tasks.harbor
   ``infra_error``.
 - ``environment/Dockerfile`` — built by :func:`ensure_task_image` with the folder as its
   build context. The tag is ``evalnoise-task-<task name>:<digest>`` where the digest is
-  :func:`evalnoise.runner.images.context_digest` of every file of the context, prefixed with
+  :func:`evalnoise.runner.base_image.context_digest` of every file of the context, prefixed with
   the base image's *id* and the build arguments: a changed file, a rebuilt base or another
   build argument gives a new tag (and a build); an existing tag is a cache hit (no build).
   Builds never pull and their ``RUN`` steps have no network. Each build is limited to the
@@ -17,7 +17,7 @@ A Harbor task names its image in one of two ways (:class:`evalnoise.tasks.harbor
 
 **Pointing a task set at a base image.** Example tasks start with ``ARG BASE`` /
 ``FROM ${BASE}``; the build argument ``BASE`` is the project's base image
-(``evalnoise-base:<hash>``, :func:`evalnoise.runner.images.build_base_image`) unless the
+(``evalnoise-base:<hash>``, :func:`evalnoise.runner.base_image.build_base_image`) unless the
 caller passes its own: ``ensure_task_image(task, base="my-image:tag")`` (or
 ``build_args={"BASE": ...}``, which wins) builds every task of the set on that image
 instead. A Dockerfile that names its own local image in ``FROM`` ignores ``BASE``.
@@ -42,8 +42,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from evalnoise.runner.base_image import _locked, context_digest, engine_client
 from evalnoise.runner.contract import tail
-from evalnoise.runner.images import _locked, context_digest, engine_client
 from evalnoise.tasks.harbor import HarborTask
 from evalnoise.user_cache import cache_dir as default_cache_dir
 
@@ -221,7 +221,7 @@ def ensure_task_image(
         args = dict(build_args or {})
         if "BASE" not in args:
             if base is None:
-                from evalnoise.runner.images import build_base_image
+                from evalnoise.runner.base_image import build_base_image
 
                 base = build_base_image(client=client)
             args["BASE"] = base

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from evalnoise.errors import InputError
 from evalnoise.schema import TASKS, conform
-from evalnoise.tables import read_any
+from evalnoise.trial_table import read_any
 
 __all__ = ["FIELDS", "REQUIRED", "load_task_file", "sample_tasks", "tasks_table", "validate_tasks"]
 

@@ -1,4 +1,6 @@
 """Read and validate a long trial table: one row per (group, task, trial) with a score.
+(Writing one from another project's results is :mod:`evalnoise.importers`; scoring one,
+:mod:`evalnoise.scorers.score_table`.)
 
 This is the edge where user files enter; everything past it may assume clean arrays.
 Every problem is reported as an :class:`~evalnoise.errors.InputError` naming the file, the

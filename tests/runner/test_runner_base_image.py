@@ -10,8 +10,8 @@ import pytest
 from container_output import run_output
 from model_stack import require
 
-from evalnoise.runner import images
-from evalnoise.runner.images import BASE_IMAGE_REPOSITORY, load_base_inputs
+from evalnoise.runner import base_image as base_image_module
+from evalnoise.runner.base_image import BASE_IMAGE_REPOSITORY, load_base_inputs
 
 REPO_INPUTS = Path(__file__).resolve().parents[2] / "images" / "base"
 
@@ -29,7 +29,7 @@ def test_the_repository_inputs_include_what_agents_need():
     inputs = load_base_inputs(REPO_INPUTS)
     assert {"python3", "libgomp1", "ca-certificates"} <= set(inputs.packages)
     assert (inputs.suite, inputs.variant) == ("bookworm", "minbase")
-    assert images.base_image_tag(REPO_INPUTS) == inputs.tag
+    assert base_image_module.base_image_tag(REPO_INPUTS) == inputs.tag
     assert (
         inputs.tag.startswith(BASE_IMAGE_REPOSITORY + ":") and len(inputs.tag.split(":")[1]) == 12
     )
@@ -54,7 +54,9 @@ def test_tag_changes_exactly_when_an_input_changes(tmp_path):
 def test_script_version_is_an_input(tmp_path, monkeypatch):
     path = write_inputs(tmp_path, ["python3"])
     before = load_base_inputs(path).tag
-    monkeypatch.setattr(images, "BUILD_SCRIPT_VERSION", images.BUILD_SCRIPT_VERSION + 1)
+    monkeypatch.setattr(
+        base_image_module, "BUILD_SCRIPT_VERSION", base_image_module.BUILD_SCRIPT_VERSION + 1
+    )
     assert load_base_inputs(path).tag != before
 
 
@@ -68,16 +70,16 @@ def test_bad_inputs(tmp_path):
 
 def test_cache_dir_defaults(monkeypatch, tmp_path):
     monkeypatch.setenv("EVALNOISE_CACHE_DIR", str(tmp_path / "c"))
-    assert images.default_cache_dir() == tmp_path / "c"
+    assert base_image_module.default_cache_dir() == tmp_path / "c"
     monkeypatch.delenv("EVALNOISE_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert images.default_cache_dir() == tmp_path / "x" / "evalnoise"
+    assert base_image_module.default_cache_dir() == tmp_path / "x" / "evalnoise"
 
 
 @pytest.mark.docker
 def test_building_an_existing_base_image_is_a_fast_no_op(docker_engine, base_image):
     t0 = time.monotonic()
-    assert images.build_base_image(client=docker_engine) == base_image
+    assert base_image_module.build_base_image(client=docker_engine) == base_image
     assert time.monotonic() - t0 < 5
     image = docker_engine.images.get(base_image)
     assert image.labels["evalnoise.base.inputs"] == base_image.split(":")[1]
@@ -89,7 +91,7 @@ def test_a_cached_root_filesystem_is_imported_without_debootstrap(
 ):
     """A new tag whose tarball is cached is imported, never debootstrapped."""
     digest = base_image.split(":")[1]
-    cached = images.default_cache_dir() / "base" / f"{digest}.tar"
+    cached = base_image_module.default_cache_dir() / "base" / f"{digest}.tar"
     require(cached.exists(), "the base image was not built on this machine (no cached tarball)")
     inputs = write_inputs(
         tmp_path / "inputs", ["python3", "libgomp1", "ca-certificates", "evalnoise-test-marker"]
@@ -100,7 +102,9 @@ def test_a_cached_root_filesystem_is_imported_without_debootstrap(
     os.symlink(cached, cache / "base" / f"{new.input_hash()}.tar")
     monkeypatch.setenv("PATH", str(tmp_path / "empty-path"))  # no debootstrap to fall back on
     try:
-        tag = images.build_base_image(client=docker_engine, inputs_dir=inputs, cache_dir=cache)
+        tag = base_image_module.build_base_image(
+            client=docker_engine, inputs_dir=inputs, cache_dir=cache
+        )
         assert tag == new.tag
         assert run_output(docker_engine, tag, ["python3", "-c", "print(6 * 7)"]).strip() == "42"
     finally:
@@ -114,11 +118,11 @@ def test_a_cached_root_filesystem_is_imported_without_debootstrap(
 def test_agent_image_builds_need_a_local_base_and_a_dockerfile(docker_engine, tmp_path):
     (tmp_path / "Dockerfile").write_text("ARG BASE\nFROM ${BASE}\n")
     with pytest.raises(LookupError, match="not in the engine"):
-        images.build_agent_image(
+        base_image_module.build_agent_image(
             tmp_path, "evalnoise-test-agent:x", "evalnoise-base:nope", client=docker_engine
         )
     with pytest.raises(FileNotFoundError):
-        images.build_agent_image(
+        base_image_module.build_agent_image(
             tmp_path / "empty",
             "evalnoise-test-agent:x",
             "evalnoise-base:nope",

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalnoise.errors import InputError
-from evalnoise.tables import (
+from evalnoise.trial_table import (
     METADATA_KEY,
     Columns,
     describe_columns,

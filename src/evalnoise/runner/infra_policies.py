@@ -1,4 +1,6 @@
-"""The infra policy: how infrastructure outcomes count toward accuracy.
+"""The infra policies: how infrastructure outcomes count toward accuracy, and when the runner
+retries. (How much the choice moves the headline is the attribution's policy sensitivity,
+:mod:`evalnoise.attribution.policy_sensitivity`.)
 
 ``timeout``, ``oom_killed`` and ``infra_error`` are the infrastructure's outcomes
 (:data:`evalnoise.schema.INFRA_STATUSES`). The declared policy decides what they mean:

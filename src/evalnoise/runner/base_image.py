@@ -1,4 +1,7 @@
-"""Container images built offline: the base image and agent images on top of it.
+"""The base image, and any agent image built on it, offline. (Each environment task's image
+is :mod:`evalnoise.runner.task_images`; this project's agent programs are built by
+:mod:`evalnoise.models.agent_images`; which image an agent of the config gets is the
+pipeline's :mod:`evalnoise.pipeline.image_stage`.)
 
 No image registry is reachable, so nothing is pulled:
 

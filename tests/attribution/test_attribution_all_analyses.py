@@ -256,7 +256,7 @@ def test_a_share_without_infrastructure_terms_says_so():
                     "ci_low": 0.29, "ci_high": 0.59}],
         "policy_moves_result": False, "infra_share": 0.0, "infra_share_ci_low": 0.0,
         "infra_share_ci_high": 0.0, "infra_components": [], "time_blocks": 4, "hosts": 1,
-        "drift_p": 0.32, "flaky_flagged": 0, "flaky_checks_run": ["time_block"],
+        "drift_pvalue": 0.32, "flaky_flagged": 0, "flaky_checks_run": ["time_block"],
     }  # fmt: skip
     line = attribution_lines(g)[1]
     assert "(no infrastructure component; 4 time blocks, 1 host)" in line
@@ -271,7 +271,7 @@ def test_a_share_whose_interval_reaches_zero_reads_not_detected(noisy_run):
         "policy_moves_result": False, "infra_share": 0.21, "infra_share_ci_low": 0.0,
         "infra_share_ci_high": 0.52, "infra_share_detected": False,
         "infra_components": ["time_block", "task:time_block"], "time_blocks": 4, "hosts": 1,
-        "drift_p": 0.32, "flaky_flagged": 0, "flaky_checks_run": ["time_block"],
+        "drift_pvalue": 0.32, "flaky_flagged": 0, "flaky_checks_run": ["time_block"],
     }  # fmt: skip
     line = attribution_lines(g)[1]
     assert line.startswith("infrastructure share of variance: not detected")

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from evalnoise.column_names import group_label
-from evalnoise.runner.policy import InfraPolicy, infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, infra_policy
 from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
 
@@ -62,8 +62,8 @@ RESOURCE_COLUMNS = (
     "accuracy_a",
     "accuracy_b",
     "tested",
-    "p",
-    "p_adjusted",
+    "pvalue",
+    "pvalue_adjusted",
     "significant",
     "between_limits",
 )
@@ -73,7 +73,7 @@ DSTUDY_COSTS = {"task": 0.0, "trial": 1.0}
 #: Columns of the flagged-task table the report needs.
 FLAKY_COLUMNS = ("group", "rank", "task_id", "reason", "checks")
 
-# verdict words of imported tables (as evalnoise.tables reads a user's score column)
+# verdict words of imported tables (as evalnoise.trial_table reads a user's score column)
 _TRUE = frozenset({"true", "t", "yes", "y", "correct", "c"})
 _FALSE = frozenset({"false", "f", "no", "n", "incorrect", "i"})
 
@@ -315,7 +315,7 @@ def _canonical(
         out["duration_s"] = pd.to_numeric(trials["duration_s"], errors="coerce").to_numpy()
     if "exit_code" in trials.columns:
         # tells a crash from another agent error: the policies count crashes as they count
-        # infra outcomes (evalnoise.runner.policy)
+        # infra outcomes (evalnoise.runner.infra_policies)
         out["exit_code"] = pd.to_numeric(trials["exit_code"], errors="coerce").to_numpy()
     for role in ("memory_limit_bytes", "peak_memory_bytes"):
         name = getattr(cols, role)
@@ -583,7 +583,7 @@ def _group_summary(
             {} if comps is None else {c: comps.sigma2[i] for i, c in enumerate(comps.components)}
         ),
         "drift_slope": None if times is None else times.drift.slope,
-        "drift_p": None if times is None else times.drift.p,
+        "drift_pvalue": None if times is None else times.drift.pvalue,
         "time_blocks": 0 if times is None else times.n_time_blocks,
         # the hosts of the data, also when the time model could not be fitted
         "hosts": times.n_hosts if times is not None else _n_hosts(rows),

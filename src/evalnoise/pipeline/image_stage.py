@@ -1,4 +1,7 @@
-"""The image each agent's trials run in, built offline when needed.
+"""The ``build_image`` stage: the image each configured agent's trials run in, built offline
+when needed. It chooses and records the image; the builders are
+:mod:`evalnoise.runner.base_image` (the base image, a ``build: DIR`` on it) and
+:mod:`evalnoise.models.agent_images` (this project's agent programs).
 
 - ``program: chat | tool_agent`` — this project's agents, built by
   :func:`evalnoise.models.agent_images.build_agent_images` on the base image: deployment
@@ -88,7 +91,7 @@ def image_params(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     """What else an image depends on: the base image's inputs and how it is made."""
     if config["backend"] == "local":
         return {"backend": "local"}
-    from evalnoise.runner.images import base_image_tag
+    from evalnoise.runner.base_image import base_image_tag
 
     agent = config["agents"][name]
     out = {
@@ -107,7 +110,7 @@ def ensure_image(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     ``{"agent", "image", "id", "base"}`` (image and id None for the local backend)."""
     if config["backend"] == "local":
         return {"agent": name, "image": None, "id": None, "base": None}
-    from evalnoise.runner.images import (
+    from evalnoise.runner.base_image import (
         build_agent_image,
         build_base_image,
         engine_client,
@@ -124,7 +127,7 @@ def ensure_image(config: Mapping[str, Any], name: str) -> dict[str, Any]:
         if agent["program"] in HOST_PROGRAMS:
             # a host program: no image, but its code is part of its trials' identity (the
             # "image" of the spec, in every shard's journal header)
-            from evalnoise.runner.images import context_digest
+            from evalnoise.runner.base_image import context_digest
 
             files = _host_program_files(agent["program"])
             root = Path(os.path.commonpath([str(p) for p in files]))

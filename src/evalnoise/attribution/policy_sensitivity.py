@@ -1,7 +1,7 @@
 """Policy sensitivity: does the declared infra policy move the headline accuracy?
 
 An infrastructure outcome (``timeout``, ``oom_killed``, ``infra_error``) is not an answer, so
-*how it counts* is a choice (DESIGN.md, "Resources"; :mod:`evalnoise.runner.policy`): as a
+*how it counts* is a choice (DESIGN.md, "Resources"; :mod:`evalnoise.runner.infra_policies`): as a
 wrong answer (the paper's choice), left out, or retried. The infrastructure-noise article
 finds infra error rates of 0.5–6% per configuration — the same order as the gaps between
 leaderboard entries — so the choice can matter. This module recomputes the accuracy of one
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.runner.policy import InfraPolicy, apply_infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy
 from evalnoise.stats.accuracy import AccuracyResult, accuracy
 
 from ._common import one_group, require_columns, score_values, trial_key
@@ -134,7 +134,7 @@ def policy_sensitivity(
 
     Notes
     -----
-    Each policy is :func:`evalnoise.runner.policy.apply_infra_policy` applied to the same
+    Each policy is :func:`evalnoise.runner.infra_policies.apply_infra_policy` applied to the same
     rows, then :func:`evalnoise.stats.accuracy` on the counted, scored trials (headline
     μ̂ = mean over tasks of the task means, each task weighing 1; clustered CI):
 

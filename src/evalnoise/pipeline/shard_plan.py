@@ -1,4 +1,8 @@
-"""The sharding plan: which shards, groups and pairs an evaluation consists of.
+"""The shard plan: which trials go in which ``run_trials`` job (shard), and the groups and
+pairs an evaluation consists of.
+
+Not to be confused with ``evalnoise plan`` (:mod:`evalnoise.cli.plan`), which sizes a study:
+how many tasks and trials it needs.
 
 A *shard* is agent × resource profile × variant × trial block × task chunk. Blocks and
 chunks are named by the inclusive index range they cover (``0000-0003``), so a shard's file

@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-from evalnoise.pipeline import plan
-from evalnoise.pipeline.plan import ENVIRONMENT_COLUMNS, parse_range, task_rows_digest
+from evalnoise.pipeline import shard_plan
 from evalnoise.pipeline.sampling import sample_tasks
+from evalnoise.pipeline.shard_plan import ENVIRONMENT_COLUMNS, parse_range, task_rows_digest
 
 
 def _encoded(tasks, chunk: str) -> str:
@@ -25,7 +25,7 @@ def _encoded(tasks, chunk: str) -> str:
 
 
 def test_kept_digests_are_the_encoded_ones(default_config, monkeypatch):
-    monkeypatch.setattr(plan, "_ROWS_DIGESTS", {})
+    monkeypatch.setattr(shard_plan, "_ROWS_DIGESTS", {})
     tasks = sample_tasks({**default_config["benchmark"], "n": 40})
     chunks = [
         f"{start:04d}-{min(start + width, 40) - 1:04d}"
@@ -34,11 +34,11 @@ def test_kept_digests_are_the_encoded_ones(default_config, monkeypatch):
     ]
     for _ in range(2):  # cold, then kept
         assert [task_rows_digest(tasks, c) for c in chunks] == [_encoded(tasks, c) for c in chunks]
-    assert len(plan._ROWS_DIGESTS) == len(set(chunks))
+    assert len(shard_plan._ROWS_DIGESTS) == len(set(chunks))
 
 
 def test_an_edited_row_in_the_same_frame_is_a_new_digest(default_config, monkeypatch):
-    monkeypatch.setattr(plan, "_ROWS_DIGESTS", {})
+    monkeypatch.setattr(shard_plan, "_ROWS_DIGESTS", {})
     tasks = sample_tasks({**default_config["benchmark"], "n": 8})
     before = task_rows_digest(tasks, "0000-0005")
     tasks.loc[2, "memory_mb"] = 4096  # in place: the same object
@@ -49,11 +49,11 @@ def test_an_edited_row_in_the_same_frame_is_a_new_digest(default_config, monkeyp
 
 
 def test_the_kept_digests_are_bounded(default_config, monkeypatch):
-    monkeypatch.setattr(plan, "_ROWS_DIGESTS", {})
-    monkeypatch.setattr(plan, "_ROWS_DIGESTS_KEPT", 3)
+    monkeypatch.setattr(shard_plan, "_ROWS_DIGESTS", {})
+    monkeypatch.setattr(shard_plan, "_ROWS_DIGESTS_KEPT", 3)
     tasks = sample_tasks({**default_config["benchmark"], "n": 8})
     for row in range(8):
         assert task_rows_digest(tasks, f"{row:04d}-{row:04d}") == _encoded(
             tasks, f"{row:04d}-{row:04d}"
         )
-        assert len(plan._ROWS_DIGESTS) <= 3
+        assert len(shard_plan._ROWS_DIGESTS) <= 3

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evalnoise.pipeline.plan import (
+from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
+from evalnoise.pipeline.shard_plan import (
     Plan,
     chunk_size,
     format_range,
@@ -14,7 +15,6 @@ from evalnoise.pipeline.plan import (
     ranges,
     task_rows_digest,
 )
-from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
 from evalnoise.schema import TASKS
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evalnoise.runner.policy import InfraPolicy, apply_infra_policy, infra_policy, should_retry
+from evalnoise.runner.infra_policies import (
+    InfraPolicy,
+    apply_infra_policy,
+    infra_policy,
+    should_retry,
+)
 
 
 def table(rows):
