@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +301,7 @@ class TrialOutcome:
     exception_type: str | None
     seconds: float | None
     phase_seconds: dict[str, float | None] = field(default_factory=dict)
+    agent: str | None = None  # Harbor's agent_info.name
 
     @property
     def reward(self) -> float | None:
@@ -334,6 +335,15 @@ class HarborRun:
         """``{task name: reward or exception type}`` (:attr:`TrialOutcome.summary`); the
         first trial of each task when there were several attempts."""
         return {task: trials[0].summary for task, trials in sorted(self.outcomes.items())}
+
+    def of_agent(self, agent: str) -> HarborRun:
+        """The same run with only ``agent``'s trials (a job of several agents)."""
+        outcomes = {
+            task: kept
+            for task, trials in self.outcomes.items()
+            if (kept := [t for t in trials if t.agent == agent])
+        }
+        return replace(self, outcomes=outcomes)
 
 
 def compose_overlay(path: Path, base: str, *, init: bool = True) -> Path:
@@ -396,6 +406,7 @@ def read_job(job_dir: Path) -> dict[str, list[TrialOutcome]]:
                 phase: _seconds(data.get(phase))
                 for phase in ("environment_setup", "agent_setup", "agent_execution", "verifier")
             },
+            agent=(data.get("agent_info") or {}).get("name"),
         )
         out.setdefault(outcome.task, []).append((data.get("started_at") or "", outcome))
     return {task: [o for _, o in sorted(items, key=lambda x: x[0])] for task, items in out.items()}
@@ -405,7 +416,7 @@ def run_harbor(
     task_dirs: Sequence[str | os.PathLike[str]],
     *,
     jobs_dir: str | os.PathLike[str],
-    agent: str = "oracle",
+    agent: str | Sequence[str] = "oracle",
     job_name: str | None = None,
     base: str | None = None,
     n_concurrent: int = 1,
@@ -414,6 +425,9 @@ def run_harbor(
     timeout_s: float = 1800,
 ) -> HarborRun:
     """``harbor run`` of ``agent`` on the task folders, offline, against the local engine.
+
+    ``agent`` may name several agents: one job runs every (task, agent) trial, sharing one
+    Harbor process and its ``n_concurrent`` slots; :meth:`HarborRun.of_agent` splits it.
 
     A JobConfig (``tasks: [{path}]``, ``agents: [{name: agent}]``, docker environment with
     the :func:`compose_overlay`; ``init=False`` times Harbor's teardown as it ships) is
@@ -426,7 +440,8 @@ def run_harbor(
         raise HarborError(missing)
     jobs = Path(jobs_dir).resolve()
     jobs.mkdir(parents=True, exist_ok=True)
-    name = job_name or f"{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
+    agents = [agent] if isinstance(agent, str) else list(agent)
+    name = job_name or f"{'+'.join(agents)}-{time.strftime('%Y%m%d-%H%M%S')}"
     with tempfile.TemporaryDirectory(prefix="harbor-run-") as tmp:
         overlay = compose_overlay(
             Path(tmp) / "evalnoise-offline.yaml", base or base_image(), init=init
@@ -437,7 +452,7 @@ def run_harbor(
             "n_attempts": n_attempts,
             "n_concurrent_trials": n_concurrent,
             "quiet": True,
-            "agents": [{"name": agent}],
+            "agents": [{"name": a} for a in agents],
             "environment": {"type": "docker", "extra_docker_compose": [str(overlay)]},
             "tasks": [{"path": str(Path(d).resolve())} for d in task_dirs],
         }

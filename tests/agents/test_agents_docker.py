@@ -84,18 +84,22 @@ def test_local_model_oom_kills_under_1x_not_3x(backend, base_image):
         env=agent_env("local", n_ctx=4096, max_tokens=64),
     )
     tasks = generate_tasks(1, seed=0)  # one task per level: 128, 128, 192 MiB declared
+    # One trial per (profile, level): whether the hard limit kills depends on the memory the
+    # model's context takes at load (n_ctx), not on the seed, so a second seed per cell only
+    # repeated it; the cost is the 4 trials that run to an answer (a model load and up to 4
+    # generations each, one thread, in a container).
+    trial, seed = 0, 5000
     rows = []
     for profile in ("1x", "3x"):
         for task in tasks.to_dict("records"):
-            for trial in range(2):
-                row = backend.run_trial(_request(spec, task, profile, trial, 5000 + trial))
-                row["level"] = task["level"]
-                row["correct"] = (
-                    numeric(row["prediction"], task["answer"]).correct
-                    if row["status"] == "ok"
-                    else None
-                )
-                rows.append(row)
+            row = backend.run_trial(_request(spec, task, profile, trial, seed))
+            row["level"] = task["level"]
+            row["correct"] = (
+                numeric(row["prediction"], task["answer"]).correct
+                if row["status"] == "ok"
+                else None
+            )
+            rows.append(row)
     frame = pd.DataFrame(rows)
     oom = (
         frame.assign(oom=frame["status"].eq("oom_killed"))
@@ -121,7 +125,5 @@ def test_local_model_oom_kills_under_1x_not_3x(backend, base_image):
     assert (three["model_calls"] >= 1).all() and (three["prompt_tokens"] > 0).all()
     assert killed[["prompt_tokens", "completion_tokens", "model_calls"]].isna().all().all()
     # a model in a fresh process per trial: the same seed reproduces the same answer
-    pair = frame[(frame.level == "3")].pivot_table(
-        index="trial", columns="resource_profile", values="prediction", aggfunc="first"
-    )
-    assert (pair["1x"] == pair["3x"]).all()
+    pair = frame[(frame.level == "3")].set_index("resource_profile")["prediction"]
+    assert pd.notna(pair["1x"]) and pair["1x"] == pair["3x"]

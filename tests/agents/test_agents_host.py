@@ -56,10 +56,22 @@ def test_agent_errors_are_exit_codes_not_answers(llama_server):
 
 @pytest.mark.slow
 def test_trial_to_trial_variance_at_temperature_0_8(llama_server):
-    """Different seeds at T=0.8 give different trajectories: some tasks are mixed."""
+    """Different seeds at T=0.8 give different trajectories: some tasks are mixed.
+
+    Levels 1 and 2 only (4 tasks x 4 trials). Measured with these seeds on all three levels:
+    level 3's long questions cost 5-12 s a trial (two thirds of the test's time) and
+    SmolLM2-135M got none of its 8 trials right. On levels 1-2, gen-l2-001 is right in 1 of
+    4 trials with 4 distinct predictions (42, 2, 0.5, 9) and level 1 is always right. The
+    seeds are fixed, so the outcome is reproducible. Over other seeds the test fails falsely
+    only if such a task (per-trial accuracy p ~ 0.25) gives 4 equal predictions: at most
+    p^4 (all right, 0.4 %) plus the chance that 4 wrong answers coincide (none did here);
+    ``0 < accuracy`` rests on level 1 (always right), ``accuracy < 1`` again on p^4.
+    """
     from evalnoise.stats.icc import icc_oneway
 
     tasks = generate_tasks(2, seed=0)
+    tasks = tasks[tasks["level"].isin(["1", "2"])]
+    assert len(tasks) == 4
     rows = []
     for task in tasks.to_dict("records"):
         for trial in range(4):
@@ -86,7 +98,7 @@ def test_trial_to_trial_variance_at_temperature_0_8(llama_server):
     distinct = frame.groupby("task_id")["prediction"].nunique()
     icc = icc_oneway(frame["correct"].to_numpy(dtype=float), frame["task_id"].to_numpy())
     print(
-        f"\nhost tool_agent, T=0.8, {len(tasks)} tasks x 4 trials: accuracy "
+        f"\nhost tool_agent, T=0.8, {len(tasks)} tasks (levels 1-2) x 4 trials: accuracy "
         f"{frame['correct'].mean():.2f}; by level "
         f"{frame.groupby('level')['correct'].mean().round(2).to_dict()}; per-task "
         f"{per_task.round(2).to_dict()}; mixed tasks {mixed}; ICC {icc.icc:.3f}"

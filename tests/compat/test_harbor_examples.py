@@ -338,21 +338,24 @@ def public_copies(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def harbor_runs(base, public_copies, tmp_path_factory) -> dict:
-    """Harbor's oracle and nop on public copies of the compared tasks, two at a time."""
+    """Harbor's oracle and nop on public copies of the compared tasks, two at a time, in one
+    job (one Harbor process; its two slots stay busy across both agents' trials)."""
     missing = harbor_run_missing(base)
     require(missing is None, str(missing))
-    jobs = tmp_path_factory.mktemp("harbor-jobs")
-    runs = {
-        agent: run_harbor(
-            list(public_copies.values()),
-            jobs_dir=jobs,
-            job_name=agent,
-            agent=agent,
-            base=base,
-            n_concurrent=CONCURRENCY,
-        )
-        for agent, _ in AGENT_PAIRS.values()
-    }
+    agents = [agent for agent, _ in AGENT_PAIRS.values()]
+    run = run_harbor(
+        list(public_copies.values()),
+        jobs_dir=tmp_path_factory.mktemp("harbor-jobs"),
+        job_name="+".join(agents),
+        agent=agents,
+        base=base,
+        n_concurrent=CONCURRENCY,
+    )
+    runs = {agent: run.of_agent(agent) for agent in agents}
+    # every trial is one agent's: none unnamed, none of a third agent
+    assert sum(len(t) for r in runs.values() for t in r.outcomes.values()) == sum(
+        len(t) for t in run.outcomes.values()
+    )
     return runs
 
 
@@ -461,7 +464,8 @@ def test_harbor_and_evalnoise_agents_score_the_same(agent, harbor_runs, evalnois
     ours_mean = sum(wall for _, wall in ours.values()) / len(ours)
     lines.append(
         f"mean seconds per trial: Harbor {harbor_mean:.2f}, evalnoise {ours_mean:.2f} "
-        f"(Harbor's job: {run.wall_seconds:.1f} s wall for {len(compared)} trials)"
+        f"(Harbor's job, both agents: {run.wall_seconds:.1f} s wall for "
+        f"{len(compared) * len(AGENT_PAIRS)} trials)"
     )
     if agent == "oracle":
         lines.append(

@@ -5,6 +5,11 @@ that name an AVX-512 (zmm, k-mask) or AMX (tmm) register: a native build on an A
 machine has ~15,600 of them in ``libggml-cpu.so`` (FACTS.md), the baseline build none. A
 positive control compiles a function for AVX-512 and checks the same count finds it, so the
 check can fail.
+
+Disassembly is the cost here (~1–3 s of ``objdump`` per library): the venv, the wheel (every
+library three times, in two folders) and the staged context hold the same few files, so the
+module disassembles each distinct content once (``seen``) and stages one context for the
+two tests that inspect it.
 """
 
 from __future__ import annotations
@@ -78,19 +83,47 @@ def avx512_object(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def seen() -> dict[str, int]:
+    """Forbidden-instruction counts by content digest, shared by the module's checks."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def staged_context(tmp_path_factory, requires_model_stack):
+    """One staged llama runtime context: inspected by one test, built into the image by
+    another (staging is two ``pip install --target`` runs, ~10 s)."""
+    from evalnoise.models.agent_images import stage_llama_runtime_context
+
+    return stage_llama_runtime_context(tmp_path_factory.mktemp("llama-runtime") / "ctx")
+
+
 def test_the_check_finds_avx512_code(avx512_object):
     assert forbidden_instruction_count([avx512_object])[str(avx512_object)] > 0
 
 
+def test_the_check_disassembles_each_content_once_and_reports_every_path(avx512_object, tmp_path):
+    copy = tmp_path / "libwide.so.0"
+    shutil.copyfile(avx512_object, copy)
+    memo: dict[str, int] = {}
+    counts = forbidden_instruction_count([avx512_object, copy], seen=memo)
+    assert set(counts) == {str(avx512_object), str(copy)}
+    assert counts[str(copy)] == counts[str(avx512_object)] > 0
+    assert list(memo.values()) == [counts[str(copy)]]  # one content, one disassembly
+    # a remembered content is not disassembled again: the memo's count is what is reported
+    memo[next(iter(memo))] = -1
+    assert forbidden_instruction_count([copy], seen=memo) == {str(copy): -1}
+
+
 @needs_model
-def test_installed_runtime_holds_no_instruction_beyond_the_baseline():
+def test_installed_runtime_holds_no_instruction_beyond_the_baseline(seen):
     import importlib.util
     from pathlib import Path
 
     spec = importlib.util.find_spec("llama_cpp")
     libs = ggml_libraries(Path(spec.origin).parent)
     assert any(p.name.startswith("libggml-cpu") for p in libs), libs
-    counts = forbidden_instruction_count(libs)
+    counts = forbidden_instruction_count(libs, seen=seen)
     assert counts and all(n == 0 for n in counts.values()), counts
 
 
@@ -107,25 +140,23 @@ def test_installed_runtime_reports_the_baseline_features():
 
 
 @needs_model
-def test_portable_wheel_is_the_installed_build_and_clean(tmp_path):
+def test_portable_wheel_is_the_installed_build_and_clean(tmp_path, seen):
     wheel = portable_wheel()
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(tmp_path)
     libs = ggml_libraries(tmp_path)
     assert libs
-    assert all(n == 0 for n in forbidden_instruction_count(libs).values())
+    assert all(n == 0 for n in forbidden_instruction_count(libs, seen=seen).values())
 
 
 @needs_model
-def test_staged_runtime_context_installs_the_wheel_not_the_host_venv(tmp_path):
+def test_staged_runtime_context_installs_the_wheel_not_the_host_venv(staged_context, seen):
     """The image's site-packages are a fresh install of the portable wheel: every native
     library is byte-identical to the wheel's member and shares no inode with the venv."""
     import importlib.util
     from pathlib import Path
 
-    from evalnoise.models.agent_images import stage_llama_runtime_context
-
-    context = stage_llama_runtime_context(tmp_path / "ctx")
+    context = staged_context
     staged = ggml_libraries(context / "site-packages")
     assert any(p.name.startswith("libggml-cpu") for p in staged)
     venv_libs = {
@@ -143,17 +174,18 @@ def test_staged_runtime_context_installs_the_wheel_not_the_host_venv(tmp_path):
         if lib.name in venv_libs:
             assert lib.stat().st_ino != venv_libs[lib.name].stat().st_ino
     assert not list((context / "site-packages").glob("*.dist-info/direct_url.json"))
-    assert all(n == 0 for n in forbidden_instruction_count(staged).values())
+    assert all(n == 0 for n in forbidden_instruction_count(staged, seen=seen).values())
 
 
 @needs_model
-def test_runtime_image_runs_the_baseline_build(docker_engine):
+def test_runtime_image_runs_the_baseline_build(docker_engine, staged_context):
     """In the agent runtime image, llama.cpp reports the baseline's features (no AVX-512,
     no AMX) whatever this host's CPU has."""
     from evalnoise.models.agent_images import build_llama_runtime_image
     from evalnoise.runner.base_image import build_base_image
 
-    tag = build_llama_runtime_image(build_base_image(client=docker_engine), client=docker_engine)
+    base = build_base_image(client=docker_engine)
+    tag = build_llama_runtime_image(base, client=docker_engine, context=staged_context)
     script = (
         "import llama_cpp, sys; i = llama_cpp.llama_print_system_info(); "
         "sys.stdout.write(i.decode() if isinstance(i, bytes) else str(i))"

@@ -142,14 +142,26 @@ def stage_llama_runtime_context(
 
 
 def build_llama_runtime_image(
-    base: str, *, client: Any = None, model_path: str | os.PathLike[str] | None = None
+    base: str,
+    *,
+    client: Any = None,
+    model_path: str | os.PathLike[str] | None = None,
+    context: str | os.PathLike[str] | None = None,
 ) -> str:
-    """``evalnoise-llama-runtime:<hash>`` on ``base``; built only if missing. Returns the tag."""
+    """``evalnoise-llama-runtime:<hash>`` on ``base``; built only if missing. Returns the tag.
+
+    The tag is :func:`evalnoise.runner.base_image.context_digest` of the staged context, so the
+    context is staged even when the image exists (two ``pip install --target`` runs, ~10 s);
+    ``context`` is one :func:`stage_llama_runtime_context` already staged (``model_path`` is
+    then ignored), for a caller that stages it anyway and should not pay twice.
+    """
     from evalnoise.runner.base_image import build_agent_image
 
     client = engine_client(client, purpose="building agent images")
     with tempfile.TemporaryDirectory(prefix="evalnoise-llama-ctx-") as tmp:
-        context = stage_llama_runtime_context(tmp, model_path=model_path)
+        if context is None:
+            context = stage_llama_runtime_context(tmp, model_path=model_path)
+        context = Path(context)
         tag = f"evalnoise-llama-runtime:{context_digest(context, _files(context), prefix=base)}"
         if not image_exists(client, tag):
             build_agent_image(context, tag, base, client=client)

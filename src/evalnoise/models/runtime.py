@@ -107,26 +107,38 @@ def ggml_libraries(root: str | os.PathLike[str]) -> list[Path]:
     return sorted(p for p in found if p.is_file() and not p.is_symlink())
 
 
-def forbidden_instruction_count(libraries: Iterable[str | os.PathLike[str]]) -> dict[str, int]:
+def forbidden_instruction_count(
+    libraries: Iterable[str | os.PathLike[str]], *, seen: dict[str, int] | None = None
+) -> dict[str, int]:
     """Instructions that name an AVX-512 or AMX register, per library (``objdump -d``).
 
     A baseline build has 0 in every library: gcc emits such registers only when AVX-512 or
     AMX code generation was enabled for some translation unit.
+
+    The count is a function of a file's bytes, so each distinct content (SHA-256) is
+    disassembled once: a wheel stores every library three times (``libx.so``, ``libx.so.0``,
+    ``libx.so.0.25.3``; zip has no symlinks) and in two folders. ``seen`` (content digest →
+    count) carries that memo across calls, e.g. over the host venv, the wheel and a staged
+    image context that hold the same bytes.
     """
     objdump = shutil.which("objdump")
     if objdump is None:
         raise FileNotFoundError("objdump not found (Debian package binutils)")
+    seen = {} if seen is None else seen
     counts = {}
     for lib in libraries:
-        proc = subprocess.run(
-            [objdump, "-d", "--no-show-raw-insn", str(lib)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        counts[str(lib)] = sum(
-            1 for line in proc.stdout.splitlines() if FORBIDDEN_REGISTERS.search(line)
-        )
+        digest = hashlib.sha256(Path(lib).read_bytes()).hexdigest()
+        if digest not in seen:
+            proc = subprocess.run(
+                [objdump, "-d", "--no-show-raw-insn", str(lib)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            seen[digest] = sum(
+                1 for line in proc.stdout.splitlines() if FORBIDDEN_REGISTERS.search(line)
+            )
+        counts[str(lib)] = seen[digest]
     return counts
 
 
