@@ -116,7 +116,9 @@ def test_the_dag_asks_for_what_the_function_says(tmp_path, default_config):
     )
     from evalnoise.pipeline.shard_plan import parse_range
 
-    ws = copy_project(tmp_path / "ws", ("Snakefile", "rules", "scripts", "config", "profiles"))
+    # the whole project, src/ too: run_tool imports evalnoise from the copy, never another
+    # checkout's install (whose plan may differ from this workflow's)
+    ws = copy_project(tmp_path / "ws")
     # the Slurm profile's threads (a dry run shows threads only when more than one)
     output = run_tool(ws, "snakemake", "-n", "--profile", "profiles/slurm").stdout
     jobs = re.findall(

@@ -28,6 +28,8 @@ __all__ = [
     "config_record",
     "guard_message",
     "read_record",
+    "run_record",
+    "strict_refusal",
 ]
 
 GUARD_VARIABLE = "EVALNOISE_CONFIG_GUARD"
@@ -96,3 +98,30 @@ def guard_message(
         "`snakemake` with the same --configfile/--config; to recompute from "
         f"config/config.yaml on purpose, delete {path} first."
     )
+
+
+def run_record(
+    config: Mapping[str, Any], config_file: str | os.PathLike[str], schema: Mapping[str, Any]
+) -> dict[str, Any]:
+    """:func:`config_record` of ``config`` against ``config_file`` (``config/config.yaml``;
+    absent: ``{}``) with every default of ``schema`` filled in: what ``record_config``
+    writes."""
+    import yaml
+
+    from evalnoise.pipeline.settings import with_defaults
+
+    file_config: Mapping[str, Any] = {}
+    if os.path.exists(config_file):
+        with open(config_file, encoding="utf-8") as handle:
+            file_config = yaml.safe_load(handle) or {}
+    return config_record(config, with_defaults(file_config, schema))
+
+
+def strict_refusal(
+    config: Mapping[str, Any], environ: Mapping[str, str], record_path: str
+) -> str | None:
+    """:func:`guard_message` of the record at ``record_path`` when ``environ`` sets
+    :data:`GUARD_VARIABLE` to ``strict`` (``dvc repro``), else None (plain runs may grow)."""
+    if environ.get(GUARD_VARIABLE) != "strict":
+        return None
+    return guard_message(config, read_record(record_path), path=record_path)
