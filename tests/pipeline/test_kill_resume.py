@@ -217,7 +217,6 @@ def run_killed(
     in_process) once its log says it started. Returns what the run printed."""
     scripts = workspace / ".snakemake" / "scripts"
     before = set(scripts.glob("*")) if scripts.is_dir() else set()
-    started = in_process_starts(workspace, rule)
     log = workspace.parent / f"{workspace.name}-killed-in-{rule}.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
@@ -232,7 +231,7 @@ def run_killed(
         deadline = time.monotonic() + timeout
         while True:
             running = [p for p in scripts.glob(f"*.{rule}.py") if p not in before]
-            if (running or in_process_starts(workspace, rule) > started) and ready():
+            if (running or in_process_running(workspace, rule)) and ready():
                 break
             assert proc.poll() is None, f"the run ended before a {rule} job could be killed"
             assert time.monotonic() < deadline, f"no {rule} job ran within {timeout}s"
@@ -267,12 +266,16 @@ def paused(workspace: Path, rule: str) -> Iterator[None]:
         script.write_text(original)
 
 
-def in_process_starts(workspace: Path, rule: str) -> int:
-    """How many jobs of ``rule`` started inside Snakemake's process, as their logs say
-    (evalnoise.pipeline.jobs.run_script)."""
-    line = f"in-process job {rule} started"
-    logs = (workspace / "results" / "logs").rglob("*.log")
-    return sum(p.read_text(errors="replace").count(line) for p in logs)
+def in_process_running(workspace: Path, rule: str) -> bool:
+    """Whether a job of ``rule`` runs inside Snakemake's process now: its log's last
+    in-process line says it started and not yet that it is done
+    (evalnoise.pipeline.jobs.run_script; Snakemake empties a job's log when it starts it)."""
+    pattern = re.compile(rf"in-process job {re.escape(rule)} (started|done)")
+    for path in (workspace / "results" / "logs").rglob("*.log"):
+        marks = pattern.findall(path.read_text(errors="replace"))
+        if marks and marks[-1] == "started":
+            return True
+    return False
 
 
 def stale_locks(workspace: Path) -> list[Path]:
