@@ -9,38 +9,12 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from outcome_tables import RETRIED, table
 
 from evalnoise.attribution import POLICIES, policy_sensitivity
 from evalnoise.stats import accuracy
 
 INFRA = ("timeout", "oom_killed", "infra_error")
-
-
-def table(rows):
-    return pd.DataFrame(
-        [
-            dict(
-                agent="A", resource_profile="1x", task_id=t, trial=k, attempt=a, status=s, score=sc
-            )
-            for t, k, a, s, sc in rows
-        ]
-    )
-
-
-RETRIED = table(
-    [
-        ("t1", 0, 1, "ok", 1.0),
-        ("t1", 1, 1, "agent_error", 0.0),
-        ("t2", 0, 1, "oom_killed", None),
-        ("t2", 0, 2, "ok", 1.0),
-        ("t2", 1, 1, "timeout", None),
-        ("t2", 1, 2, "timeout", None),
-        ("t2", 1, 3, "timeout", None),  # exhausted
-        ("t3", 0, 1, "infra_error", None),
-        ("t3", 0, 2, "agent_error", 0.0),
-        ("t3", 1, 1, "ok", 1.0),
-    ]
-)
 
 
 def test_three_policies_by_hand():

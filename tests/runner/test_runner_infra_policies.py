@@ -4,52 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from outcome_tables import RETRIED, SINGLE, table
 
 from evalnoise.runner.infra_policies import (
     InfraPolicy,
     apply_infra_policy,
     infra_policy,
     should_retry,
-)
-
-
-def table(rows):
-    return pd.DataFrame(
-        [
-            dict(
-                agent="A", resource_profile="1x", task_id=t, trial=k, attempt=a, status=s, score=sc
-            )
-            for t, k, a, s, sc in rows
-        ]
-    )
-
-
-# one attempt per trial: what an as_incorrect or exclude run produces
-SINGLE = table(
-    [
-        ("t1", 0, 1, "ok", 1.0),
-        ("t1", 1, 1, "agent_error", 0.0),
-        ("t2", 0, 1, "oom_killed", None),
-        ("t2", 1, 1, "timeout", None),
-        ("t3", 0, 1, "infra_error", None),
-        ("t3", 1, 1, "ok", 0.0),  # answered, wrongly
-    ]
-)
-
-# what a retry (max 3 attempts) run produces
-RETRIED = table(
-    [
-        ("t1", 0, 1, "ok", 1.0),
-        ("t1", 1, 1, "agent_error", 0.0),
-        ("t2", 0, 1, "oom_killed", None),
-        ("t2", 0, 2, "ok", 1.0),
-        ("t2", 1, 1, "timeout", None),
-        ("t2", 1, 2, "timeout", None),
-        ("t2", 1, 3, "timeout", None),  # exhausted
-        ("t3", 0, 1, "infra_error", None),
-        ("t3", 0, 2, "agent_error", 0.0),
-        ("t3", 1, 1, "ok", 1.0),
-    ]
 )
 
 
