@@ -272,7 +272,10 @@ def in_process_running(workspace: Path, rule: str) -> bool:
     (evalnoise.pipeline.jobs.run_script; Snakemake empties a job's log when it starts it)."""
     pattern = re.compile(rf"in-process job {re.escape(rule)} (started|done)")
     for path in (workspace / "results" / "logs").rglob("*.log"):
-        marks = pattern.findall(path.read_text(errors="replace"))
+        try:
+            marks = pattern.findall(path.read_text(errors="replace"))
+        except FileNotFoundError:  # Snakemake removed it as its job started
+            continue
         if marks and marks[-1] == "started":
             return True
     return False
