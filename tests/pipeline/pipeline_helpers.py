@@ -364,3 +364,26 @@ def finished_reference(root: Path) -> Path:
             run_tool(workspace, "evalnoise", "run", "--cores", "2")
             done.write_text("finished\n")
     return workspace
+
+
+def leftover_containers(engine, workspace: Path) -> list[str]:
+    """The ids of the trial containers the workspace's shards left behind (label
+    ``evalnoise.shard``). Listed without inspecting each container, which the Docker SDK's
+    ``containers.list`` does: a container of another test, removed between the list and its
+    inspection, must not fail this test."""
+    from evalnoise.runner.shard import default_shard_id
+
+    ours = {default_shard_id(p) for p in workspace.glob("results/trials/*/*/journals/*.jsonl")}
+    listed = engine.api.containers(all=True, filters={"label": "evalnoise.shard"})
+    return [c["Id"] for c in listed if (c.get("Labels") or {}).get("evalnoise.shard") in ours]
+
+
+def remove_containers(engine, ids: list[str]) -> None:
+    """Remove these containers; one already gone is no error."""
+    import docker.errors
+
+    for container in ids:
+        try:
+            engine.api.remove_container(container, force=True)
+        except docker.errors.NotFound:
+            pass

@@ -35,7 +35,9 @@ from pipeline_helpers import (
     git,
     job_counts,
     journals,
+    leftover_containers,
     make_workspace,
+    remove_containers,
     run_tool,
 )
 
@@ -72,16 +74,6 @@ def all_rows(workspace):
     return [row for rows in journals(workspace).values() for row in rows]
 
 
-def leftover_containers(engine, workspace):
-    from evalnoise.runner.shard import default_shard_id
-
-    ids = {
-        default_shard_id(p) for p in (workspace / "results" / "trials").glob("*/*/journals/*.jsonl")
-    }
-    containers = engine.containers.list(all=True, filters={"label": "evalnoise.shard"})
-    return [c for c in containers if c.labels.get("evalnoise.shard") in ids]
-
-
 def dry_run(workspace, *args):
     return job_counts(run_tool(workspace, "snakemake", "-n", *args).stdout)
 
@@ -102,8 +94,7 @@ def workspace(tmp_path, engine):
     git(ws, "add", ".gitignore")
     git(ws, "commit", "-qm", "the repository's .gitignore")
     yield ws
-    for container in leftover_containers(engine, ws):
-        container.remove(force=True)
+    remove_containers(engine, leftover_containers(engine, ws))
 
 
 def test_the_life_of_an_evaluation(tmp_path, engine, workspace):

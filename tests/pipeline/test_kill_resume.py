@@ -76,7 +76,9 @@ import pytest
 from pipeline_helpers import (
     TINY_REFERENCE,
     WHEN_TEXT,
+    leftover_containers,
     make_workspace,
+    remove_containers,
     run_tool,
     tool_env,
     venv_tool,
@@ -294,16 +296,6 @@ def resume(workspace: Path) -> subprocess.CompletedProcess[str]:
     return resumed
 
 
-def leftover_containers(engine, workspace: Path):
-    from evalnoise.runner.shard import default_shard_id
-
-    ids = {
-        default_shard_id(p) for p in (workspace / "results" / "trials").glob("*/*/journals/*.jsonl")
-    }
-    containers = engine.containers.list(all=True, filters={"label": "evalnoise.shard"})
-    return [c for c in containers if c.labels.get("evalnoise.shard") in ids]
-
-
 def trial_rows(workspace: Path) -> list[dict]:
     """The trials journaled so far (a line being appended, or torn by the kill, left out)."""
     rows = []
@@ -342,8 +334,7 @@ def killed(tmp_path_factory, engine):
     """The workspace killed in every stage in turn (its first run is killed in trials)."""
     ws = make_workspace(tmp_path_factory.mktemp("killed") / "ws", TINY)
     yield ws
-    for container in leftover_containers(engine, ws):
-        container.remove(force=True)
+    remove_containers(engine, leftover_containers(engine, ws))
 
 
 def finished(workspace: Path) -> Path:

@@ -65,6 +65,7 @@ from pipeline_helpers import (
     git,
     job_counts,
     journals,
+    leftover_containers,
     make_workspace,
     run_tool,
     shared_root,
@@ -355,11 +356,7 @@ def test_a_cancelled_shard_fails_by_name_and_resumes(runs, docker_engine):
     assert f"executor: slurm, Slurm job {records[1]['slurm_job_id']}," in log
     assert f"({6 - len(at_cancel)} attempts run now, {len(at_cancel)} resumed)" in log
     # and the containers the cancelled job left behind were removed by the resumed one
-    from evalnoise.runner.shard import default_shard_id
-
-    ours = {default_shard_id(p) for p in slurm.glob("results/trials/*/*/journals/*.jsonl")}
-    left = docker_engine.containers.list(all=True, filters={"label": "evalnoise.shard"})
-    assert not [c for c in left if c.labels.get("evalnoise.shard") in ours]
+    assert not leftover_containers(docker_engine, slurm)
 
 
 def test_slurm_results_restore_elsewhere_with_dvc(runs, tmp_path):
