@@ -51,6 +51,7 @@ LAYERS: Layers = (
                 "user_cache",
                 "_checkout",
                 "_extras",
+                "_lazy",
                 "trial_table",
             }
         ),

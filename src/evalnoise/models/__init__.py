@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalnoise import _lazy
+
 __all__ = [
     "DEFAULT_MODEL_ALIAS",
     "ChatClient",
@@ -50,10 +52,8 @@ def __getattr__(name: str) -> Any:
         from evalnoise.models import server as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(module, name)
-    globals()[name] = value  # the next access is a plain lookup
-    return value
+    return _lazy.bind(globals(), module, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return _lazy.names(globals(), __all__)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalnoise import _lazy
+
 __all__ = [
     "CHART_STEMS",
     "CardContext",
@@ -62,10 +64,8 @@ def __getattr__(name: str) -> Any:
         from evalnoise.report import inputs as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(module, name)
-    globals()[name] = value  # the next access is a plain lookup
-    return value
+    return _lazy.bind(globals(), module, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return _lazy.names(globals(), __all__)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalnoise import _lazy
+
 __all__ = [
     "BUILTIN_RESOURCE_PROFILES",
     "AgentSpec",
@@ -81,10 +83,8 @@ def __getattr__(name: str) -> Any:
         from evalnoise.runner import trial as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
+    return _lazy.bind(globals(), module, name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return _lazy.names(globals(), __all__)
