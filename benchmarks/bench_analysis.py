@@ -40,6 +40,7 @@ from bench_pipeline import (
     OUT,
     ROOT,
     STAGES,
+    in_process_jobs,
     job_counts,
     machine,
     read_cost,
@@ -133,41 +134,6 @@ def forced_rerun(ws: Path, env: dict[str, str], cores: int) -> tuple[list[str], 
     if upstream:
         raise SystemExit(f"a forced rerun of the analysis would also run {upstream}: stopped")
     return command, planned
-
-
-#: the line :func:`evalnoise.pipeline.jobs.run_script` logs when an in-process job ends
-_IN_PROCESS = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) INFO evalnoise: in-process job (\w+) done: "
-    r"([\d.]+) s wall, ([\d.]+) s CPU",
-    re.M,
-)
-
-
-def in_process_jobs(ws: Path, since: float) -> list[dict[str, Any]]:
-    """The jobs that ran inside Snakemake's process since ``since`` (epoch s), read from the
-    line each one's log ends with: rule, start, end, and the CPU seconds of its thread. They
-    have no process of their own, so no peak RSS of their own."""
-    jobs = []
-    for log in (ws / "results" / "logs").rglob("*.log"):
-        if log.stat().st_mtime < since:
-            continue
-        for m in _IN_PROCESS.finditer(log.read_text(encoding="utf-8", errors="replace")):
-            end = (
-                time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1e3
-            )
-            if end + 0.002 < since:
-                continue
-            jobs.append(
-                {
-                    "rule": m.group(3),
-                    "start": end - float(m.group(4)),
-                    "end": end,
-                    "cpu_s": float(m.group(5)),
-                    "maxrss_kb": None,
-                    "in_process": True,
-                }
-            )
-    return jobs
 
 
 def _children_cpu() -> float:

@@ -222,6 +222,41 @@ class Proc:
     rss: int = 0
 
 
+#: the line :func:`evalnoise.pipeline.jobs.run_script` logs when an in-process job ends
+_IN_PROCESS = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) INFO evalnoise: in-process job (\w+) done: "
+    r"([\d.]+) s wall, ([\d.]+) s CPU",
+    re.M,
+)
+
+
+def in_process_jobs(ws: Path, since: float) -> list[dict[str, Any]]:
+    """The jobs that ran inside Snakemake's process since ``since`` (epoch s), read from the
+    line each one's log ends with: rule, start, end, and the CPU seconds of its thread. They
+    have no process of their own, so no peak RSS of their own."""
+    jobs = []
+    for log in (ws / "results" / "logs").rglob("*.log"):
+        if log.stat().st_mtime < since:
+            continue
+        for m in _IN_PROCESS.finditer(log.read_text(encoding="utf-8", errors="replace")):
+            end = (
+                time.mktime(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) + int(m.group(2)) / 1e3
+            )
+            if end + 0.002 < since:
+                continue
+            jobs.append(
+                {
+                    "rule": m.group(3),
+                    "start": end - float(m.group(4)),
+                    "end": end,
+                    "cpu_s": float(m.group(5)),
+                    "maxrss_kb": None,
+                    "in_process": True,
+                }
+            )
+    return jobs
+
+
 @dataclass
 class Watcher:
     """Polls a process tree: every job process (by its script), its life and peak RSS."""
@@ -290,9 +325,11 @@ class Watcher:
         self._stop.set()
         thread.join()
 
-    def stages(self, t0: float) -> dict[str, dict[str, Any]]:
+    def stages(self, t0: float, in_process: list[Proc] = ()) -> dict[str, dict[str, Any]]:
+        """Per stage: its jobs' processes, and ``in_process`` (jobs that ran inside
+        Snakemake's process, on the same clock), which no poll can see."""
         out: dict[str, dict[str, Any]] = {}
-        for proc in self.procs.values():
+        for proc in [*self.procs.values(), *in_process]:
             stage = "snakemake" if proc.script == "snakemake" else STAGES.get(proc.script, "other")
             s = out.setdefault(
                 stage, {"jobs": 0, "first": proc.first, "last": proc.last, "busy_s": 0.0, "rss": 0}
@@ -603,7 +640,7 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     dag_s, counts = dry_run(ws, env)
     print(f"[{scale.label}] DAG {dag_s:.1f}s, {counts.get('total')} jobs", file=sys.stderr)
 
-    t0 = time.monotonic()
+    t0, epoch0 = time.monotonic(), time.time()
     proc = subprocess.Popen(
         [snakemake_bin(), "--cores", str(args.cores)],
         cwd=ws,
@@ -620,7 +657,12 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     (root / "snakemake.log").write_text(log)
     if proc.returncode != 0:
         raise RuntimeError(f"snakemake failed ({proc.returncode}); log: {root / 'snakemake.log'}")
-    stages = watcher.stages(t0)
+    # the jobs inside Snakemake's process, from their logs, on the monotonic clock
+    inside = [
+        Proc(j["rule"], t0 + j["start"] - epoch0, t0 + j["end"] - epoch0)
+        for j in in_process_jobs(ws, epoch0)
+    ]
+    stages = watcher.stages(t0, inside)
     counts = job_counts(log) or counts  # the run prints the same table as the dry run
     print(f"[{scale.label}] pipeline {wall:.1f}s", file=sys.stderr, flush=True)
 
@@ -767,9 +809,11 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += [
             "",
             "Per stage: span (first job start → last job end, s after `snakemake` started), "
-            "summed job time, jobs seen by the poll, peak RSS of one job and of the stage's jobs "
-            "at once (MB; a job = the Python process running its script, agents excluded). "
-            "`snakemake` is Snakemake's own process (its span: the whole run).",
+            "summed job time, jobs seen, peak RSS of one job and of the stage's jobs at once "
+            "(MB; a job = the Python process running its script, agents excluded, seen by the "
+            "poll; a job inside Snakemake's process is timed from its log's last line and has no "
+            "RSS of its own: 0, its memory is in the `snakemake` row). `snakemake` is "
+            "Snakemake's own process (its span: the whole run).",
             "",
         ]
     dags = [r for r in doc["runs"] if r.get("dag_only")]
