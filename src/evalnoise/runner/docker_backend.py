@@ -47,7 +47,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -570,9 +570,19 @@ class DockerBackend:
     # -- one trial -------------------------------------------------------------------------
 
     def run_trial(self, request: TrialRequest) -> dict[str, Any]:
+        """Run one trial in a fresh container and return its row (``trial.start_row``'s
+        columns, finished by ``finish_row``: secrets scrubbed, stdout/stderr tails).
+
+        The container gets the task file read-only, an output directory, a read-only root
+        with a tmpfs scratch, no capabilities, the request's resource allocation
+        (``docker_resource_kwargs``) and, with cgroup parents, a per-trial parent. The status
+        is: ``infra_error`` when the image is missing or the engine fails (create, start,
+        wait), ``timeout`` when the time limit killed it, ``oom_killed`` when the engine says
+        so or the SIGKILL came with the peak at the hard limit (:func:`_exit_status`), else
+        what the agent's output file and stdout say (``contract.parse_output``). The
+        container is removed in every case; a failure to remove it is noted in ``error``."""
         import docker.errors
         import requests.exceptions
-        from docker.types import LogConfig, Mount
 
         spec, task = request.agent, request.task
         secrets = dict(request.secrets)
@@ -602,25 +612,7 @@ class DockerBackend:
                 payload, spec, secrets, runtime=request.runtime
             )
             environment.setdefault("HOME", contract.SCRATCH_DIR)
-            host_config: dict[str, Any] = dict(
-                network_mode=spec.network,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                read_only=True,
-                tmpfs={contract.SCRATCH_DIR: f"rw,nosuid,nodev,size={spec.scratch_mb}m,mode=1777"},
-                pids_limit=spec.pids_limit,
-                init=True,
-                mounts=[
-                    Mount(
-                        contract.TASK_PATH, str(workdir / "task.json"), type="bind", read_only=True
-                    ),
-                    Mount(contract.OUTPUT_DIR, str(outdir), type="bind", read_only=False),
-                ],
-                log_config=LogConfig(
-                    type="json-file", config={"max-size": LOG_MAX_SIZE, "max-file": "1"}
-                ),
-                **docker_resource_kwargs(allocation),
-            )
+            host_config = _host_config(spec, allocation, workdir, outdir)
             if cgroup_name is not None:
                 host_config["cgroup_parent"] = self._parents.prepare(
                     cgroup_name, allocation.cpu_shares
@@ -681,34 +673,17 @@ class DockerBackend:
             )
             stdout = api.logs(container_id, stdout=True, stderr=False).decode("utf-8", "replace")
             stderr = api.logs(container_id, stdout=False, stderr=True).decode("utf-8", "replace")
-            if timed_out:
-                row.update(
-                    status="timeout", error=f"killed at the {allocation.time_limit_s:g}s time limit"
-                )
-            elif state.get("OOMKilled"):
-                row.update(
-                    status="oom_killed",
-                    error="the engine reports OOMKilled (memory "
-                    f"limit {allocation.memory_limit_bytes} bytes)",
-                )
-            elif _killed_at_memory_limit(
+            verdict = _exit_status(
+                state,
                 row["exit_code"],
                 row["peak_memory_bytes"],
-                allocation.memory_limit_bytes,
-                exact=exact_peak,
+                allocation,
+                timed_out=timed_out,
+                exact_peak=exact_peak,
                 oom_kills=oom_kills,
-            ):
-                evidence = (
-                    f"the cgroup counted {oom_kills} OOM kill(s)"
-                    if oom_kills
-                    else "peak memory at the hard limit"
-                )
-                row.update(
-                    status="oom_killed",
-                    error=f"SIGKILL with {evidence} ({allocation.memory_limit_bytes} bytes); "
-                    "the engine's OOMKilled flag was not set (its OOM event can arrive after "
-                    "the exit event)",
-                )
+            )
+            if verdict is not None:
+                row.update(status=verdict[0], error=verdict[1])
             else:
                 answer = read_answer_file(outdir / contract.OUTPUT_FILE, contract.MAX_ANSWER_BYTES)
                 record_output(row, contract.parse_output(answer, stdout))
@@ -735,4 +710,68 @@ def check_engine() -> EngineUnavailable | None:
         DockerBackend(measure_peak=False).client.close()
     except EngineUnavailable as exc:
         return exc
+    return None
+
+
+def _host_config(spec: Any, allocation: Any, workdir: Path, outdir: Path) -> dict[str, Any]:
+    """The trial container's host config: no network unless the agent asks, no capabilities,
+    no new privileges, a read-only root with a tmpfs scratch, the task file read-only and the
+    output directory writable, a bounded log, and the allocation's limits."""
+    from docker.types import LogConfig, Mount
+
+    return dict(
+        network_mode=spec.network,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        read_only=True,
+        tmpfs={contract.SCRATCH_DIR: f"rw,nosuid,nodev,size={spec.scratch_mb}m,mode=1777"},
+        pids_limit=spec.pids_limit,
+        init=True,
+        mounts=[
+            Mount(contract.TASK_PATH, str(workdir / "task.json"), type="bind", read_only=True),
+            Mount(contract.OUTPUT_DIR, str(outdir), type="bind", read_only=False),
+        ],
+        log_config=LogConfig(type="json-file", config={"max-size": LOG_MAX_SIZE, "max-file": "1"}),
+        **docker_resource_kwargs(allocation),
+    )
+
+
+def _exit_status(
+    state: Mapping[str, Any],
+    exit_code: int | None,
+    peak_memory_bytes: int | None,
+    allocation: Any,
+    *,
+    timed_out: bool,
+    exact_peak: bool,
+    oom_kills: int | None,
+) -> tuple[str, str] | None:
+    """``(status, error)`` when the container did not end on its own terms: ``timeout``
+    (killed at the time limit), ``oom_killed`` (the engine's OOMKilled flag, or a SIGKILL
+    with the cgroup's OOM kill count or the peak at the hard limit: the engine's flag can
+    arrive after the exit event); None when its output decides."""
+    if timed_out:
+        return "timeout", f"killed at the {allocation.time_limit_s:g}s time limit"
+    if state.get("OOMKilled"):
+        return (
+            "oom_killed",
+            f"the engine reports OOMKilled (memory limit {allocation.memory_limit_bytes} bytes)",
+        )
+    if _killed_at_memory_limit(
+        exit_code,
+        peak_memory_bytes,
+        allocation.memory_limit_bytes,
+        exact=exact_peak,
+        oom_kills=oom_kills,
+    ):
+        evidence = (
+            f"the cgroup counted {oom_kills} OOM kill(s)"
+            if oom_kills
+            else "peak memory at the hard limit"
+        )
+        return (
+            "oom_killed",
+            f"SIGKILL with {evidence} ({allocation.memory_limit_bytes} bytes); the engine's "
+            "OOMKilled flag was not set (its OOM event can arrive after the exit event)",
+        )
     return None
