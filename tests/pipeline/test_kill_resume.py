@@ -245,8 +245,9 @@ def run_killed(
     return log.read_text()
 
 
-#: The script each stage's rule runs (the kill tests pause it: see :func:`paused`).
-SCRIPTS = {"score": "score.py", "analyze_group": "analyze_group.py", "compare": "compare.py"}
+#: The rules whose jobs the kill tests hold with a pause (see :func:`paused`); the report is
+#: caught half-written instead.
+PAUSED = ("score", "analyze_group", "compare")
 
 
 @contextmanager
@@ -257,7 +258,9 @@ def paused(workspace: Path, rule: str) -> Iterator[None]:
     for a poll to catch it running; a job in its own process used to be caught while Python
     started. The pause holds the job where that kill used to land: started, no output yet.
     The script is restored before the resume, which runs the real one."""
-    script = workspace / "scripts" / SCRIPTS[rule]
+    from evalnoise.pipeline.dependencies import workflow_rules
+
+    script = workspace / workflow_rules(workspace)[rule].script
     original = script.read_text()
     anchor = "log = log_to(snakemake.log[0])\n"
     assert anchor in original, f"{script}: no log_to line to pause after"
@@ -397,7 +400,7 @@ def test_killed_during_a_stage_resumes_to_the_same_result(rule, killed, referenc
         if rule == "report"
         else (lambda: True)
     )
-    with paused(ws, rule) if rule in SCRIPTS else nullcontext():
+    with paused(ws, rule) if rule in PAUSED else nullcontext():
         run_killed(ws, rule, "--forcerun", rule, ready=ready)
     if rule == "report":
         assert not (results / "report").exists()  # never there half-populated
