@@ -282,6 +282,43 @@ def test_config_errors_name_the_key(sequential, message):
         _check_sequential(config(**sequential))
 
 
+def test_the_rule_carries_the_goal_as_the_targets_own_kind():
+    icc = settings(target="icc", goal=0.05, budget=500.0).rule(1)
+    assert (icc.target, icc.se, icc.half_width, icc.budget) == ("icc", 0.05, None, 500.0)
+    acc = settings(max_trials_per_task=3, max_tasks=12).rule(2)
+    assert (acc.target, acc.half_width, acc.se) == ("accuracy", 0.2, None)
+    assert acc.budget == 2 * 12 * (1.0 + 3 * 1.0)  # budget_of: the fixed design's cost
+    assert (acc.max_trials_per_task, acc.max_tasks, acc.confidence) == (3, 12, 0.95)
+
+
+def test_the_icc_target_decides_on_bonetts_se():
+    rng = np.random.default_rng(5)
+    rows = [(f"t{i}", j, float(rng.random() < 0.5)) for i in range(6) for j in range(2)]
+    rec = decide_unit(
+        Unit("a@3x", (("a", "3x"),)),
+        [trials_of("a@3x", rows)],
+        {"a@3x": [Rect(0, 0, 5, 0, 1)]},
+        {f"t{i}": i for i in range(40)},
+        settings(target="icc", goal=0.03),
+        0,
+    )
+    assert rec["decision"]["target"] == "icc" and rec["decision"]["goal"] == 0.03
+    assert any("not an anytime-valid" in w for w in rec["decision"]["warnings"])
+
+
+def test_a_bad_rule_names_the_unit_and_round():
+    rows = [(f"t{i}", j, 1.0) for i in range(4) for j in range(2)]
+    with pytest.raises(ValueError, match=r"^a@3x, round 0: the target must be a finite"):
+        decide_unit(
+            Unit("a@3x", (("a", "3x"),)),
+            [trials_of("a@3x", rows)],
+            {"a@3x": [Rect(0, 0, 3, 0, 1)]},
+            {f"t{i}": i for i in range(4)},
+            settings(goal=-0.1),
+            0,
+        )
+
+
 def test_a_valid_difference_config_passes_and_off_is_never_checked():
     _check_sequential(config(target="difference", compare=["a", "b"], half_width=0.1))
     _check_sequential(defaulted({"sequential": {"enabled": False, "target": "icc", "se": None}}))

@@ -30,6 +30,8 @@ NOT_RESULTS = {
     "CodedDesign": "an intermediate: the data coded for a design, inside gstudy",
     "ProportionInterval": "a (low, high) pair callers unpack, like scipy's ConfidenceInterval",
     "NotEstimable": "an exception",
+    "StoppingRule": "an input: the rule an adaptive evaluation stops by",
+    "AgentTrials": "an input: one agent's trials with their blocks",
 }
 
 RNG = np.random.default_rng(7)
@@ -113,7 +115,10 @@ def _instances() -> dict[str, list]:
         "MeanCSResult": [stats.mean_confidence_sequence(SCORES)],
         "ConfidenceSequenceResult": [stats.confidence_sequence(SCORES, TASKS, blocks)],
         "StoppingDecision": [
-            stats.stopping_decision(SCORES, TASKS, blocks, half_width=0.1, budget=100.0)
+            stats.stopping_decision(
+                stats.AgentTrials(SCORES, TASKS, blocks),
+                stats.StoppingRule(half_width=0.1, budget=100.0),
+            )
         ],
     }
     return out

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from evalnoise.stats import (
+    AgentTrials,
+    StoppingRule,
     accuracy,
     confidence_sequence,
     icc_oneway,
@@ -211,12 +213,8 @@ def test_low_variance_agent_stops_earlier_through_the_stopping_rule():
             tasks.append(t)
             blocks.append(np.full(y.size, b))
             d = stopping_decision(
-                np.concatenate(scores),
-                np.concatenate(tasks),
-                np.concatenate(blocks),
-                half_width=0.1,
-                budget=1e9,
-                max_trials_per_task=4,
+                AgentTrials(np.concatenate(scores), np.concatenate(tasks), np.concatenate(blocks)),
+                StoppingRule(half_width=0.1, budget=1e9, max_trials_per_task=4),
             )
             if d.stop:
                 assert d.status == "target_met"
@@ -305,10 +303,13 @@ def test_identical_agents_give_an_interval_around_zero():
 # --- the stopping rule -------------------------------------------------------------------------
 
 
-def _decide(scores, tasks, blocks, **kw):
+def _decide(scores, tasks, blocks, *, spent=None, trials_b=None, **kw):
     args = {"half_width": 0.05, "budget": 1e6, "cost_per_task": 0.0, "cost_per_trial": 1.0}
     args.update(kw)
-    return stopping_decision(scores, tasks, blocks, **args)
+    rule = StoppingRule(**args)
+    return stopping_decision(
+        AgentTrials(scores, tasks, blocks), rule, spent=spent, trials_b=trials_b
+    )
 
 
 def test_stop_when_the_target_is_met():
@@ -404,7 +405,7 @@ def test_difference_target():
     rng = np.random.default_rng(6)
     ya, t, b = _trial_table(rng, 100, 2, 0.6, 0.5, 20)
     yb = np.clip(ya - (rng.random(ya.size) < 0.2), 0, 1)
-    d = _decide(ya, t, b, target="difference", half_width=0.05, scores_b=yb, tasks_b=t, blocks_b=b)
+    d = _decide(ya, t, b, target="difference", half_width=0.05, trials_b=AgentTrials(yb, t, b))
     assert not d.stop and d.target == "difference"
     assert d.estimate == pytest.approx(ya.mean() - yb.mean())
     assert d.n_trials == ya.size + yb.size
@@ -424,12 +425,50 @@ def test_difference_target():
         {"cost_per_trial": 0.0},
         {"cost_per_task": -1.0},
         {"max_tasks": 0},
-        {"scores_b": [1.0], "tasks_b": [0], "blocks_b": [0]},
+        {"trials_b": AgentTrials([1.0], [0], [0])},
     ],
 )
 def test_stopping_decision_rejects_bad_input(kwargs):
     with pytest.raises(ValueError):
         _decide(np.array([1.0, 0.0]), np.array([0, 1]), np.array([0, 0]), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"target": "icc"}, "the icc target takes se= (and no half_width)"),
+        ({"half_width": None, "se": 0.1}, "the accuracy target takes half_width= (and no se)"),
+        ({"target": "nope"}, "target must be 'accuracy', 'icc' or 'difference', got 'nope'"),
+        ({"half_width": math.inf}, "the target must be a finite number > 0"),
+        ({"budget": 0.0}, "budget must be a finite number > 0, got 0.0"),
+        ({"cost_per_task": -1.0}, "cost_per_task must be a finite number >= 0, got -1.0"),
+        ({"max_trials_per_task": 2.5}, "max_trials_per_task must be a positive integer"),
+        ({"confidence": 1.0}, "confidence must lie strictly between 0 and 1, got 1.0"),
+        ({"method": "hoeffding"}, "method must be 'betting' or 'empirical_bernstein'"),
+    ],
+)
+def test_the_rule_is_checked_when_made(kwargs, message):
+    args = {"half_width": 0.05, "budget": 100.0} | kwargs
+    with pytest.raises(ValueError) as info:
+        StoppingRule(**args)
+    assert str(info.value).startswith(message)
+
+
+def test_the_rule_stores_checked_numbers_and_its_goal():
+    rule = StoppingRule(target="icc", se=np.float32(0.25), budget=10, max_tasks=np.int64(5))
+    assert rule.goal == 0.25 and type(rule.se) is float and rule.half_width is None
+    assert type(rule.budget) is float and type(rule.max_tasks) is int
+    assert StoppingRule(half_width=0.1, budget=1.0).goal == 0.1
+    with pytest.raises(AttributeError):
+        rule.budget = 20.0  # frozen: a rule is fixed before the first block
+    # the same rule decides the same way whether the trials come as lists or arrays
+    y, t, b = [1.0, 0.0, 1.0, 1.0], [0, 0, 1, 1], [0, 0, 0, 0]
+    listed = stopping_decision(AgentTrials(y, t, b), StoppingRule(half_width=0.1, budget=50.0))
+    arrays = stopping_decision(
+        AgentTrials(np.array(y), np.array(t), np.array(b)),
+        StoppingRule(half_width=0.1, budget=50.0),
+    )
+    assert listed.to_dict() == arrays.to_dict()
 
 
 @pytest.mark.parametrize(

@@ -33,12 +33,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from evalnoise.pipeline.shard_plan import format_range, group_label
+
+if TYPE_CHECKING:
+    from evalnoise.stats.stopping import StoppingRule
 
 __all__ = [
     "DECISION_FIELDS",
@@ -140,6 +143,24 @@ class SequentialSettings:
             cost_per_trial=float(seq["cost_per_trial"]),
             max_rounds=int(seq["max_rounds"]),
             confidence=float(config["analysis"]["confidence"]),
+        )
+
+    def rule(self, n_agents: int) -> StoppingRule:
+        """The stopping rule of a unit of ``n_agents`` agents (its budget: :meth:`budget_of`);
+        the goal is the SE of the ICC for the icc target, else the half-width."""
+        from evalnoise.stats.stopping import StoppingRule
+
+        icc = self.target == "icc"
+        return StoppingRule(
+            target=self.target,
+            half_width=None if icc else self.goal,
+            se=self.goal if icc else None,
+            budget=self.budget_of(n_agents),
+            cost_per_task=self.cost_per_task,
+            cost_per_trial=self.cost_per_trial,
+            max_trials_per_task=self.max_trials_per_task,
+            max_tasks=self.max_tasks,
+            confidence=self.confidence,
         )
 
     def budget_of(self, n_agents: int) -> float:
@@ -286,14 +307,14 @@ def decide_unit(
     """One unit's decision after round ``round_``, as a JSON-ready record.
 
     Each counted trial carries the round that added it; the confidence sequence's unit is a
-    task with the trials of the round it entered in (evalnoise.stats.sequential), and trials
-    topped up later count for the variance components only. The money
+    task with the trials of the round it entered in (evalnoise.stats.accuracy_sequences), and
+    trials topped up later count for the variance components only. The money
     spent is c_task · (tasks attempted) + c_trial · (attempts), failed attempts included.
     The decision is :func:`evalnoise.stats.stopping_decision`'s, with one more stop: the round
     limit (``max_rounds``). A unit whose group counted no trial at all stops with status
     ``no_data`` — a failure is never planned on as if it were a score.
     """
-    from evalnoise.stats.sequential import stopping_decision
+    from evalnoise.stats.stopping import AgentTrials, stopping_decision
 
     labels = [group_label(a, r) for a, r in unit.groups]
     record: dict[str, Any] = {"unit": unit.label, "groups": labels, "round": round_}
@@ -311,7 +332,7 @@ def decide_unit(
             f"{g.label}: no trial counted after round {round_} ({g.attempts} attempts; "
             f"outcomes: {outcomes}); nothing to plan on",
         )
-    arrays = []
+    agent_trials = []
     for g in trials:
         rows = g.frame["task"].map(task_rows)
         if rows.isna().any():
@@ -329,28 +350,15 @@ def decide_unit(
         # units enter in sampling order within a round (never in an order set by the scores)
         order = np.lexsort((trial, rows))
         score = g.frame["score"].to_numpy(dtype=float)[order]
-        arrays.append((score, g.frame["task"].to_numpy()[order], where[order]))
+        agent_trials.append(AgentTrials(score, g.frame["task"].to_numpy()[order], where[order]))
     spent = sum(
         settings.cost_per_task * g.tasks_attempted + settings.cost_per_trial * g.attempts
         for g in trials
     )
-    goal = {"se": settings.goal} if settings.target == "icc" else {"half_width": settings.goal}
-    extra: dict[str, Any] = {}
-    if settings.target == "difference":
-        extra = dict(scores_b=arrays[1][0], tasks_b=arrays[1][1], blocks_b=arrays[1][2])
+    trials_b = agent_trials[1] if settings.target == "difference" else None
     try:
         decision = stopping_decision(
-            *arrays[0],
-            target=settings.target,
-            budget=settings.budget_of(len(trials)),
-            cost_per_task=settings.cost_per_task,
-            cost_per_trial=settings.cost_per_trial,
-            spent=spent,
-            max_trials_per_task=settings.max_trials_per_task,
-            max_tasks=settings.max_tasks,
-            confidence=settings.confidence,
-            **goal,
-            **extra,
+            agent_trials[0], settings.rule(len(trials)), spent=spent, trials_b=trials_b
         )
     except ValueError as error:
         raise ValueError(f"{unit.label}, round {round_}: {error}") from None

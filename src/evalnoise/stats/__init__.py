@@ -10,7 +10,13 @@ Quantifying Inconsistency with Intraclass Correlation*.
 """
 
 from evalnoise.stats.accuracy import AccuracyResult, accuracy
+from evalnoise.stats.accuracy_sequences import (
+    ConfidenceSequenceResult,
+    confidence_sequence,
+    paired_confidence_sequence,
+)
 from evalnoise.stats.agreement import AgreementResult, judge_agreement, judge_agreement_by_level
+from evalnoise.stats.confidence_sequences import MeanCSResult, mean_confidence_sequence
 from evalnoise.stats.convergence import ConvergenceResult, icc_convergence
 from evalnoise.stats.dstudy import (
     DesignChoice,
@@ -68,18 +74,11 @@ from evalnoise.stats.planning import (
     tasks_for_icc_precision,
 )
 from evalnoise.stats.proportion import ProportionInterval, wilson_interval
-from evalnoise.stats.sequential import (
-    ConfidenceSequenceResult,
-    MeanCSResult,
-    StoppingDecision,
-    confidence_sequence,
-    mean_confidence_sequence,
-    paired_confidence_sequence,
-    stopping_decision,
-)
+from evalnoise.stats.stopping import AgentTrials, StoppingDecision, StoppingRule, stopping_decision
 
 __all__ = [
     "AccuracyResult",
+    "AgentTrials",
     "AgreementResult",
     "Allocation",
     "AllocationResult",
@@ -110,6 +109,7 @@ __all__ = [
     "RoganGladenResult",
     "SampleSizeResult",
     "StoppingDecision",
+    "StoppingRule",
     "TotalErrorResult",
     "VarianceModel",
     "accuracy",

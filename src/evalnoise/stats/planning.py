@@ -733,7 +733,7 @@ def plan_from_pilot(
     The plan treats the pilot's components as the truth; with a pilot of a handful of tasks
     σ̂²_b is rough (its relative SE is about sqrt(2/(a − 1)) for a tasks), so the expected
     ``ci_half_width`` is a forecast, not a promise. For a precision guarantee, run the main
-    stage adaptively with :func:`evalnoise.stats.sequential.stopping_decision`. The pilot's
+    stage adaptively with :func:`evalnoise.stats.stopping.stopping_decision`. The pilot's
     own trials are not counted in the plan; ``budget`` is for stage 2.
 
     Parameters
