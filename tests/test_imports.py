@@ -87,7 +87,7 @@ def test_the_report_cards_and_the_pipeline_stages_do_not_draw(tmp_path):
     """Importing the light part of the report (and the analysis stages, which use it) does
     not import altair or vl-convert: the package's names are loaded on first access."""
     code = (
-        "import sys\nimport evalnoise.report.cards\n"
+        "import sys\nimport evalnoise.report.cards, evalnoise.report.cards_markdown\n"
         "import evalnoise.pipeline.stages, evalnoise.pipeline.summary\n"
         "assert not {'altair', 'vl_convert'} & set(sys.modules), sorted(sys.modules)\n"
         "from evalnoise.report import build_report"

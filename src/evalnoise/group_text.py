@@ -1,8 +1,9 @@
 """A group's numbers in words: the paper's reporting line and the labelled readings.
 
 The text that ``summary.txt`` (:mod:`evalnoise.pipeline.summary`), the Evaluation Cards
-(:mod:`evalnoise.report.cards`) and ``evalnoise analyze`` print for one group record
-(:func:`evalnoise.analysis.group_record`, :func:`evalnoise.analysis.failure_readings`). It is
+(:mod:`evalnoise.report.cards`, :mod:`evalnoise.report.card_text`) and ``evalnoise analyze``
+print for one group record (:func:`evalnoise.analysis.group_record`,
+:func:`evalnoise.analysis.failure_readings`). It is
 kept out of the modules that compute the numbers: the numeric jobs' code version
 (``code_version("analysis")``) does not hash it, so rewording a line reruns the summary,
 never a statistic. Pure functions of the records, no I/O.

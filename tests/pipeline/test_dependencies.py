@@ -169,13 +169,12 @@ def test_a_scorer_edit_does_not_touch_the_runner():
     assert "src/evalnoise/analysis.py" in analysis
 
 
-#: The text the run shows: summary.txt's lines, the judges' lines, the cards.
+#: The text summary.txt shows: its lines, the groups' lines, the attribution's, the judges'.
 WORDING = (
     "src/evalnoise/pipeline/summary.py",
     "src/evalnoise/group_text.py",
     "src/evalnoise/attribution/text.py",
-    "src/evalnoise/report/cards.py",
-    "src/evalnoise/report/health.py",
+    "src/evalnoise/report/judge_text.py",
 )
 
 

@@ -21,7 +21,7 @@ from evalnoise.pipeline.judging import judge_facet_record, judge_quality
 from evalnoise.pipeline.settings import ConfigError, check_config, load_schema, with_defaults
 from evalnoise.pipeline.stages import analyze_group
 from evalnoise.pipeline.summary import judge_summary, summarize
-from evalnoise.report.cards import judge_text, judges_rows
+from evalnoise.report.judge_text import judge_text, judges_rows
 from evalnoise.schema import SCORES, TASKS, conform
 from evalnoise.scorers import score_trials
 from evalnoise.scorers.rule_judge import RuleJudge

@@ -16,7 +16,7 @@ from evalnoise.attribution import attribution_for_trials, read_attribution
 from evalnoise.formatting import dumps
 from evalnoise.report import ReportInputs, build_report
 from evalnoise.report.attribution_section import ATTRIBUTION_NOT_GIVEN
-from evalnoise.report.cards import NOT_A_MEASUREMENT_LABEL
+from evalnoise.report.health import NOT_A_MEASUREMENT_LABEL
 
 # as in conftest.py (the example's agents, the failure run's, the synthetic run's needy tasks)
 NANO = "openai/gpt-5-nano-2025-08-07"

@@ -6,14 +6,9 @@ import json
 
 import pytest
 
-from evalnoise.report.cards import (
-    ICC_VARIANT,
-    CardContext,
-    card_key,
-    card_markdown,
-    evaluation_card,
-    limitations,
-)
+from evalnoise.report.card_limitations import limitations
+from evalnoise.report.cards import ICC_VARIANT, CardContext, card_key, evaluation_card
+from evalnoise.report.cards_markdown import card_markdown
 
 GOOD = {
     "group": "agent-a",

@@ -38,7 +38,8 @@ import pytest
 import statsmodels.api as sm
 
 from evalnoise.analysis import analyze_frame, per_task_table
-from evalnoise.report.cards import CardContext, card_markdown, evaluation_card
+from evalnoise.report.cards import CardContext, evaluation_card
+from evalnoise.report.cards_markdown import card_markdown
 from evalnoise.trial_table import Columns, read_trials
 
 # pingouin 0.7 calls DataFrame.dropna(inplace=True), which pandas now deprecates

@@ -9,7 +9,9 @@ import dataclasses
 import pytest
 
 from evalnoise.report import ReportInputs, build_report
-from evalnoise.report.cards import CardContext, card_markdown, card_rows, evaluation_card
+from evalnoise.report.card_text import card_rows
+from evalnoise.report.cards import CardContext, evaluation_card
+from evalnoise.report.cards_markdown import card_markdown
 
 GOOD = {
     "group": "agent-a@3x",

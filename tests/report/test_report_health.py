@@ -12,7 +12,8 @@ import pytest
 
 from evalnoise.outcomes import outcome_line
 from evalnoise.report import ReportInputs, build_report, evaluation_card
-from evalnoise.report.cards import card_markdown, card_rows
+from evalnoise.report.card_text import card_rows
+from evalnoise.report.cards_markdown import card_markdown
 from evalnoise.report.charts import infra_chart
 from evalnoise.report.health import (
     NOT_A_MEASUREMENT_SUFFIX,

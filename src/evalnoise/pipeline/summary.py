@@ -11,7 +11,8 @@
 The numbers come from the numeric stages (:mod:`evalnoise.pipeline.stages`, rule
 ``analyze_group``; ``compare``; ``attribution``); this module only gathers them and words
 them, so its rules carry their own ``code_version("summary")``: rewording a line here or
-in a card (:mod:`evalnoise.report.cards`) reruns the summary, never a statistic.
+a judge's line (:mod:`evalnoise.report.judge_text`, shared with the cards) reruns the
+summary, never a statistic.
 Outputs are deterministic (sorted, no timestamps), so reruns do not churn DVC hashes.
 """
 
@@ -320,8 +321,8 @@ def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
 
 def judge_line(j: Mapping[str, Any], confidence: float = 0.95) -> str:
     """The judge's line of a group in the summary: the same text as its card's
-    (:func:`evalnoise.report.cards.judge_text`)."""
-    from evalnoise.report.cards import judge_text, judges_rows
+    (:func:`evalnoise.report.judge_text.judge_text`)."""
+    from evalnoise.report.judge_text import judge_text, judges_rows
 
     conf = f"{confidence:.0%}"
     rows = [f"{k[0].lower()}{k[1:]}: {v}" for k, v in judges_rows(j, conf)]

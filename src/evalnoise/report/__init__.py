@@ -35,7 +35,9 @@ __all__ = [
 ]
 
 _BUILD = ("CHART_STEMS", "build_report")
-_CARDS = ("CardContext", "card_markdown", "evaluation_card", "limitations")
+_CARDS = ("CardContext", "evaluation_card")
+_CARD_MARKDOWN = ("card_markdown",)
+_LIMITATIONS = ("limitations",)
 _INPUTS = ("ReportInputs",)
 _CHARTS = (
     "budget_chart",
@@ -60,6 +62,10 @@ def __getattr__(name: str) -> Any:
             from evalnoise.report import charts as module
     elif name in _CARDS:
         from evalnoise.report import cards as module
+    elif name in _CARD_MARKDOWN:
+        from evalnoise.report import cards_markdown as module
+    elif name in _LIMITATIONS:
+        from evalnoise.report import card_limitations as module
     elif name in _INPUTS:
         from evalnoise.report import inputs as module
     else:

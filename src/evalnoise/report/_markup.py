@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from evalnoise.report.cards import NOT_A_MEASUREMENT_LABEL
+from evalnoise.report.health import NOT_A_MEASUREMENT_LABEL
 
 __all__ = ["struck_through", "value_cell"]
 

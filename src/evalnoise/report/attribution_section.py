@@ -33,9 +33,9 @@ from evalnoise.attribution.text import resource_finding
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through, value_cell
-from evalnoise.report.cards import NOT_A_MEASUREMENT_LABEL, policy_sensitivity_of
-from evalnoise.report.health import NOT_A_MEASUREMENT_SUFFIX
+from evalnoise.report.health import NOT_A_MEASUREMENT_LABEL, NOT_A_MEASUREMENT_SUFFIX
 from evalnoise.report.noise import noise_html
+from evalnoise.report.policy_sensitivity import points_text, policy_sensitivity_of
 
 __all__ = [
     "ALPHA",
@@ -156,8 +156,8 @@ def _policy_html(
                 )
             else:
                 cells.append(f'<td title="{html.escape(counted)}">{html.escape(text)}</td>')
-        cells.append(value_cell(_points(ps["max_shift"]), struck))
-        cells.append(value_cell(_points(ps["half_width"]), struck))
+        cells.append(value_cell(points_text(ps["max_shift"]), struck))
+        cells.append(value_cell(points_text(ps["half_width"]), struck))
         verdict = (
             '<td class="moved"><strong>YES</strong></td>' if ps["moves_result"] else "<td>no</td>"
         )
@@ -173,11 +173,6 @@ def _policy_html(
         "moves the result when the largest difference between two policies does.</p>\n"
         f'<table class="attribution policy"><tr>{head}</tr>{"".join(rows)}</table>'
     )
-
-
-def _points(value: Any) -> str:
-    f = _num(value)
-    return "—" if f is None else f"{100 * f:.1f} pts"
 
 
 def _resource_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:

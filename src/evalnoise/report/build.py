@@ -53,7 +53,8 @@ from evalnoise.report.attribution_section import (
     attribution_section,
     resource_chart_frame,
 )
-from evalnoise.report.cards import CardContext, card_markdown
+from evalnoise.report.cards import CardContext
+from evalnoise.report.cards_markdown import card_markdown
 from evalnoise.report.cards_section import cards_section
 from evalnoise.report.chart_sections import (
     CHART_STEMS,

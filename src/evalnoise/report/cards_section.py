@@ -2,7 +2,8 @@
 line, fields in the order of Table 4, outcomes, per-level rows and limitations), with links to
 its Markdown and JSON files. An invalid group's statistics are struck through and labelled
 (:func:`evalnoise.report._markup.struck_through`); what the card says is
-:func:`evalnoise.report.cards.evaluation_card`'s, the section only draws it.
+:func:`evalnoise.report.cards.evaluation_card`'s, in the words of
+:func:`evalnoise.report.card_text.card_fields`; the section only draws it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 
 from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through
-from evalnoise.report.cards import card_banner, card_fields, card_note, card_title
+from evalnoise.report.card_text import card_banner, card_fields, card_note, card_title
+from evalnoise.report.health import crash_signals_text
 from evalnoise.report.outcomes_section import outcome_cells, outcome_header
 
 __all__ = ["card_html", "cards_section"]
@@ -46,7 +48,7 @@ def _card_outcomes_html(card: Mapping[str, Any]) -> str:
     ]
     signals = (card.get("health") or {}).get("crash_signals") or {}
     if signals:
-        text = ", ".join(f"{k} × {v}" for k, v in signals.items())
+        text = crash_signals_text(signals)
         parts.append(f'<p class="signals">Crash signals: {html.escape(text)}</p>')
     return "\n".join(parts)
 

@@ -25,7 +25,8 @@ import pandas as pd
 
 from evalnoise.attribution.all_analyses import group_label
 from evalnoise.report.attribution_section import card_attribution
-from evalnoise.report.cards import card_key, card_title, evaluation_card
+from evalnoise.report.card_text import card_title
+from evalnoise.report.cards import card_key, evaluation_card
 from evalnoise.report.health import NOT_A_MEASUREMENT_SUFFIX, health_of, machine_of
 from evalnoise.report.inputs import ReportInputs
 

@@ -24,11 +24,14 @@ from evalnoise.outcomes import OUTCOME_LABELS, OUTCOMES
 __all__ = [
     "EXPECTED_NOTE",
     "NOT_A_MEASUREMENT",
+    "NOT_A_MEASUREMENT_LABEL",
     "NOT_A_MEASUREMENT_SUFFIX",
     "OUTCOMES",
     "OUTCOME_HEADERS",
     "OUTCOME_LABELS",
+    "OUTCOME_LEGEND",
     "banner_text",
+    "crash_signals_text",
     "expected_text",
     "health_of",
     "is_invalid",
@@ -39,6 +42,8 @@ __all__ = [
 
 #: What an invalid group's numbers are not.
 NOT_A_MEASUREMENT = "Not a measurement of the agent"
+#: What follows a struck statistic (cards, sections): the same words, mid-sentence.
+NOT_A_MEASUREMENT_LABEL = NOT_A_MEASUREMENT[0].lower() + NOT_A_MEASUREMENT[1:]
 #: How an invalid group is labelled in charts.
 NOT_A_MEASUREMENT_SUFFIX = " — NOT A MEASUREMENT"
 #: The neutral note of a group whose failures the config declared to be the experiment.
@@ -54,6 +59,12 @@ OUTCOME_HEADERS = {
     "verifier_error": "verifier_error",
     "unscored": "unscored",
 }
+#: Under every outcome table (a card's Markdown, the page's "Outcomes"): what the outcomes mean.
+OUTCOME_LEGEND = (
+    "crashed and no answer are the two kinds of agent_error (crashed: killed by a fault "
+    "signal); unscored: trials that ended ok but the scorer could not decide (judge_error); "
+    "ok: answered and scored. The outcomes partition the trials."
+)
 
 
 def _count(value: Any) -> int | None:
@@ -170,6 +181,12 @@ def status_text(health: Mapping[str, Any]) -> str:
     incomplete = health.get("incomplete") or ()
     base = EXPECTED_NOTE if health.get("expected") else "measurement"
     return base + (" — INCOMPLETE: " + "; ".join(incomplete) if incomplete else "")
+
+
+def crash_signals_text(signals: Mapping[str, Any]) -> str:
+    """``SIGSEGV × 96, SIGILL × 2``: each fault signal with its count, in the given order
+    (:func:`health_of` sorts them by name)."""
+    return ", ".join(f"{k} × {v}" for k, v in signals.items())
 
 
 def _n(value: int | None) -> str:

@@ -11,11 +11,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalnoise.formatting import pct
-from evalnoise.report.cards import OUTCOME_LEGEND, card_note, card_title
+from evalnoise.report.card_text import card_note, card_title
 from evalnoise.report.health import (
     NOT_A_MEASUREMENT,
     OUTCOME_HEADERS,
     OUTCOME_LABELS,
+    OUTCOME_LEGEND,
     OUTCOMES,
     status_text,
 )

@@ -10,7 +10,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalnoise.report.cards import CardContext
+from evalnoise.report.cards import ICC_VARIANT, CardContext
 from evalnoise.report.health import machine_of
 
 __all__ = ["machine_rows", "manifest_rows", "run_section"]
@@ -99,7 +99,7 @@ def run_section(card_context: CardContext, manifest: Mapping[str, Any] | None) -
         ("infra policy", card_context.infra_policy),
         ("backend", card_context.backend or "not recorded"),
         ("confidence level", f"{card_context.confidence:.0%}"),
-        ("ICC", "ICC(1,1), one-way random effects"),
+        ("ICC", ICC_VARIANT),
     ]
     return f"""<section id="run">
 <h2>Run</h2>

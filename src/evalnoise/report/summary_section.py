@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalnoise.report._markup import struck_through
-from evalnoise.report.cards import card_fields, card_title, cost_text, judge_text, judges_rows
+from evalnoise.report.card_costs import cost_text
+from evalnoise.report.card_text import card_fields, card_title
+from evalnoise.report.judge_text import judge_text, judges_rows
 
 __all__ = ["summary_rows", "summary_section"]
 
