@@ -189,10 +189,6 @@ def crash_signals_text(signals: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} × {v}" for k, v in signals.items())
 
 
-def _n(value: int | None) -> str:
-    return "?" if value is None else str(value)
-
-
 def machine_of(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The manifest's ``machine`` section with every documented key (None when missing),
     or None when the manifest has none."""
