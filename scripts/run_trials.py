@@ -4,6 +4,7 @@ import os
 
 from evalnoise.pipeline import faults
 from evalnoise.pipeline.jobs import log_to
+from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
 from evalnoise.pipeline.shards import run_trials_shard
 from evalnoise.pipeline.slurm_resources import record_job
 
@@ -13,25 +14,18 @@ log = log_to(snakemake.log[0])
 record_job(snakemake.output.shard, log=snakemake.log[0])  # executor, Slurm job id
 p = snakemake.params
 w = snakemake.wildcards
+
+
+def run():
+    job = ShardJob.from_params(p, tasks_path=snakemake.input.tasks, concurrency=snakemake.threads)
+    files = ShardFiles.from_params(
+        p, output=snakemake.output.shard, log=snakemake.log[0], image_info=snakemake.input.image
+    )
+    return run_trials_shard(job, files)
+
+
 faults.job(
-    lambda: run_trials_shard(
-        tasks_path=snakemake.input.tasks,
-        image_info=snakemake.input.image,
-        rows=p.rows,
-        agent=p.agent,
-        resource_profile=p.resource_profile,
-        trials=p.trials,
-        run_seed=p.run_seed,
-        infra_policy=p.infra_policy,
-        backend=p.backend,
-        journal=p.journal,
-        output=snakemake.output.shard,
-        concurrency=snakemake.threads,
-        server=p.server,
-        server_log=snakemake.log[0] + ".server",
-        reward_key=p.reward_key,
-        variant=getattr(p, "variant", None),
-    ),
+    run,
     name=f"run_trials {w.agent}@{w.resource_profile} t{w.block} c{w.chunk}{w.variant}",
     log_path=snakemake.log[0],
     console=console,

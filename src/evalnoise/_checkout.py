@@ -16,10 +16,19 @@ from pathlib import Path
 
 from evalnoise.errors import InputError
 
-__all__ = ["CHECKOUT_ENV", "CheckoutNotFoundError", "checkout_path", "checkout_root"]
+__all__ = [
+    "AGENTS_DIR_ENV",
+    "CHECKOUT_ENV",
+    "CheckoutNotFoundError",
+    "agents_dir",
+    "checkout_path",
+    "checkout_root",
+]
 
 #: names the checkout explicitly (wins over every other way of finding it)
 CHECKOUT_ENV = "EVALNOISE_CHECKOUT"
+#: names the agents' sources directly (laid out like ``agents/`` of a checkout)
+AGENTS_DIR_ENV = "EVALNOISE_AGENTS_DIR"
 
 
 class CheckoutNotFoundError(InputError, FileNotFoundError):
@@ -88,3 +97,15 @@ def checkout_path(relative: str, needed_for: str, *, override_env: str | None = 
     if not path.exists():
         raise CheckoutNotFoundError(f"{needed_for}: {relative} is missing from the checkout {root}")
     return path
+
+
+def agents_dir() -> Path:
+    """``agents/`` of the evalnoise checkout (``$EVALNOISE_AGENTS_DIR`` overrides).
+
+    The agents stay in the repository (DVC tracks ``agents`` as a dependency of the trials),
+    so an installed package finds them through :func:`checkout_path`, which says how to point
+    at them when there is no checkout. Here, not beside the image builder
+    (:mod:`evalnoise.models.agent_images`), because the pipeline lists an agent's image
+    inputs while Snakemake builds the DAG, without importing the builder.
+    """
+    return checkout_path("agents", "building the agents' images", override_env=AGENTS_DIR_ENV)

@@ -480,3 +480,28 @@ def test_snakemake_file_imports(tmp_path):
         "src/evalnoise/b.py",
         "src/evalnoise/c.py",
     ]
+
+
+def test_building_the_dag_imports_no_model_judge_statistics_or_shard_runner():
+    """What the rule files import while Snakemake builds the DAG (the plan, every job's params,
+    the wiring) is a dep of every DVC stage: it stays off the model code, the LLM judge, the
+    statistics and the shard runner, which are deps only of the stages that hash them."""
+    rule_files = [path.relative_to(ROOT).as_posix() for path in dependencies.workflow_files()]
+    dag_build = set(imported_modules(rule_files))
+    assert "src/evalnoise/pipeline/run_plan.py" in dag_build  # the walk did reach the plan
+    assert "src/evalnoise/scorers/judge_template.py" in dag_build  # the judge's hash
+    heavy = {
+        m
+        for m in dag_build
+        if m.startswith(("src/evalnoise/models/", "src/evalnoise/stats/"))
+        or m
+        in (
+            "src/evalnoise/scorers/judge.py",
+            "src/evalnoise/pipeline/shards.py",
+            "src/evalnoise/runner/shard.py",
+        )
+    }
+    assert heavy == set()
+    analysis = stage_deps()["analysis"]
+    assert not [m for m in analysis if m.startswith("src/evalnoise/models/")]
+    assert "src/evalnoise/scorers/judge.py" not in analysis

@@ -327,3 +327,42 @@ def test_with_one_vote_a_trial_the_residual_is_the_judges_disagreement():
     )
     names = [c["component"] for c in summary["judge_facet"]["components"]]
     assert names == ["judge", "task×judge", "residual (trial×judge:task)"]
+
+
+@pytest.mark.parametrize("mode", ["verdict", "extract"])
+def test_the_pipelines_template_hash_is_the_judges_own(mode):
+    """The hash the judge rules take as a param (computed while Snakemake builds the DAG) is
+    the one the LLM judge keys its cache with."""
+    from evalnoise.models import ChatClient
+    from evalnoise.pipeline.judges import judge_template_hash
+    from evalnoise.scorers import LLMJudge
+
+    spec = {"name": "llm", "rule": None, "template": None, "mode": mode}
+    judge = LLMJudge(ChatClient(base_url="http://127.0.0.1:9/v1", model="m"), mode=mode)
+    try:
+        assert judge_template_hash(spec) == judge.template_hash()
+    finally:
+        judge.close()
+    assert judge_template_hash({"name": "n", "rule": "last_number"}) != judge.template_hash()
+
+
+def test_the_template_hash_loads_no_model_code(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src"
+    out = tmp_path / "modules.json"
+    code = (
+        "import json, sys\n"
+        "from evalnoise.pipeline.judges import judge_template_hash\n"
+        "judge_template_hash({'name': 'llm', 'rule': None, 'template': None, 'mode': 'extract'})\n"
+        f"open({str(out)!r}, 'w').write(json.dumps(list(sys.modules)))\n"
+    )
+    env = {"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, env=env)
+    modules = set(json.loads(out.read_text()))
+    assert "evalnoise.scorers.judge_template" in modules
+    assert "evalnoise.scorers.judge" not in modules
+    assert not {m for m in modules if m.startswith("evalnoise.models")}

@@ -14,6 +14,7 @@ import pytest
 
 from evalnoise.pipeline.sampling import sample_tasks
 from evalnoise.pipeline.settings import agent_spec, model_server_spec
+from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
 from evalnoise.pipeline.shards import run_trials_shard
 from evalnoise.tasks import tasks_table
 
@@ -64,22 +65,24 @@ def test_the_server_starts_with_the_first_trial_and_stops_with_the_shard(tmp_pat
     assert "AGENT_BASE_URL" not in spec["env"]  # only at run time
 
     def run():
-        return run_trials_shard(
+        job = ShardJob(
             tasks_path=tasks_path,
-            image_info=None,
-            rows=[0, 1],
+            rows=(0, 1),
             agent=spec,
             resource_profile={"name": "1x"},
-            trials=[0, 1],
+            trials=(0, 1),
             run_seed=0,
             infra_policy={"mode": "as_incorrect"},
             backend="local",
-            journal=tmp_path / "journal.jsonl",
-            output=tmp_path / "shard.parquet",
             concurrency=2,
             server=model_server_spec(config),
+        )
+        files = ShardFiles(
+            journal=tmp_path / "journal.jsonl",
+            output=tmp_path / "shard.parquet",
             server_log=tmp_path / "server.log",
         )
+        return run_trials_shard(job, files)
 
     first = run()
     assert first.server_starts == 1

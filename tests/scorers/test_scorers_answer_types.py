@@ -151,12 +151,12 @@ def test_the_request_carries_the_answer_schema():
 
 
 def test_the_hash_covers_the_prompts_and_the_schema_version(monkeypatch):
-    import evalnoise.scorers.judge as judge_module
+    import evalnoise.scorers.judge_template as template_module
 
     extract = judge_hash(None, "extract")
     assert extract != judge_hash(None, "verdict")
     assert judge_hash("Read {predicted_answer}", "extract") != extract
-    monkeypatch.setattr(judge_module, "SCHEMA_VERSION", "999")
+    monkeypatch.setattr(template_module, "SCHEMA_VERSION", "999")
     assert judge_hash(None, "extract") != extract
 
 

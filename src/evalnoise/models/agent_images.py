@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evalnoise._checkout import checkout_path
+from evalnoise._checkout import agents_dir
 from evalnoise.models.server import default_model_path
 from evalnoise.runner.base_image import context_digest, engine_client, image_exists
 
@@ -59,18 +59,6 @@ LLAMA_RUNTIME_DISTRIBUTIONS = (
 )
 MODEL_IN_IMAGE = "/opt/models/model.gguf"
 SITE_IN_IMAGE = "/opt/llama/site-packages"
-
-
-def agents_dir() -> Path:
-    """``agents/`` of the evalnoise checkout (``EVALNOISE_AGENTS_DIR`` overrides).
-
-    The agents stay in the repository (DVC tracks ``agents`` as a dependency of the trials),
-    so an installed package finds them through :func:`evalnoise._checkout.checkout_path`,
-    which says how to point at them when there is no checkout.
-    """
-    return checkout_path(
-        "agents", "building the agents' images", override_env="EVALNOISE_AGENTS_DIR"
-    )
 
 
 def _files(root: Path) -> list[Path]:

@@ -200,6 +200,7 @@ def run_canary(
     ``ok`` (the verifier left a valid reward, whatever it is)."""
     from evalnoise.atomic import write_text
     from evalnoise.formatting import dumps
+    from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
     from evalnoise.pipeline.shards import run_trials_shard
 
     tasks = canary_task(pd.read_parquet(tasks_path))
@@ -208,23 +209,25 @@ def run_canary(
         tasks_file = Path(tmp) / "tasks.parquet"
         tasks.to_parquet(tasks_file, index=False)
         shard = Path(tmp) / "canary.parquet"
-        run_trials_shard(
+        job = ShardJob(
             tasks_path=tasks_file,
-            image_info=image_info,
-            rows=[0, 0],
+            rows=(0, 0),
             agent=agent,
             resource_profile=resource_profile,
-            trials=[0],
+            trials=(0,),
             run_seed=run_seed,
             infra_policy={"mode": "as_incorrect"},
             backend=backend,
-            journal=Path(tmp) / "canary.journal",
-            output=shard,
             server=server,
-            server_log=server_log,
-            environ=environ,
             reward_key=reward_key,
         )
+        files = ShardFiles(
+            journal=Path(tmp) / "canary.journal",
+            output=shard,
+            server_log=server_log,
+            image_info=image_info,
+        )
+        run_trials_shard(job, files, environ=environ)
         row = pd.read_parquet(shard).iloc[-1].to_dict()
     name, profile = str(agent["name"]), str(resource_profile["name"])
     passed = row.get("status") == "ok" and (environment or isinstance(row.get("prediction"), str))

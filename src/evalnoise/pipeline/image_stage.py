@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalnoise._checkout import agents_dir
 from evalnoise.pipeline.settings import (
     BUILTIN_PROGRAMS,
     HOST_PROGRAMS,
@@ -36,6 +37,11 @@ from evalnoise.pipeline.settings import (
 )
 
 __all__ = ["ensure_image", "image_inputs", "image_params"]
+
+#: the model client every agent program's image holds (:mod:`evalnoise.models.client`,
+#: copied in by :mod:`evalnoise.models.agent_images`): named by its path, so listing an
+#: image's inputs while Snakemake builds the DAG imports no model code
+CLIENT_FILE = Path(__file__).parent.parent / "models" / "client.py"
 
 
 def _relative(path: Path) -> str:
@@ -47,14 +53,12 @@ def _relative(path: Path) -> str:
 
 
 def _program_files(program: str, local: bool) -> list[Path]:
-    from evalnoise.models import agent_images
-
-    root = agent_images.agents_dir()
+    root = agents_dir()
     files = [
         root / program / "Dockerfile",
         root / program / "agent.py",
         root / "common" / "agentlib.py",
-        Path(agent_images.__file__).with_name("client.py"),
+        CLIENT_FILE,
     ]
     if local:
         files.append(root / "llama_runtime" / "Dockerfile")
@@ -63,14 +67,8 @@ def _program_files(program: str, local: bool) -> list[Path]:
 
 def _host_program_files(program: str) -> list[Path]:
     """The files of an agent program that runs on the host (the exec protocol)."""
-    from evalnoise.models import agent_images
-
-    root = agent_images.agents_dir()
-    return [
-        root / program / "agent.py",
-        root / "common" / "agentlib.py",
-        Path(agent_images.__file__).with_name("client.py"),
-    ]
+    root = agents_dir()
+    return [root / program / "agent.py", root / "common" / "agentlib.py", CLIENT_FILE]
 
 
 def image_inputs(config: Mapping[str, Any], name: str) -> list[str]:

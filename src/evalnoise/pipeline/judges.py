@@ -15,6 +15,7 @@ a change to the judges' settings code reruns only the judge stage and its analys
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from evalnoise.pipeline.settings import ConfigError
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_JUDGE_NAME",
     "JUDGE_LLM_KEYS",
     "judge_specs",
+    "judge_template_hash",
     "primary_judge",
     "uses_judge_server",
 ]
@@ -85,3 +87,21 @@ def uses_judge_server(spec: Mapping[str, Any]) -> bool:
     """Whether the judge of ``spec`` (:func:`judge_specs`) needs the managed model server:
     an LLM judge without a ``base_url``."""
     return not spec.get("rule") and spec.get("base_url") is None
+
+
+def judge_template_hash(judge: Mapping[str, Any]) -> str:
+    """The hash of what a judge's verdicts mean besides its model, for provenance params:
+    an LLM judge's prompt (template file or the mode's defaults), mode and answer schemas
+    (:func:`evalnoise.scorers.judge_template.judge_hash`, as the judge hashes them); a rule
+    judge's rule, ``template_hash("--rule=" + rule)``. ``judge`` is one spec
+    (:func:`judge_specs`) or a ``scorer.judge`` section (its first judge). Reads the
+    template file; imports no model code (Snakemake calls it while building the DAG)."""
+    from evalnoise.scorers.judge_template import judge_hash, template_hash
+
+    judge = primary_judge(judge)
+    if judge.get("rule"):
+        return template_hash(f"--rule={judge['rule']}")
+    text = None
+    if judge["template"]:
+        text = Path(judge["template"]).read_text(encoding="utf-8")
+    return judge_hash(text, judge.get("mode", "verdict"))

@@ -108,7 +108,7 @@ def run_manifest(
 ) -> dict[str, Any]:
     """The run's provenance manifest (see module docstring)."""
     from evalnoise.manifest import build_manifest
-    from evalnoise.pipeline.shards import judge_template_hash
+    from evalnoise.pipeline.judges import judge_template_hash
 
     imported = bool(config.get("trials_from"))
     images = {}
@@ -211,7 +211,7 @@ def card_context(config: Mapping[str, Any], *, images: Mapping[str, str] | None 
     if scorer["name"] in ("numeric", "fuzzy"):
         scoring.update(scorer[scorer["name"]])
     if scorer["name"] == "judge" or judge_stage(config):
-        from evalnoise.pipeline.shards import judge_template_hash
+        from evalnoise.pipeline.judges import judge_template_hash
 
         specs = judge_specs(scorer["judge"])
         judge = next(iter(specs.values()))

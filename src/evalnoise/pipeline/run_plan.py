@@ -64,8 +64,8 @@ class RunPlan:
         :class:`PlanError` ("cannot plan the run: …") when the plan fails, and
         :class:`evalnoise.pipeline.settings.ConfigError` for a bad judge.
         """
-        from evalnoise.pipeline import sequential as pipeline_sequential
         from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
+        from evalnoise.pipeline.sequential import SequentialSettings
 
         sample = functools.cache(lambda: sample_tasks(config["benchmark"]))
         try:
@@ -78,7 +78,7 @@ class RunPlan:
                 n_tasks = len(sample())
                 plan = Plan.from_config(config, n_tasks)
                 pool = task_pool_size(config["benchmark"])
-                sequential = pipeline_sequential.SequentialSettings.from_config(config, n_tasks)
+                sequential = SequentialSettings.from_config(config, n_tasks)
         except (ValueError, OSError) as error:
             raise PlanError(f"cannot plan the run: {error}") from None
         judges = pipeline_judges.judge_specs(config["scorer"]["judge"])
@@ -204,13 +204,11 @@ class RunPlan:
         return self.judge_server_tokens() if self.config["scorer"]["name"] == "judge" else 0
 
     def judge_template_hash(self, wildcards: Any = None) -> str | None:
-        """The judge's template hash (:func:`evalnoise.pipeline.shards.judge_template_hash`),
+        """The judge's template hash (:func:`evalnoise.pipeline.judges.judge_template_hash`),
         None when no judge scores anything."""
-        from evalnoise.pipeline.shards import judge_template_hash
-
         if not pipeline_settings.uses_judge(self.config):
             return None
-        return judge_template_hash(self.judge_spec(wildcards))
+        return pipeline_judges.judge_template_hash(self.judge_spec(wildcards))
 
     def judge_scorer_param(self, wildcards: Any) -> dict[str, Any]:
         """The scorer section as a ``judge`` job uses it: its judge's spec, comparing with

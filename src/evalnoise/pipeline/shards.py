@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,18 +29,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalnoise.atomic import atomic_path, write_text
+from evalnoise.atomic import atomic_path
+from evalnoise.pipeline import rerun_rounds
 from evalnoise.pipeline.settings import RUNTIME_URL_VAR
+from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
 
 __all__ = [
     "LazyServer",
     "ShardRun",
-    "judge_rounds",
     "model_server",
     "run_trials_shard",
     "score_shard",
     "select_rows",
-    "verifier_rounds",
 ]
 
 log = logging.getLogger(__name__)
@@ -202,34 +202,18 @@ def select_rows(tasks: pd.DataFrame, first: int, last: int) -> pd.DataFrame:
 
 
 def run_trials_shard(
-    *,
-    tasks_path: str | os.PathLike[str],
-    image_info: str | os.PathLike[str] | None,
-    rows: Sequence[int],
-    agent: Mapping[str, Any],
-    resource_profile: Mapping[str, Any],
-    trials: Sequence[int],
-    run_seed: int,
-    infra_policy: Mapping[str, Any],
-    backend: str,
-    journal: str | os.PathLike[str],
-    output: str | os.PathLike[str],
-    concurrency: int = 1,
-    server: Mapping[str, Any] | None = None,
-    server_log: str | os.PathLike[str] | None = None,
-    environ: Mapping[str, str] | None = None,
-    reward_key: str | None = None,
-    variant: Mapping[str, Any] | None = None,
+    job: ShardJob, files: ShardFiles, *, environ: Mapping[str, str] | None = None
 ) -> ShardRun:
-    """Run (or finish) one shard; returns the runner's :class:`ShardResult` and how often
-    the model server was started (0 when every trial was already in the journal).
+    """Run (or finish) one shard, ``job``, keeping its journal and output in ``files``;
+    returns the runner's :class:`ShardResult` and how often the model server was started
+    (0 when every trial was already in the journal). Secret values come from ``environ``
+    (default ``os.environ``).
 
-    ``image_info`` is the JSON written by :func:`evalnoise.pipeline.image_stage.ensure_image`;
-    its ``image`` completes the agent spec. Environment tasks (the tasks table's ``kind``)
-    run on :class:`evalnoise.runner.environment.EnvironmentBackend`, their images built on
-    the record's ``base`` image, ``reward_key`` naming the reward that scores. ``variant``
-    is the shard's prompt / sampling variant (:class:`evalnoise.runner.variant.TrialVariant`
-    as a mapping; None without variants).
+    ``files.image_info`` is the JSON written by
+    :func:`evalnoise.pipeline.image_stage.ensure_image`; its ``image`` completes the agent
+    spec. Environment tasks (the tasks table's ``kind``) run on
+    :class:`evalnoise.runner.environment.EnvironmentBackend`, their images built on the
+    record's ``base`` image, ``job.reward_key`` naming the reward that scores.
 
     The shard id that labels its containers derives from the journal path, which stays the
     same when a block or chunk grows (see :mod:`evalnoise.pipeline.shard_plan`), so leftovers of a
@@ -237,59 +221,58 @@ def run_trials_shard(
     """
     from evalnoise.runner.shard import default_shard_id, make_backend, run_shard
 
-    tasks = select_rows(pd.read_parquet(tasks_path), int(rows[0]), int(rows[1]))
-    spec = dict(agent)
+    tasks = select_rows(pd.read_parquet(job.tasks_path), *job.rows)
+    spec = dict(job.agent)
     record = {}
-    if image_info is not None:
-        record = json.loads(Path(image_info).read_text(encoding="utf-8"))
+    if files.image_info is not None:
+        record = json.loads(Path(files.image_info).read_text(encoding="utf-8"))
         spec["image"] = record["image"]
     env = dict(os.environ if environ is None else environ)
     if "kind" in tasks and tasks["kind"].eq("environment").any():
         from evalnoise.runner.environment import EnvironmentBackend
 
-        if backend != "docker":
-            raise ValueError(f"environment tasks run on the docker backend, not {backend!r}")
-        runner: Any = EnvironmentBackend(base=record.get("base"), reward_key=reward_key)
+        if job.backend != "docker":
+            raise ValueError(f"environment tasks run on the docker backend, not {job.backend!r}")
+        runner: Any = EnvironmentBackend(base=record.get("base"), reward_key=job.reward_key)
     else:
-        runner = make_backend(backend)
+        runner = make_backend(job.backend)
     lazy = None
-    if server is not None:
-        lazy = LazyServer(server, server_log)
+    if job.server is not None:
+        lazy = LazyServer(job.server, files.server_log)
         env[RUNTIME_URL_VAR] = lazy.base_url
         runner = _ServedBackend(runner, lazy)
     try:
         result = run_shard(
             tasks=tasks,
             agent=spec,
-            resource_profile_spec=dict(resource_profile),
-            trials=list(trials),
-            run_seed=int(run_seed),
-            policy=dict(infra_policy),
+            resource_profile_spec=dict(job.resource_profile),
+            trials=list(job.trials),
+            run_seed=job.run_seed,
+            policy=dict(job.infra_policy),
             backend=runner,
-            journal_path=journal,
-            output_path=output,
-            concurrency=int(concurrency),
-            shard_id=default_shard_id(journal),
+            journal_path=files.journal,
+            output_path=files.output,
+            concurrency=job.concurrency,
+            shard_id=default_shard_id(files.journal),
             progress=False,
             environ=env,
-            variant=variant,
+            variant=job.variant,
         )
     finally:
         if lazy is not None:
             lazy.stop()
-    unverified = _last_statuses(output).count("verifier_error")
+    unverified = _last_statuses(files.output).count("verifier_error")
     if unverified:
-        rounds = verifier_rounds(output) + 1
+        rounds = rerun_rounds.add_verifier_round(files.output)
         log.warning(
             "%d trials have no verdict from their verifier (verifier_error): they have no "
             "score, are flagged in every output, and a plain rerun runs them again. Round %d.",
             unverified,
             rounds,
         )
-        write_text(_unverified_file(output), f"{rounds}\n")
     log.info(
         "%s: %d rows for %d trials (%d attempts run now, %d resumed) %s in %.1fs%s",
-        output,
+        files.output,
         result.rows,
         result.trials,
         result.ran,
@@ -357,60 +340,6 @@ def _judge(
     )
 
 
-def _rounds_file(shard: str | os.PathLike[str]) -> Path:
-    return Path(f"{os.fspath(shard)}.unjudged-rounds")
-
-
-def _unverified_file(shard: str | os.PathLike[str]) -> Path:
-    return Path(f"{os.fspath(shard)}.unverified-rounds")
-
-
-def verifier_rounds(shard: str | os.PathLike[str]) -> int:
-    """How many runs of this trial shard's job ended with trials the verifier left without a
-    reward (``verifier_error``); 0 when none did. As :func:`judge_rounds` for the judge: the
-    ``run_trials`` rule takes it as a param, so a plain rerun runs the shard's job again and
-    the shard runs exactly those trials once more (a new attempt each)."""
-    try:
-        return int(_unverified_file(shard).read_text(encoding="utf-8").strip() or 0)
-    except (OSError, ValueError):
-        return 0
-
-
-def judge_rounds(shard: str | os.PathLike[str]) -> int:
-    """How many runs of this score shard's job ended with unjudged (``judge_error``)
-    trials; 0 when none did.
-
-    The score and judge rules take it as a param: a run that leaves trials unjudged raises
-    it, so the next plain ``snakemake`` sees a changed param and reruns the job — which asks
-    the judge only about the trials its cache lacks, the failed ones. It never goes down,
-    so the run after a successful retry sees the same value and runs nothing. (A changed
-    modification time would not do: Snakemake touches a job's outputs when the job ends,
-    and ignores an older output whose input's checksum it recorded as unchanged.)
-    """
-    try:
-        return int(_rounds_file(shard).read_text(encoding="utf-8").strip() or 0)
-    except (OSError, ValueError):
-        return 0
-
-
-def judge_template_hash(judge: Mapping[str, Any]) -> str:
-    """The hash of what a judge's verdicts mean besides its model, for provenance params:
-    an LLM judge's prompt (template file or the mode's defaults), mode and answer schemas
-    (:func:`evalnoise.scorers.judge.judge_hash`, as the judge hashes them); a rule judge's
-    rule. ``judge`` is one spec (:func:`evalnoise.pipeline.judges.judge_specs`) or a
-    ``scorer.judge`` section (its first judge)."""
-    from evalnoise.pipeline.judges import primary_judge
-    from evalnoise.scorers.judge import judge_hash, template_hash
-
-    judge = primary_judge(judge)
-    if judge.get("rule"):
-        return template_hash(f"--rule={judge['rule']}")
-    text = None
-    if judge["template"]:
-        text = Path(judge["template"]).read_text(encoding="utf-8")
-    return judge_hash(text, judge.get("mode", "verdict"))
-
-
 def score_shard(
     *,
     trials_path: str | os.PathLike[str],
@@ -425,8 +354,8 @@ def score_shard(
     SCORES table atomically. The judge's verdicts are cached in ``judge_cache``.
 
     Trials the judge could not score (``judge_error``) are logged with their count and
-    raise the shard's :func:`judge_rounds`, so a plain rerun retries exactly those
-    trials."""
+    raise the shard's :func:`evalnoise.pipeline.rerun_rounds.judge_rounds`, so a plain
+    rerun retries exactly those trials."""
     from evalnoise.scorers import score_trials
 
     trials = pq.read_table(trials_path)
@@ -458,7 +387,7 @@ def score_shard(
         pq.write_table(table, tmp)
     failed = table.column("judge_status").to_pylist().count("judge_error")
     if failed:
-        rounds = judge_rounds(output) + 1
+        rounds = rerun_rounds.add_judge_round(output)
         log.warning(
             "%d of %d trials unscored (judge_error): they count nowhere and are flagged in "
             "every output; a plain rerun judges exactly those again (the cache keeps the "
@@ -467,5 +396,4 @@ def score_shard(
             table.num_rows,
             rounds,
         )
-        write_text(_rounds_file(output), f"{rounds}\n")
     return table

@@ -111,12 +111,13 @@ class Wiring:
         """{group label: [Rect]} run up to and including round ``round_``: round 0 is
         :func:`evalnoise.pipeline.sequential.first_design`, round k the previous record's
         ``next_design``."""
-        from evalnoise.pipeline import sequential as pipeline_sequential
+        # by name: the DAG build needs these, not the stopping rule's statistics
+        from evalnoise.pipeline.sequential import Rect, first_design
 
         if round_ == 0:
-            return pipeline_sequential.first_design(self.run.sequential, self.plan.groups())
+            return first_design(self.run.sequential, self.plan.groups())
         return {
-            group: [pipeline_sequential.Rect.from_list(r) for r in rects]
+            group: [Rect.from_list(r) for r in rects]
             for group, rects in self.sequential_record(round_ - 1)["next_design"].items()
         }
 
@@ -132,7 +133,7 @@ class Wiring:
     ) -> list[Shard]:
         """The shards of one group: the fixed design's, or those of ``design`` (sequential
         mode; default: the design of the last round)."""
-        from evalnoise.pipeline import sequential as pipeline_sequential
+        from evalnoise.pipeline.sequential import shard_ranges
 
         if self.run.sequential is None:
             return self.plan.shards(agent, resource_profile)
@@ -143,9 +144,7 @@ class Wiring:
         block_size = int(config["trials"]["block_size"])
         return [
             Shard(agent, resource_profile, block, chunk)
-            for block, chunk in pipeline_sequential.shard_ranges(
-                rects, block_size, chunk_size(config)
-            )
+            for block, chunk in shard_ranges(rects, block_size, chunk_size(config))
         ]
 
     def all_shards(self) -> list[Shard]:
@@ -213,21 +212,21 @@ class Wiring:
 
     def score_rounds(self, wildcards: Any) -> int:
         """Runs of this score shard's job that left trials unjudged
-        (:func:`evalnoise.pipeline.shards.judge_rounds`): a plain rerun judges them again."""
-        from evalnoise.pipeline.shards import judge_rounds
+        (:func:`evalnoise.pipeline.rerun_rounds.judge_rounds`): a plain rerun judges them again."""
+        from evalnoise.pipeline.rerun_rounds import judge_rounds
 
         return judge_rounds(self._fill("score", "scores", **wildcards))
 
     def verifier_rounds(self, wildcards: Any) -> int:
         """Runs of this trial shard's job that left trials without a verifier's verdict
-        (:func:`evalnoise.pipeline.shards.verifier_rounds`): a plain rerun runs them again."""
-        from evalnoise.pipeline.shards import verifier_rounds
+        (:func:`evalnoise.pipeline.rerun_rounds.verifier_rounds`): a plain rerun runs them again."""
+        from evalnoise.pipeline.rerun_rounds import verifier_rounds
 
         return verifier_rounds(self._fill("run_trials", "shard", **wildcards))
 
     def judge_rounds(self, wildcards: Any) -> int:
         """Runs of this judge shard's job that left trials unjudged."""
-        from evalnoise.pipeline.shards import judge_rounds
+        from evalnoise.pipeline.rerun_rounds import judge_rounds
 
         return judge_rounds(self._fill("judge", "judged", **wildcards))
 

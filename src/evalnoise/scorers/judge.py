@@ -56,6 +56,9 @@ Semantics
   from the cache or this judge's memory, free; the tokens the server reported for the calls'
   replies, None when a call's reply did not report them or the call failed, 0 with no call).
   A cached sample costs nothing now, even if an earlier run paid for it.
+
+The prompts and their hash are :mod:`evalnoise.scorers.judge_template`'s (re-exported here),
+so the pipeline computes a judge's hash without importing this module or its model client.
 """
 
 from __future__ import annotations
@@ -73,12 +76,15 @@ from pathlib import Path
 
 from evalnoise.models.client import ChatClient, ChatError, ChatResponse
 from evalnoise.schema import INFRA_STATUSES
-from evalnoise.scorers.answer_types import (
-    EXTRACT_TEMPLATES,
-    SCHEMA_VERSION,
-    AnswerSpec,
-    answer_spec,
-    same_choice,
+from evalnoise.scorers.answer_types import AnswerSpec, answer_spec, same_choice
+from evalnoise.scorers.judge_template import (
+    DEFAULT_TEMPLATE,
+    EXTRACT_TEMPLATE,
+    MODES,
+    PARSER_VERSION,
+    judge_hash,
+    mode_templates,
+    template_hash,
 )
 from evalnoise.scorers.verdicts import (
     CALL_FAILED,
@@ -116,34 +122,6 @@ __all__ = [
     "template_hash",
 ]
 
-#: Appendix B of the paper, verbatim except the Markdown code fences around the input and
-#: output sections (typesetting in the paper, not part of the prompt).
-DEFAULT_TEMPLATE = """===Task===
-
-I need your help in evaluating an answer provided by an LLM against a ground truth answer. \
-Your task is to determine if the ground truth answer is present in the LLM's response. \
-Please analyze the provided data and make a decision.
-
-===Instructions===
-
-1. Carefully compare the "Predicted Answer" with the "Ground Truth Answer".
-2. Consider the substance of the answers - look for equivalent information or correct \
-answers. Do not focus on exact wording unless the exact wording is crucial to the meaning.
-3. Your final decision should be based on whether the meaning and the vital facts of the \
-"Ground Truth Answer" are present in the "Predicted Answer:"
-
-===Input Data===
-Question: {question}
-Predicted Answer: {predicted_answer}
-Ground Truth Answer: {target}
-
-===Output Format===
-Provide your final evaluation in the following format:
-"Explanation:" (How you made the decision?)
-"Decision:" ("TRUE" or "FALSE")
-Please proceed with the evaluation.
-"""
-
 #: The form of a verdict: a short explanation first (the template asks for it first), then
 #: the decision. ``maxLength`` keeps a small model from running out of tokens mid-string.
 VERDICT_SCHEMA = {
@@ -155,25 +133,14 @@ VERDICT_SCHEMA = {
     "required": ["explanation", "decision"],
 }
 
-#: Extract-then-compare: the model only reads the final answer out of the prediction (the
-#: prompt of a number; every kind's is in :data:`EXTRACT_TEMPLATES`). Measured with
-#: SmolLM2-135M on 30 generated arithmetic items (15 right, 15 wrong answers in three
-#: phrasings): 30 of 30 parsed, 29 of 30 verdicts equal to the reference, no false accept —
-#: where the paper's verdict template agreed on 12 of 30.
-EXTRACT_TEMPLATE = EXTRACT_TEMPLATES["number"]
 #: The reply's form for a free-text answer; a number's or a choice's is tighter
 #: (:func:`evalnoise.scorers.answer_types.answer_spec`).
 EXTRACT_SCHEMA = answer_spec("free text answer").schema
-MODES = ("verdict", "extract")
 #: how a structured reply is requested: llama.cpp's ``json_object`` + ``schema``, the
 #: OpenAI ``json_schema`` form, or none (plain text, parsed by :func:`parse_decision`)
 STRUCTURED_FORMS = ("json_object_schema", "json_schema", "text")
 #: HTTP statuses by which a server says it does not take a ``response_format``
 _UNSUPPORTED = frozenset({400, 404, 415, 422, 500, 501})
-
-#: Bumped whenever :func:`parse_decision` changes what a reply means; part of the
-#: template hash, so a parser change invalidates cached verdicts.
-PARSER_VERSION = "2"
 
 _VARIABLES = ("question", "predicted_answer", "target")
 _PLACEHOLDER = re.compile(r"\{(question|predicted_answer|target)\}")
@@ -192,36 +159,6 @@ def _check_template(template: str, mode: str = "verdict") -> None:
     missing = [v for v in needed if "{" + v + "}" not in template]
     if missing:
         raise ValueError("judge template lacks {" + "}, {".join(missing) + "}")
-
-
-def template_hash(template: str = DEFAULT_TEMPLATE) -> str:
-    """sha256 (hex) of the template and the parser version: what a verdict depends on
-    besides the model and the three inputs. Give it to Snakemake as a param."""
-    digest = hashlib.sha256()
-    digest.update(f"evalnoise-judge-parser-{PARSER_VERSION}\n".encode())
-    digest.update(template.encode("utf-8"))
-    return digest.hexdigest()
-
-
-def _templates(template: str | None, mode: str) -> dict[str, str]:
-    """The prompt of each answer kind: ``template`` for all, or the mode's defaults."""
-    if mode == "extract":
-        if template is None or template in (DEFAULT_TEMPLATE, EXTRACT_TEMPLATE):
-            return dict(EXTRACT_TEMPLATES)
-        return dict.fromkeys(EXTRACT_TEMPLATES, template)
-    return dict.fromkeys(EXTRACT_TEMPLATES, DEFAULT_TEMPLATE if template is None else template)
-
-
-def judge_hash(template: str | None = None, mode: str = "verdict") -> str:
-    """What a judge's verdict means besides its model and the three inputs: the
-    :func:`template_hash` of its prompt (``None``: the mode's defaults) and its mode; in
-    ``extract`` mode also every kind's prompt and the answer schemas' version
-    (:data:`evalnoise.scorers.answer_types.SCHEMA_VERSION`). Part of the cache key."""
-    if mode != "extract":
-        return template_hash(f"{_templates(template, mode)['text']}\n--mode={mode}")
-    prompts = _templates(template, mode)
-    text = "\n".join(f"--{kind}--\n{prompts[kind]}" for kind in sorted(prompts))
-    return template_hash(f"{text}\n--mode={mode}\n--answer-schema={SCHEMA_VERSION}")
 
 
 def cache_key(model: str, template_sha: str, question: str, target: str, prediction: str) -> str:
@@ -508,7 +445,7 @@ class LLMJudge:
                 f"structured must be 'auto' or one of {STRUCTURED_FORMS}, not {structured!r}"
             )
         #: the prompt of each answer kind (one template for all, unless extract's defaults)
-        self.templates = _templates(template, mode)
+        self.templates = mode_templates(template, mode)
         if mode == "extract" and template == DEFAULT_TEMPLATE:
             template = EXTRACT_TEMPLATE
         for text in set(self.templates.values()):
