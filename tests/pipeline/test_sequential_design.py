@@ -23,6 +23,7 @@ from evalnoise.pipeline.sequential import (
     next_rects,
     round_rows,
     shard_ranges,
+    stopping_rule,
     summary_record,
     task_count,
     trial_counts,
@@ -283,9 +284,9 @@ def test_config_errors_name_the_key(sequential, message):
 
 
 def test_the_rule_carries_the_goal_as_the_targets_own_kind():
-    icc = settings(target="icc", goal=0.05, budget=500.0).rule(1)
+    icc = stopping_rule(settings(target="icc", goal=0.05, budget=500.0), 1)
     assert (icc.target, icc.se, icc.half_width, icc.budget) == ("icc", 0.05, None, 500.0)
-    acc = settings(max_trials_per_task=3, max_tasks=12).rule(2)
+    acc = stopping_rule(settings(max_trials_per_task=3, max_tasks=12), 2)
     assert (acc.target, acc.half_width, acc.se) == ("accuracy", 0.2, None)
     assert acc.budget == 2 * 12 * (1.0 + 3 * 1.0)  # budget_of: the fixed design's cost
     assert (acc.max_trials_per_task, acc.max_tasks, acc.confidence) == (3, 12, 0.95)

@@ -311,10 +311,24 @@ def _parse(path: Path, name: str, is_package: bool, stamp: tuple[int, int], text
     return _Source(name, is_package, tree, defs, bindings)
 
 
+def _type_checking_only(node: ast.stmt) -> bool:
+    """``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``): its body never runs."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
 def _module_level(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements run at import time outside any function or class (if/try blocks opened)."""
+    """Statements run at import time outside any function or class (if/try blocks opened;
+    an ``if TYPE_CHECKING:`` body is for the type checker only and never runs)."""
     for node in body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        if _type_checking_only(node):
+            yield from _module_level(node.orelse)
             continue
         yield node
         for field in ("body", "orelse", "finalbody"):
@@ -454,6 +468,9 @@ class _Graph:
         for node in source.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self.definition_header(node, source)
+            elif _type_checking_only(node):  # imports for annotations only: never run
+                for stmt in node.orelse:
+                    self.scan(stmt, source, top_level=True)
             else:
                 self.scan(node, source, top_level=True)
 

@@ -56,6 +56,7 @@ __all__ = [
     "next_rects",
     "round_rows",
     "shard_ranges",
+    "stopping_rule",
     "summary_record",
     "task_count",
     "trial_counts",
@@ -145,24 +146,6 @@ class SequentialSettings:
             confidence=float(config["analysis"]["confidence"]),
         )
 
-    def rule(self, n_agents: int) -> StoppingRule:
-        """The stopping rule of a unit of ``n_agents`` agents (its budget: :meth:`budget_of`);
-        the goal is the SE of the ICC for the icc target, else the half-width."""
-        from evalnoise.stats.stopping import StoppingRule
-
-        icc = self.target == "icc"
-        return StoppingRule(
-            target=self.target,
-            half_width=None if icc else self.goal,
-            se=self.goal if icc else None,
-            budget=self.budget_of(n_agents),
-            cost_per_task=self.cost_per_task,
-            cost_per_trial=self.cost_per_trial,
-            max_trials_per_task=self.max_trials_per_task,
-            max_tasks=self.max_tasks,
-            confidence=self.confidence,
-        )
-
     def budget_of(self, n_agents: int) -> float:
         """The unit's budget: as configured, else the fixed design's cost
         n_agents · max_tasks · (c_task + max_trials_per_task · c_trial)."""
@@ -170,6 +153,27 @@ class SequentialSettings:
             return self.budget
         per_task = self.cost_per_task + self.max_trials_per_task * self.cost_per_trial
         return n_agents * self.max_tasks * per_task
+
+
+def stopping_rule(settings: SequentialSettings, n_agents: int) -> StoppingRule:
+    """The stopping rule of a unit of ``n_agents`` agents (its budget:
+    :meth:`SequentialSettings.budget_of`); the goal is the SE of the ICC for the icc target,
+    else the half-width. A function, not a method of the settings: the settings are read
+    while the DAG is built, which must not import the statistics."""
+    from evalnoise.stats.stopping import StoppingRule
+
+    icc = settings.target == "icc"
+    return StoppingRule(
+        target=settings.target,
+        half_width=None if icc else settings.goal,
+        se=settings.goal if icc else None,
+        budget=settings.budget_of(n_agents),
+        cost_per_task=settings.cost_per_task,
+        cost_per_trial=settings.cost_per_trial,
+        max_trials_per_task=settings.max_trials_per_task,
+        max_tasks=settings.max_tasks,
+        confidence=settings.confidence,
+    )
 
 
 @dataclass(frozen=True)
@@ -358,7 +362,7 @@ def decide_unit(
     trials_b = agent_trials[1] if settings.target == "difference" else None
     try:
         decision = stopping_decision(
-            agent_trials[0], settings.rule(len(trials)), spent=spent, trials_b=trials_b
+            agent_trials[0], stopping_rule(settings, len(trials)), spent=spent, trials_b=trials_b
         )
     except ValueError as error:
         raise ValueError(f"{unit.label}, round {round_}: {error}") from None
