@@ -16,7 +16,7 @@ statistics key by (task, trial). The variants' labels stay in ``attempts``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,15 +44,22 @@ __all__ = [
 PAYLOAD_COLUMNS = ("prediction", "error", "stdout_tail", "stderr_tail", "judge_explanation")
 
 
-def read_scores(paths: Iterable[str | os.PathLike[str]], *, payload: bool = False) -> pd.DataFrame:
+def read_scores(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    payload: bool = False,
+    columns: Collection[str] | None = None,
+) -> pd.DataFrame:
     """The score shards concatenated (SCORES schema), without :data:`PAYLOAD_COLUMNS`
-    unless ``payload``."""
+    unless ``payload``; only ``columns`` (those a shard has) when given."""
     tables = []
     for path in paths:
         with pq.ParquetFile(path) as shard:
             names = shard.schema_arrow.names
-            columns = names if payload else [c for c in names if c not in PAYLOAD_COLUMNS]
-            tables.append(shard.read(columns=columns))
+            if columns is not None:
+                names = [c for c in names if c in columns]
+            columns_read = names if payload else [c for c in names if c not in PAYLOAD_COLUMNS]
+            tables.append(shard.read(columns=columns_read))
     if not tables:
         raise ValueError("no score shards given")
     # "default" promotion: a shard written before a nullable column existed (the cost
