@@ -131,15 +131,26 @@ def group_data(
             "score": counted["score"].astype("float64").to_numpy(),
         }
     )
-    # .tolist() first: iterating an Arrow-backed column calls Python per element (~3 µs each)
-    frame["level"] = [levels.get(t) for t in frame["task"].tolist()]
+    frame["level"] = _levels_of(frame["task"], levels, str)
     frame = frame.sort_values(["task", "trial"], kind="mergesort").reset_index(drop=True)
     counts = dict(result.counts)
     counts["unscored"] = int(unscored.sum())
     counts["statuses"] = {str(k): int(v) for k, v in sorted(mine["status"].value_counts().items())}
     attempts = mine.reset_index(drop=True)
-    attempts["level"] = [levels.get(str(t)) for t in attempts["task_id"].tolist()]
+    attempts["level"] = _levels_of(attempts["task_id"], levels, str)
     return GroupData(agent, resource_profile, frame, attempts, counts)
+
+
+def _levels_of(tasks: pd.Series, levels: Mapping[str, Any], key: Any) -> list[Any]:
+    """``[levels.get(key(t)) for t in tasks]``, looked up once per distinct task (a task has
+    many trials) when no task is missing."""
+    if tasks.hasnans:
+        # .tolist() first: iterating an Arrow-backed column calls Python per element
+        return [levels.get(key(t)) for t in tasks.tolist()]
+    codes, distinct = pd.factorize(tasks)
+    found = np.empty(len(distinct), dtype=object)
+    found[:] = [levels.get(key(t)) for t in distinct.tolist()]
+    return found[codes].tolist()
 
 
 def _stride(trials: pd.DataFrame) -> int:
