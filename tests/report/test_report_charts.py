@@ -295,6 +295,19 @@ def test_png_workers_write_the_same_files(tmp_path: Path, workers: int) -> None:
     assert not list((tmp_path / "there").glob(".*"))  # no temporary file left behind
 
 
+@pytest.mark.parametrize(
+    ("cpus", "load", "workers"),
+    [(1, 0.0, 0), (2, 0.0, 1), (2, 0.5, 0), (2, 9.0, 0), (4, 1.0, 2), (16, 2.0, 2)],
+)
+def test_png_workers_only_on_idle_cpus(monkeypatch, cpus, load, workers) -> None:
+    # a worker pays its own V8 engine: only a CPU idle beside the report's thread renders
+    import evalnoise.report._render as render
+
+    monkeypatch.setattr(render.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    monkeypatch.setattr(render.os, "getloadavg", lambda: (load, load, load))
+    assert render.png_workers() == workers
+
+
 def test_png_worker_errors_name_the_chart(tmp_path: Path) -> None:
     bad = {"mark": "no-such-mark", "data": {"values": [{"x": 1}]}}
     with pytest.raises(RuntimeError, match=r"PNG rendering failed: bad\.png: "):

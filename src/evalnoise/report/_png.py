@@ -4,7 +4,8 @@ vl-convert holds the GIL while it renders, and its first call in a process start
 engine (about a second here); a report renders every PNG after that start, one after the
 other. :class:`evalnoise.report._render.PngRenderer` runs this module in worker processes
 started when the report begins, so the engine starts and the PNGs render while the report
-builds its cards and charts (with CPUs to spare, two workers render two charts at once).
+builds its cards and charts (two workers render two charts at once) — when CPUs are idle
+for them (:func:`evalnoise.report._render.png_workers`).
 
 Protocol, one JSON object a line: the worker reads ``{"spec": FILE, "png": PATH}`` on
 stdin (the spec as a JSON file, so a line stays short and a write to the pipe never waits

@@ -174,15 +174,22 @@ def write_chart(
 
 
 def png_workers() -> int:
-    """Worker processes a report renders its PNGs in: one per CPU this process may run on
-    beyond its own, at most 2 (the report's own thread keeps one CPU busy while it builds the
-    charts; every worker starts its own V8 engine, so a worker no CPU is free for would only
-    add that start). 0 on one CPU: the PNGs are rendered in this process."""
+    """Worker processes a report renders its PNGs in: one per CPU left idle beside the
+    report's own thread, at most 2, judged by the 1-minute load average; else 0 (in this
+    process). A worker pays its own start and V8 engine (~1 s of CPU here) to render while
+    the report builds its charts, which only pays off on an idle CPU: on a loaded 2-core
+    machine (load 8-10) the report took longer with one worker than without
+    (benchmarks/results/analysis-imported-100000-a2-fastanalysis-pngworker.md)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
-    return max(0, min(2, cpus - 1))
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float(cpus)
+    idle = int(cpus - load)
+    return max(0, min(2, idle - 1))
 
 
 class PngRenderer:
@@ -190,11 +197,12 @@ class PngRenderer:
 
     Started at the beginning of a report, the workers start their V8 engines while the
     report builds its cards and charts; each :meth:`submit` goes to the worker with the
-    least spec text queued (a chart's cost grows with its data), so with two workers the big
-    per-question chart and the small ones render at once. :meth:`close` waits for every PNG and raises
-    ``RuntimeError`` naming each chart that was not written (its error, or the worker's
-    exit status and last output). Used as a context manager it closes on success and stops
-    its workers on an error. ``workers=0`` renders in this process, at :meth:`submit`.
+    least spec text queued (a chart's cost grows with its data), so with two workers the
+    big per-question chart and the small ones render at once. :meth:`close` waits for every
+    PNG and raises ``RuntimeError`` naming each chart that was not written (its error, or
+    the worker's exit status and last output). Used as a context manager it closes on
+    success and stops its workers on an error. ``workers=0`` renders in this process, at
+    :meth:`submit`; the default is :func:`png_workers`.
     """
 
     def __init__(self, workers: int | None = None) -> None:
