@@ -56,3 +56,19 @@ def test_shard_without_a_newer_column_reads_null_there(tmp_path):
 def test_no_shards_is_an_error():
     with pytest.raises(ValueError, match="no score shards"):
         read_scores([])
+
+
+def test_only_the_columns_asked_for(tmp_path):
+    from evalnoise.attribution.all_analyses import TrialColumns
+
+    paths = [_shard(tmp_path / "a.parquet", 5), _shard(tmp_path / "b.parquet", 4)]
+    wanted = TrialColumns().read()
+    scores = read_scores(paths, columns=wanted)
+    assert len(scores) == 9
+    # every column the attribution reads that a shard has, and no other
+    assert set(scores.columns) == set(wanted) & {f.name for f in SCORES}
+    assert scores["task_id"].tolist() == read_scores(paths)["task_id"].tolist()
+    # a payload column is read only with payload=True, even when asked for
+    assert "stdout_tail" not in read_scores(paths, columns=["task_id", "stdout_tail"])
+    both = read_scores(paths, columns=["task_id", "stdout_tail"], payload=True)
+    assert set(both.columns) == {"task_id", "stdout_tail"}
