@@ -72,3 +72,16 @@ def test_only_the_columns_asked_for(tmp_path):
     assert "stdout_tail" not in read_scores(paths, columns=["task_id", "stdout_tail"])
     both = read_scores(paths, columns=["task_id", "stdout_tail"], payload=True)
     assert set(both.columns) == {"task_id", "stdout_tail"}
+
+
+def test_levels_looked_up_once_per_task_are_the_levels_of_every_row():
+    import pandas as pd
+
+    from evalnoise.pipeline.collect import _levels_of
+
+    levels = {"a": 1, "b": "hard", "None": 3}
+    for tasks in (
+        pd.Series(["b", "a", "b", "c", "a"], dtype="str"),
+        pd.Series(["b", None, "a"], dtype=object),  # a missing task: row by row, as before
+    ):
+        assert _levels_of(tasks, levels, str) == [levels.get(str(t)) for t in tasks.tolist()]
