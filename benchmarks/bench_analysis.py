@@ -184,6 +184,8 @@ def rerun(ws: Path, env: dict[str, str], cores: int) -> dict[str, Any]:
                     "rule": j["rule"],
                     "seconds": round(j["end"] - j["start"], 3),
                     "in_process": bool(j.get("in_process")),
+                    # an in-process job's thread CPU (its log's last line); None for a process
+                    "cpu_s": j.get("cpu_s"),
                     "peak_rss_mb": (
                         None if j["maxrss_kb"] is None else round(j["maxrss_kb"] / 1024, 1)
                     ),
@@ -212,12 +214,18 @@ def summary(runs: list[dict[str, Any]], read: dict[str, Any], floor: float) -> d
     busy = statistics.median(r["busy_s"] for r in runs)
     tail = statistics.median(r["tail_s"] for r in runs)
     per_rule: dict[str, list[float]] = {}
+    per_rule_cpu: dict[str, list[float]] = {}
     for r in runs:
         totals: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         for j in r["per_job"]:
             totals[j["rule"]] = totals.get(j["rule"], 0.0) + j["seconds"]
+            if j.get("cpu_s") is not None:
+                cpu[j["rule"]] = cpu.get(j["rule"], 0.0) + j["cpu_s"]
         for rule, s in totals.items():
             per_rule.setdefault(rule, []).append(s)
+        for rule, s in cpu.items():
+            per_rule_cpu.setdefault(rule, []).append(s)
     jobs = runs[0]["jobs"]
     # only a job in its own process pays a start; an in-process job's start is Snakemake's
     processes = jobs - runs[0].get("in_process_jobs", 0)
@@ -241,6 +249,9 @@ def summary(runs: list[dict[str, Any]], read: dict[str, Any], floor: float) -> d
         "beyond_dag_cpu_s": round(command_cpu - dry_cpu, 2),
         "beyond_dag_cpu_to_read_process": round((command_cpu - dry_cpu) / read["process_s"], 1),
         "per_rule_s": {k: round(statistics.median(v), 2) for k, v in sorted(per_rule.items())},
+        "per_rule_thread_cpu_s": {
+            k: round(statistics.median(v), 2) for k, v in sorted(per_rule_cpu.items())
+        },
         "peak_rss_mb": max(rss) if rss else None,
     }
 
@@ -300,6 +311,25 @@ def markdown(doc: dict[str, Any]) -> str:
     for rule in rules:
         cells = [f"{doc['variants'][n]['summary']['per_rule_s'].get(rule, 0):.2f}" for n in names]
         lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+    cpu_rules = sorted(
+        {r for v in doc["variants"].values() for r in v["summary"].get("per_rule_thread_cpu_s", {})}
+    )
+    if cpu_rules:
+        lines += [
+            "",
+            "CPU per rule of the jobs inside Snakemake's process (s, their threads' CPU summed "
+            "over the rule's jobs, median; a child process a job starts is in the command CPU, "
+            "not here):",
+            "",
+            "| rule | " + " | ".join(names) + " |",
+            "|---|" + "---:|" * len(names),
+        ]
+        for rule in cpu_rules:
+            cells = [
+                f"{doc['variants'][n]['summary'].get('per_rule_thread_cpu_s', {}).get(rule, 0):.2f}"
+                for n in names
+            ]
+            lines.append(f"| {rule} | " + " | ".join(cells) + " |")
     if doc.get("notes"):
         lines += ["", "Notes:", "", *(f"- {note}" for note in doc["notes"])]
     return "\n".join(lines) + "\n"

@@ -12,10 +12,11 @@ calls' cumulative time) and in reading Parquet, and its top functions by cumulat
 then, summed over the jobs, the split between start-up (interpreter, imports, Snakemake's
 script preamble), reading and the rest (the statistics and the report).
 
-Since the light rules run inside Snakemake's process (``run:`` + in_process,
-evalnoise.pipeline.jobs), only a tree whose analysis rules use ``script:`` (before that
-change) is profiled job by job; the in-process jobs' wall and CPU time are in their logs'
-last lines, which bench_analysis.py reads.
+The light rules run inside Snakemake's process (``run:`` + in_process,
+evalnoise.pipeline.jobs): the same ``sitecustomize`` wraps ``runpy.run_path``, with which
+``run_script`` runs a rule's script in one of Snakemake's threads, in a profiler of that
+thread (cProfile hooks only the thread that enables it), so each in-process job is profiled
+alone too.
 
     python benchmarks/profile_analysis.py /tmp/evalnoise-bench-local-100000-a1-XXXX/ws \
         --out benchmarks/results/profiles/analysis-local-100000-a1.txt
@@ -51,6 +52,27 @@ if _m and os.environ.get("EVALNOISE_CPROFILE_DIR"):
 
     atexit.register(_dump)
     _profile.enable()
+
+if os.environ.get("EVALNOISE_CPROFILE_DIR"):
+    # an in-process job (evalnoise.pipeline.jobs.run_script) runs its script with
+    # runpy.run_path in one of Snakemake's threads: profile that call, in that thread
+    import cProfile as _cp, runpy as _runpy, threading as _th, time as _tm
+    _run_path = _runpy.run_path
+
+    def _profiled_run_path(path, *args, **kwargs):
+        if "/scripts/" not in str(path):
+            return _run_path(path, *args, **kwargs)
+        rule = os.path.basename(str(path))[: -len(".py")]
+        profile, t0 = _cp.Profile(), _tm.perf_counter()
+        profile.enable()
+        try:
+            return _run_path(path, *args, **kwargs)
+        finally:
+            profile.disable()
+            name = f"{rule}-{os.getpid()}.{_th.get_ident()}-{_tm.perf_counter() - t0:.3f}.prof"
+            profile.dump_stats(os.path.join(os.environ["EVALNOISE_CPROFILE_DIR"], name))
+
+    _runpy.run_path = _profiled_run_path
 """
 
 

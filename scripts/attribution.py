@@ -4,6 +4,7 @@ policy sensitivity, resource sensitivity per task, flaky tasks, time and host ef
 import pandas as pd
 
 from evalnoise.atomic import atomic_path, write_csv, write_text
+from evalnoise.attribution.all_analyses import TrialColumns
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.attribution_stage import attribution_tables
 from evalnoise.pipeline.collect import read_scores
@@ -12,7 +13,8 @@ from evalnoise.pipeline.jobs import log_to
 log = log_to(snakemake.log[0])
 p, o = snakemake.params, snakemake.output
 out = attribution_tables(
-    read_scores(snakemake.input.scores),
+    # only the columns the analyses read: a score shard's other columns cost the read
+    read_scores(snakemake.input.scores, columns=TrialColumns().read()),
     pd.read_parquet(snakemake.input.tasks),
     policy=p.infra_policy,
     options=p.analysis,

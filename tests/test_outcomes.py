@@ -20,6 +20,7 @@ from evalnoise.outcomes import (
     CRASH_SIGNALS,
     OUTCOMES,
     assess_health,
+    attempt_order,
     crash_signal,
     crash_signal_name,
     outcome_counts,
@@ -276,3 +277,56 @@ def test_health_is_valid_exactly_when_nothing_crashed_and_few_failed(numbers, un
     measured = trials > 0 and counts["crashed"] == 0 and health.failure_rate <= cap
     assert (health.reasons == ()) == measured
     assert health.valid == (exp or measured)
+
+
+# --- attempt_order: pandas' sort and duplicated, without building the sorted table -------------
+
+_labels = st.one_of(st.none(), st.sampled_from(["a", "b", "B", "é", "a b", "10", "9"]))
+
+
+@st.composite
+def _attempt_tables(draw):
+    n = draw(st.integers(0, 40))
+    column = st.lists(_labels, min_size=n, max_size=n)
+    frame = pd.DataFrame(
+        {
+            "agent": pd.array(draw(column), dtype="str"),  # pandas' Arrow-backed strings
+            "task_id": draw(column),  # object, with None
+            "trial": draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)),
+            "prompt_variant": draw(
+                st.lists(
+                    st.one_of(st.none(), st.sampled_from([0.5, 1.0, float("nan")])),
+                    min_size=n,
+                    max_size=n,
+                )
+            ),
+            "attempt": draw(st.lists(st.integers(1, 3), min_size=n, max_size=n)),
+        }
+    )
+    frame.index = draw(st.permutations(range(n))) if n else frame.index
+    return frame
+
+
+@settings(max_examples=200, deadline=None)
+@given(frame=_attempt_tables())
+def test_attempt_order_is_pandas_sort_and_duplicated(frame):
+    # The independent implementation: what apply_infra_policy and final_attempts did before.
+    key = ["agent", "task_id", "trial", "prompt_variant"]
+    ordered = frame.sort_values([*key, "attempt"], kind="mergesort")
+    rows = attempt_order(frame, key)
+    pd.testing.assert_frame_equal(frame.iloc[rows.order], ordered)
+    last = ~ordered.duplicated(subset=key, keep="last")
+    first = ~ordered.duplicated(subset=key, keep="first")
+    assert rows.last.tolist() == last.tolist()
+    assert rows.first.tolist() == first.tolist()
+    most = int(ordered.groupby(key, dropna=False).size().max()) if len(frame) else 0
+    assert rows.most_attempts == most
+
+
+def test_attempt_order_without_an_attempt_column_is_one_attempt_a_row():
+    frame = pd.DataFrame({"task_id": ["b", "a", "b"], "trial": [0, 0, 0]})
+    rows = attempt_order(frame, ["task_id", "trial"])
+    assert rows.order.tolist() == [1, 0, 2]
+    assert rows.first.tolist() == [True, True, False]
+    assert rows.last.tolist() == [True, False, True]
+    assert rows.most_attempts == 2

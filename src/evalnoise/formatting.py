@@ -32,6 +32,17 @@ def jsonable(value: Any) -> Any:
     """The one rule for values that leave the process (JSON files, task files, journals):
     numpy scalars and arrays become Python values, and NaN, ±inf, ``pd.NA`` and ``pd.NaT``
     become null, recursively."""
+    # the exact built-in types first: a large record (5,000 per-task rows) is mostly these,
+    # and the checks below cost several calls each
+    kind = type(value)
+    if kind is str or kind is int or kind is bool:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [jsonable(v) for v in value]
     if value is None or _is_missing(value):
         return None
     if isinstance(value, Mapping):
@@ -52,7 +63,66 @@ def jsonable(value: Any) -> Any:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(jsonable(value), indent=2, allow_nan=False)
+    """``json.dumps(jsonable(value), indent=2, allow_nan=False)``, character for character.
+
+    With an indent the standard library encodes in Python, a generator per container (its C
+    encoder only writes compact JSON); :func:`_indented` writes the same text with one call
+    per container and the C string escaper, several times faster on a record of 5,000
+    per-task rows."""
+    out: list[str] = []
+    _indented(jsonable(value), "\n", out)
+    return "".join(out)
+
+
+_escape = json.encoder.encode_basestring_ascii  # the escaper json.dumps uses (ensure_ascii)
+
+
+def _indented(value: Any, newline: str, out: list[str]) -> None:
+    """Append ``value`` (JSON-ready: :func:`jsonable`'s output) as ``json.dumps(value,
+    indent=2)`` writes it at the nesting ``newline`` ("\\n" and the indentation)."""
+    kind = type(value)
+    if kind is str:
+        out.append(_escape(value))
+    elif value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif kind is int:
+        out.append(int.__repr__(value))
+    elif kind is float:
+        if not math.isfinite(value):
+            raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        out.append(float.__repr__(value))
+    elif kind is dict:
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        out.append("{")
+        first = True
+        for key, item in value.items():
+            out.append(inner if first else "," + inner)
+            first = False
+            out.append(_escape(key))
+            out.append(": ")
+            _indented(item, inner, out)
+        out.append(newline + "}")
+    elif kind is list:
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        out.append("[")
+        first = True
+        for item in value:
+            out.append(inner if first else "," + inner)
+            first = False
+            _indented(item, inner, out)
+        out.append(newline + "]")
+    else:  # not JSON-ready: the standard library says what is wrong with it
+        out.append(json.dumps(value, allow_nan=False))
 
 
 def fmt(value: Any, spec: str = ".3f") -> str:

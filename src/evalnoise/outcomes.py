@@ -38,8 +38,10 @@ __all__ = [
     "CRASH_SIGNALS",
     "OUTCOMES",
     "UNDECIDED",
+    "AttemptOrder",
     "Health",
     "assess_health",
+    "attempt_order",
     "crash_signal",
     "crash_signal_name",
     "crashed_mask",
@@ -126,14 +128,72 @@ def crashed_mask(trials: pd.DataFrame) -> np.ndarray:
     return _crashed_mask(trials["exit_code"]) & (status == "agent_error")
 
 
+def _sort_codes(values: pd.Series) -> np.ndarray:
+    """Integers that sort as ``values`` sort in ``DataFrame.sort_values`` (missing last) and
+    are equal where ``DataFrame.duplicated`` finds them equal (missing equals missing)."""
+    if pd.api.types.is_integer_dtype(values.dtype) and not values.hasnans:
+        return values.to_numpy(dtype=np.int64)
+    codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
+    codes = codes.astype(np.int64, copy=False)
+    codes[codes < 0] = len(uniques)
+    return codes
+
+
+@dataclass(frozen=True)
+class AttemptOrder:
+    """What :func:`attempt_order` returns.
+
+    order : row positions of the table sorted by its trial key, then ``attempt``.
+    first, last : over the sorted rows, whether a row is its trial's first (last) attempt.
+    """
+
+    order: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+
+    @property
+    def most_attempts(self) -> int:
+        """The most attempts any trial has (0 for no rows)."""
+        starts = np.flatnonzero(self.first)
+        return int(np.diff(np.append(starts, self.order.size)).max()) if starts.size else 0
+
+
+def attempt_order(trials: pd.DataFrame, key: Iterable[str]) -> AttemptOrder:
+    """The table's rows in trial order, and each trial's first and last attempt.
+
+    The order is ``trials.sort_values([*key, "attempt"], kind="mergesort")``'s (stable,
+    missing values last; a table without ``attempt`` is one attempt a row) and ``last`` is
+    ``~sorted.duplicated(subset=key, keep="last")`` (``first``: ``keep="first"``), computed
+    as pandas computes them — one stable ``numpy.lexsort`` of each column's sorted
+    factorization codes — without building the sorted table or a categorical per column.
+    """
+    key = list(key)
+    codes = [_sort_codes(trials[c]) for c in key]
+    attempt = (
+        _sort_codes(trials["attempt"])
+        if "attempt" in trials.columns
+        else np.zeros(len(trials), dtype=np.int64)
+    )
+    order = np.lexsort([attempt, *codes[::-1]])
+    n = order.size
+    # a row starts a new trial where any key column differs from the row before it
+    change = np.zeros(max(n - 1, 0), dtype=bool)
+    for c in codes:
+        ranked = c[order]
+        change |= ranked[1:] != ranked[:-1]
+    first = np.concatenate([[True], change]) if n else np.zeros(0, dtype=bool)
+    last = np.concatenate([change, [True]]) if n else np.zeros(0, dtype=bool)
+    return AttemptOrder(order=order, first=first, last=last)
+
+
 def final_attempts(trials: pd.DataFrame) -> pd.DataFrame:
     """The last attempt of every trial (every row when the table has no ``attempt`` or no
     trial key columns, :data:`evalnoise.schema.TRIAL_KEY`), in trial-key order."""
     key = [c for c in TRIAL_KEY if c in trials.columns]
     if not key or "attempt" not in trials.columns or not len(trials):
         return trials
-    last = trials.sort_values([*key, "attempt"], kind="mergesort")
-    return last[~last.duplicated(subset=key, keep="last")]
+    rows = attempt_order(trials, key)
+    return trials.iloc[rows.order[rows.last]]
 
 
 def outcome_of(trials: pd.DataFrame) -> np.ndarray:

@@ -56,3 +56,32 @@ def test_shard_without_a_newer_column_reads_null_there(tmp_path):
 def test_no_shards_is_an_error():
     with pytest.raises(ValueError, match="no score shards"):
         read_scores([])
+
+
+def test_only_the_columns_asked_for(tmp_path):
+    from evalnoise.attribution.all_analyses import TrialColumns
+
+    paths = [_shard(tmp_path / "a.parquet", 5), _shard(tmp_path / "b.parquet", 4)]
+    wanted = TrialColumns().read()
+    scores = read_scores(paths, columns=wanted)
+    assert len(scores) == 9
+    # every column the attribution reads that a shard has, and no other
+    assert set(scores.columns) == set(wanted) & {f.name for f in SCORES}
+    assert scores["task_id"].tolist() == read_scores(paths)["task_id"].tolist()
+    # a payload column is read only with payload=True, even when asked for
+    assert "stdout_tail" not in read_scores(paths, columns=["task_id", "stdout_tail"])
+    both = read_scores(paths, columns=["task_id", "stdout_tail"], payload=True)
+    assert set(both.columns) == {"task_id", "stdout_tail"}
+
+
+def test_levels_looked_up_once_per_task_are_the_levels_of_every_row():
+    import pandas as pd
+
+    from evalnoise.pipeline.collect import _levels_of
+
+    levels = {"a": 1, "b": "hard", "None": 3}
+    for tasks in (
+        pd.Series(["b", "a", "b", "c", "a"], dtype="str"),
+        pd.Series(["b", None, "a"], dtype=object),  # a missing task: row by row, as before
+    ):
+        assert _levels_of(tasks, levels, str) == [levels.get(str(t)) for t in tasks.tolist()]

@@ -9,10 +9,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import vl_convert as vlc
 
 from evalnoise.analysis import per_task_table
 from evalnoise.report import charts
-from evalnoise.report._render import chart_page, chart_spec, script_json, write_chart
+from evalnoise.report._render import (
+    PNG_SCALE,
+    VL_VERSION,
+    PngRenderer,
+    chart_page,
+    chart_spec,
+    png_spec,
+    script_json,
+    write_chart,
+)
 
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.IGNORECASE)
 
@@ -244,6 +254,78 @@ def test_write_chart_html_and_png_are_deterministic(tmp_path: Path) -> None:
     assert first[1].read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes()
+
+
+def _budget_spec() -> dict:
+    budget = pd.DataFrame(
+        {"n_tasks": [100, 50, 10], "trials": [4, 8, 40], "se": [0.02, 0.03, 0.06]}
+    )
+    return chart_spec(charts.budget_chart(budget))
+
+
+def test_png_without_aria_is_the_same_picture() -> None:
+    # png_spec drops the ARIA labels Vega writes into the SVG the rasterizer reads: the
+    # pixels, and the PNG's bytes, are those of the spec as it is
+    for spec in (_budget_spec(), chart_spec(charts.per_task_chart(_many_tasks(2, 300)))):
+        assert png_spec(spec)["config"]["aria"] is False
+        assert "aria" not in spec.get("config", {})  # the HTML's spec keeps its labels
+        assert vlc.vegalite_to_png(
+            png_spec(spec), scale=PNG_SCALE, vl_version=VL_VERSION
+        ) == vlc.vegalite_to_png(spec, scale=PNG_SCALE, vl_version=VL_VERSION)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_png_workers_write_the_same_files(tmp_path: Path, workers: int) -> None:
+    specs = {
+        "budget": _budget_spec(),
+        "per_task": chart_spec(charts.per_task_chart(_many_tasks(2, 300))),
+        "convergence": chart_spec(charts.convergence_chart(charts.tidy_convergence(_conv_table()))),
+    }
+    here = {stem: write_chart(spec, tmp_path / "here", stem, stem) for stem, spec in specs.items()}
+    with PngRenderer(workers) as png:
+        assert png.workers == workers
+        there = {
+            stem: write_chart(spec, tmp_path / "there", stem, stem, png=png)
+            for stem, spec in specs.items()
+        }
+    for stem in specs:
+        for a, b in zip(here[stem], there[stem], strict=True):
+            assert a.name == b.name
+            assert a.read_bytes() == b.read_bytes()
+    assert not list((tmp_path / "there").glob(".*"))  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    ("cpus", "load", "workers"),
+    [(1, 0.0, 0), (2, 0.0, 1), (2, 0.5, 0), (2, 9.0, 0), (4, 1.0, 2), (16, 2.0, 2)],
+)
+def test_png_workers_only_on_idle_cpus(monkeypatch, cpus, load, workers) -> None:
+    # a worker pays its own V8 engine: only a CPU idle beside the report's thread renders
+    import evalnoise.report._render as render
+
+    monkeypatch.setattr(render.os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    monkeypatch.setattr(render.os, "getloadavg", lambda: (load, load, load))
+    assert render.png_workers() == workers
+
+
+def test_png_worker_errors_name_the_chart(tmp_path: Path) -> None:
+    bad = {"mark": "no-such-mark", "data": {"values": [{"x": 1}]}}
+    with pytest.raises(RuntimeError, match=r"PNG rendering failed: bad\.png: "):
+        with PngRenderer(1) as png:
+            write_chart(_budget_spec(), tmp_path, "good", "good", png=png)
+            write_chart(bad, tmp_path, "bad", "bad", png=png)
+    assert (tmp_path / "good.png").read_bytes().startswith(b"\x89PNG")
+    assert not (tmp_path / "bad.png").exists()
+
+
+def test_a_dead_png_worker_fails_the_report(tmp_path: Path) -> None:
+    png = PngRenderer(1)
+    png._procs[0].kill()
+    png._procs[0].wait()
+    write_chart(_budget_spec(), tmp_path, "budget", "budget", png=png)
+    with pytest.raises(RuntimeError, match=r"budget\.png: the PNG worker exited \(-9\)"):
+        png.close()
+    assert not (tmp_path / "budget.png").exists()
 
 
 def _many_tasks(groups: int, tasks: int) -> pd.DataFrame:

@@ -243,6 +243,88 @@ def test_paired_bootstrap_ci_contains_observed_diff(a, data):
     assert swapped.se == pytest.approx(res.se, abs=1e-12)
 
 
+def _binary_task_means(rng, n_tasks, n_trials, shift=0.05):
+    """Task means of two agents on binary trials: few distinct paired differences."""
+    p = rng.beta(0.8, 0.8, n_tasks)
+    a = rng.binomial(n_trials, p) / n_trials
+    b = rng.binomial(n_trials, np.clip(p + shift, 0, 1)) / n_trials
+    return a, b
+
+
+def test_paired_bootstrap_counts_of_values_match_scipy():
+    # Binary trials, 10 a task: d takes at most 21 values, so the counts of the distinct
+    # values are drawn (Multinomial), not task indices; scipy resamples task indices.
+    rng = np.random.default_rng(12)
+    a, b = _binary_task_means(rng, 400, 10)
+    assert np.unique(a - b).size * paired_mod._MULTINOMIAL_RATIO <= a.size
+    ours = paired_bootstrap(a, b, n_resamples=20_000, seed=3)
+    ref = stats.bootstrap(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=20_000,
+        method="percentile",
+        confidence_level=0.95,
+        rng=np.random.default_rng(11),
+    )
+    assert ours.diff == pytest.approx(np.mean(a - b), abs=1e-15)
+    assert ours.se == pytest.approx(ref.standard_error, rel=0.03)
+    assert ours.ci_low == pytest.approx(ref.confidence_interval.low, abs=0.1 * ours.se)
+    assert ours.ci_high == pytest.approx(ref.confidence_interval.high, abs=0.1 * ours.se)
+    d = a - b
+    assert ours.se == pytest.approx(np.std(d, ddof=0) / math.sqrt(d.size), rel=0.03)
+
+
+def test_paired_bootstrap_draws_counts_of_values_as_documented():
+    # The documented scheme for few distinct differences, written out: n_resamples rows of
+    # Multinomial(n; m_k / n) counts of the sorted distinct values v_k, mean = C · v / n.
+    a = np.repeat([1.0, 0.5, 0.0, 1.0], 10)
+    b = np.repeat([0.5, 0.5, 0.5, 0.0], 10)
+    res = paired_bootstrap(a, b, n_resamples=7, seed=4, confidence=0.5)
+    values, m = np.unique(a - b, return_counts=True)
+    counts = np.random.default_rng(4).multinomial(40, m / 40, size=7)
+    boot = (counts * values).sum(axis=1) / 40
+    assert res.se == pytest.approx(np.std(boot, ddof=1), rel=1e-12)
+    assert res.ci_low == pytest.approx(np.percentile(boot, 25), rel=1e-12)
+    assert res.ci_high == pytest.approx(np.percentile(boot, 75), rel=1e-12)
+
+
+def test_paired_bootstrap_counts_and_indices_agree(monkeypatch):
+    # The two ways of drawing (counts of values, task indices) give the same bootstrap
+    # distribution: on the same data their CIs agree within Monte Carlo error, and the
+    # counts are block invariant as the indices are.
+    a, b = _binary_task_means(np.random.default_rng(5), 2000, 10)
+    counts = paired_bootstrap(a, b, n_resamples=20_000, seed=1)
+    monkeypatch.setattr(paired_mod, "_BOOTSTRAP_BLOCK", 21 * 13)
+    assert paired_bootstrap(a, b, n_resamples=20_000, seed=1) == counts
+    monkeypatch.setattr(paired_mod, "_MULTINOMIAL_RATIO", 10**9)  # task indices
+    indices = paired_bootstrap(a, b, n_resamples=20_000, seed=1)
+    assert indices != counts
+    assert counts.se == pytest.approx(indices.se, rel=0.03)
+    assert counts.ci_low == pytest.approx(indices.ci_low, abs=0.1 * counts.se)
+    assert counts.ci_high == pytest.approx(indices.ci_high, abs=0.1 * counts.se)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_trials=st.integers(1, 4),
+    levels=st.lists(st.integers(0, 4), min_size=16, max_size=120),
+    data=st.data(),
+)
+def test_paired_bootstrap_counts_ci_contains_observed_diff(n_trials, levels, data):
+    a = np.minimum(np.array(levels), n_trials) / n_trials
+    b = (
+        np.array(data.draw(st.lists(st.integers(0, n_trials), min_size=a.size, max_size=a.size)))
+        / n_trials
+    )
+    res = paired_bootstrap(a, b, n_resamples=2000, seed=1)
+    assert res.ci_low - 1e-12 <= res.diff <= res.ci_high + 1e-12
+    assert a.min() - b.max() - 1e-12 <= res.ci_low <= res.ci_high <= a.max() - b.min() + 1e-12
+    swapped = paired_bootstrap(b, a, n_resamples=2000, seed=1)
+    assert swapped.se == pytest.approx(res.se, rel=0.2)
+
+
 def test_paired_bootstrap_input_checks():
     with pytest.raises(ValueError):
         paired_bootstrap([0.1, 0.2], [0.1])

@@ -129,6 +129,14 @@ class TrialColumns:
             raise ValueError(f"unknown column roles {unknown}; known: {sorted(roles)}")
         return cls(**spec)
 
+    def read(self) -> tuple[str, ...]:
+        """Every column the analyses read from a table with these names (the roles' columns,
+        ``duration_s``, ``exit_code`` and the variant columns): a caller that reads a trial
+        file may read only these (:func:`evalnoise.pipeline.collect.read_scores`)."""
+        roles = (getattr(self, f.name) for f in fields(self))
+        names = [n for n in roles if n is not None]
+        return tuple(dict.fromkeys([*names, "duration_s", "exit_code", *VARIANT_COLUMNS]))
+
 
 @dataclass(frozen=True)
 class NotRun:

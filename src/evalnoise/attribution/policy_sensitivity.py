@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.outcomes import attempt_order
 from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy
 from evalnoise.stats.accuracy import AccuracyResult, accuracy
 
@@ -164,11 +165,11 @@ def policy_sensitivity(
     frame = trials.copy()
     if "attempt" not in frame.columns:
         frame["attempt"] = 1
-    frame = frame.sort_values([*key, "attempt"], kind="mergesort")
-    repeated = frame.duplicated(subset=key, keep="first")
-    first = frame[~repeated]
-    n_attempts_max = int(frame.groupby(key, dropna=False).size().max()) if len(frame) else 0
-    retried = bool(repeated.any())
+    rows = attempt_order(frame, key)
+    frame = frame.iloc[rows.order]
+    first = frame[rows.first]
+    n_attempts_max = rows.most_attempts
+    retried = bool((~rows.first).any())
     without = " (retries ignored: what the run would have scored without them)" if retried else ""
     exhausted = "scores 0" if on_exhausted == "as_incorrect" else "is left out"
 

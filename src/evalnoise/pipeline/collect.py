@@ -16,7 +16,7 @@ statistics key by (task, trial). The variants' labels stay in ``attempts``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,15 +44,22 @@ __all__ = [
 PAYLOAD_COLUMNS = ("prediction", "error", "stdout_tail", "stderr_tail", "judge_explanation")
 
 
-def read_scores(paths: Iterable[str | os.PathLike[str]], *, payload: bool = False) -> pd.DataFrame:
+def read_scores(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    payload: bool = False,
+    columns: Collection[str] | None = None,
+) -> pd.DataFrame:
     """The score shards concatenated (SCORES schema), without :data:`PAYLOAD_COLUMNS`
-    unless ``payload``."""
+    unless ``payload``; only ``columns`` (those a shard has) when given."""
     tables = []
     for path in paths:
         with pq.ParquetFile(path) as shard:
             names = shard.schema_arrow.names
-            columns = names if payload else [c for c in names if c not in PAYLOAD_COLUMNS]
-            tables.append(shard.read(columns=columns))
+            if columns is not None:
+                names = [c for c in names if c in columns]
+            columns_read = names if payload else [c for c in names if c not in PAYLOAD_COLUMNS]
+            tables.append(shard.read(columns=columns_read))
     if not tables:
         raise ValueError("no score shards given")
     # "default" promotion: a shard written before a nullable column existed (the cost
@@ -124,15 +131,26 @@ def group_data(
             "score": counted["score"].astype("float64").to_numpy(),
         }
     )
-    # .tolist() first: iterating an Arrow-backed column calls Python per element (~3 µs each)
-    frame["level"] = [levels.get(t) for t in frame["task"].tolist()]
+    frame["level"] = _levels_of(frame["task"], levels, str)
     frame = frame.sort_values(["task", "trial"], kind="mergesort").reset_index(drop=True)
     counts = dict(result.counts)
     counts["unscored"] = int(unscored.sum())
     counts["statuses"] = {str(k): int(v) for k, v in sorted(mine["status"].value_counts().items())}
     attempts = mine.reset_index(drop=True)
-    attempts["level"] = [levels.get(str(t)) for t in attempts["task_id"].tolist()]
+    attempts["level"] = _levels_of(attempts["task_id"], levels, str)
     return GroupData(agent, resource_profile, frame, attempts, counts)
+
+
+def _levels_of(tasks: pd.Series, levels: Mapping[str, Any], key: Any) -> list[Any]:
+    """``[levels.get(key(t)) for t in tasks]``, looked up once per distinct task (a task has
+    many trials) when no task is missing."""
+    if tasks.hasnans:
+        # .tolist() first: iterating an Arrow-backed column calls Python per element
+        return [levels.get(key(t)) for t in tasks.tolist()]
+    codes, distinct = pd.factorize(tasks)
+    found = np.empty(len(distinct), dtype=object)
+    found[:] = [levels.get(key(t)) for t in distinct.tolist()]
+    return found[codes].tolist()
 
 
 def _stride(trials: pd.DataFrame) -> int:

@@ -8,8 +8,9 @@ forbids every fetch, so a chart that tried to load something would fail loudly i
 browser console instead of silently reaching out. The vega-embed action menu (which links to
 the online Vega editor) is turned off.
 
-PNG: rendered by vl-convert (no browser). Both outputs are pure functions of the spec, so
-rebuilding a report from the same inputs gives byte-identical files.
+PNG: rendered by vl-convert (no browser), in this process or, for a whole report, in worker
+processes (:class:`PngRenderer`). Both outputs are pure functions of the spec, so rebuilding
+a report from the same inputs gives byte-identical files.
 """
 
 from __future__ import annotations
@@ -18,8 +19,13 @@ import contextlib
 import functools
 import html
 import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import altair as alt
 import vl_convert as vlc
@@ -131,16 +137,175 @@ def chart_page(title: str, spec: dict[str, Any]) -> str:
 """
 
 
-def write_chart(spec: dict[str, Any], out_dir: Path, stem: str, title: str) -> list[Path]:
+def png_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec as the PNG renders it: without ARIA attributes (``config.aria: false``).
+
+    Vega writes an ``aria-label`` naming every field of every mark into the SVG it hands the
+    rasterizer (5,000 points: a megabyte of labels); a picture has no use for them and its
+    pixels are the same, byte for byte, without them."""
+    return {**spec, "config": {**spec.get("config", {}), "aria": False}}
+
+
+def write_chart(
+    spec: dict[str, Any],
+    out_dir: Path,
+    stem: str,
+    title: str,
+    *,
+    png: PngRenderer | None = None,
+) -> list[Path]:
     """Write ``<stem>.html`` (offline) and ``<stem>.png`` of a Vega-Lite spec atomically.
 
-    Returns both paths. ``spec`` comes from :func:`chart_spec`.
+    Returns both paths. ``spec`` comes from :func:`chart_spec`. With ``png`` the PNG is
+    handed to that renderer's workers and exists once the renderer is closed; without, it
+    is rendered here.
     """
     html_path = out_dir / f"{stem}.html"
     png_path = out_dir / f"{stem}.png"
     with atomic_open(html_path) as fh:
         fh.write(chart_page(title, spec))
-    png = vlc.vegalite_to_png(spec, scale=PNG_SCALE, vl_version=VL_VERSION)
+    if png is not None:
+        png.submit(spec, png_path)
+        return [html_path, png_path]
+    data = vlc.vegalite_to_png(png_spec(spec), scale=PNG_SCALE, vl_version=VL_VERSION)
     with atomic_open(png_path, "wb") as fh:
-        fh.write(png)
+        fh.write(data)
     return [html_path, png_path]
+
+
+def png_workers() -> int:
+    """Worker processes a report renders its PNGs in: one per CPU left idle beside the
+    report's own thread, at most 2, judged by the 1-minute load average; else 0 (in this
+    process). A worker pays its own start and V8 engine (~1 s of CPU here) to render while
+    the report builds its charts, which only pays off on an idle CPU: on a loaded 2-core
+    machine (load 8-10) the report took longer with one worker than without
+    (benchmarks/results/analysis-imported-100000-a2-fastanalysis-pngworker.md)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float(cpus)
+    idle = int(cpus - load)
+    return max(0, min(2, idle - 1))
+
+
+class PngRenderer:
+    """Renders charts' PNGs in worker processes (:mod:`evalnoise.report._png`).
+
+    Started at the beginning of a report, the workers start their V8 engines while the
+    report builds its cards and charts; each :meth:`submit` goes to the worker with the
+    least spec text queued (a chart's cost grows with its data), so with two workers the
+    big per-question chart and the small ones render at once. :meth:`close` waits for every
+    PNG and raises ``RuntimeError`` naming each chart that was not written (its error, or
+    the worker's exit status and last output). Used as a context manager it closes on
+    success and stops its workers on an error. ``workers=0`` renders in this process, at
+    :meth:`submit`; the default is :func:`png_workers`.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = png_workers() if workers is None else int(workers)
+        self._tmp = Path(tempfile.mkdtemp(prefix="evalnoise-png-"))
+        self._queued: list[int] = []
+        self._pending: list[list[str]] = []
+        self._procs: list[subprocess.Popen[str]] = []
+        self._stderr: list[IO[str]] = []
+        self._n = 0
+        env = dict(os.environ)
+        # the workers import this evalnoise, wherever it was imported from
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in [package_root, env.get("PYTHONPATH", "")] if p
+        )
+        try:
+            for i in range(self.workers):
+                err = open(self._tmp / f"worker-{i}.err", "w+", encoding="utf-8")
+                self._stderr.append(err)
+                self._procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "evalnoise.report._png", VL_VERSION, str(PNG_SCALE)],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        stderr=err,
+                        text=True,
+                        env=env,
+                    )
+                )
+                self._queued.append(0)
+                self._pending.append([])
+        except BaseException:
+            self._stop()
+            raise
+
+    def submit(self, spec: dict[str, Any], png_path: Path) -> None:
+        """Render ``spec`` (from :func:`chart_spec`) to ``png_path``."""
+        if not self._procs:
+            data = vlc.vegalite_to_png(png_spec(spec), scale=PNG_SCALE, vl_version=VL_VERSION)
+            with atomic_open(png_path, "wb") as fh:
+                fh.write(data)
+            return
+        text = json.dumps(png_spec(spec))
+        spec_file = self._tmp / f"spec-{self._n}.json"
+        self._n += 1
+        spec_file.write_text(text, encoding="utf-8")
+        i = min(range(len(self._procs)), key=self._queued.__getitem__)
+        self._queued[i] += len(text)
+        self._pending[i].append(str(png_path))
+        stdin = self._procs[i].stdin
+        assert stdin is not None
+        try:
+            stdin.write(json.dumps({"spec": str(spec_file), "png": str(png_path)}) + "\n")
+            stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker died: close() names its charts and its output
+
+    def close(self) -> None:
+        """Wait for every submitted PNG; raise ``RuntimeError`` naming the ones not written."""
+        problems = []
+        try:
+            for proc, pending, err in zip(self._procs, self._pending, self._stderr, strict=True):
+                assert proc.stdin is not None and proc.stdout is not None
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
+                replies = [json.loads(line) for line in proc.stdout if line.strip()]
+                code = proc.wait()
+                done = {r["png"]: r["error"] for r in replies}
+                for path in pending:
+                    if path not in done:
+                        err.seek(0)
+                        tail = err.read()[-2000:].strip()
+                        problems.append(
+                            f"{Path(path).name}: the PNG worker exited ({code}) before "
+                            f"rendering it: {tail or 'no output'}"
+                        )
+                    elif done[path] is not None:
+                        problems.append(f"{Path(path).name}: {done[path]}")
+        finally:
+            self._stop()
+        if problems:
+            raise RuntimeError("PNG rendering failed: " + "; ".join(problems))
+
+    def _stop(self) -> None:
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        for err in self._stderr:
+            err.close()
+        self._procs, self._stderr = [], []
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> PngRenderer:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, traceback: Any) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self._stop()

@@ -46,7 +46,13 @@ from evalnoise import __version__
 from evalnoise.atomic import write_text
 from evalnoise.formatting import jsonable
 from evalnoise.report import charts
-from evalnoise.report._render import chart_spec, embed_script, page_head, write_chart
+from evalnoise.report._render import (
+    PngRenderer,
+    chart_spec,
+    embed_script,
+    page_head,
+    write_chart,
+)
 from evalnoise.report.attribution_section import (
     ALPHA,
     RESOURCE_CHART,
@@ -190,54 +196,61 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
     gains a ``valid`` column from the groups' health when it has none.
     """
     out_dir = Path(out_dir)
-    conf = inputs.card_context.confidence
-    att = inputs.attribution
-    by_group = group_cards(inputs)
-    cards = [(c.stem, c.card) for c in by_group]
-    names = group_names(by_group)
-    comparisons = inputs.comparisons
-    skipped = [dict(r) for r in inputs.skipped_comparisons]
-    if comparisons is not None and names.invalid:
-        comparisons, moved = drop_invalid_pairs(comparisons, set(names.invalid))
-        skipped += moved
+    # the PNG workers start their engines now, while the cards and charts are built; the
+    # block ends when every PNG is written
+    with PngRenderer() as png:
+        conf = inputs.card_context.confidence
+        att = inputs.attribution
+        by_group = group_cards(inputs)
+        cards = [(c.stem, c.card) for c in by_group]
+        names = group_names(by_group)
+        comparisons = inputs.comparisons
+        skipped = [dict(r) for r in inputs.skipped_comparisons]
+        if comparisons is not None and names.invalid:
+            comparisons, moved = drop_invalid_pairs(comparisons, set(names.invalid))
+            skipped += moved
 
-    written: list[Path] = []
-    for stem, card in cards:
-        md, js = out_dir / "cards" / f"{stem}.md", out_dir / "cards" / f"{stem}.json"
-        write_text(md, card_markdown(card))
-        write_text(js, _dumps_sorted(card))
-        written += [md, js]
-    all_cards = out_dir / "cards.json"
-    write_text(all_cards, _dumps_sorted({"cards": [card for _, card in cards]}))
-    written.append(all_cards)
+        written: list[Path] = []
+        for stem, card in cards:
+            md, js = out_dir / "cards" / f"{stem}.md", out_dir / "cards" / f"{stem}.json"
+            write_text(md, card_markdown(card))
+            write_text(js, _dumps_sorted(card))
+            written += [md, js]
+        all_cards = out_dir / "cards.json"
+        write_text(all_cards, _dumps_sorted({"cards": [card for _, card in cards]}))
+        written.append(all_cards)
 
-    # --- charts --------------------------------------------------------------------------
-    rendered = []
-    curves = None if att is None else dstudy_frame(att.summary, names.attribution_titles)
-    for ch in chart_sections(
-        per_task=inputs.per_task,
-        convergence=inputs.convergence,
-        budget=inputs.budget,
-        dstudy=curves if curves is not None and len(curves) else None,
-        infra=infra_validity(inputs.infra, by_group),
-        comparisons=comparisons,
-        skipped_comparisons=skipped,
-        groups=names.groups,
-        titles=names.titles,
-        labels=names.labels,
-        confidence=conf,
-    ):
-        spec = None
-        if ch.chart is not None:
-            spec = chart_spec(ch.chart)
-            written += write_chart(spec, out_dir, ch.stem, ch.title)
-        rendered.append((ch, spec))
+        # --- charts --------------------------------------------------------------------------
+        rendered = []
+        curves = None if att is None else dstudy_frame(att.summary, names.attribution_titles)
+        for ch in chart_sections(
+            per_task=inputs.per_task,
+            convergence=inputs.convergence,
+            budget=inputs.budget,
+            dstudy=curves if curves is not None and len(curves) else None,
+            infra=infra_validity(inputs.infra, by_group),
+            comparisons=comparisons,
+            skipped_comparisons=skipped,
+            groups=names.groups,
+            titles=names.titles,
+            labels=names.labels,
+            confidence=conf,
+        ):
+            spec = None
+            if ch.chart is not None:
+                spec = chart_spec(ch.chart)
+                written += write_chart(spec, out_dir, ch.stem, ch.title, png=png)
+            rendered.append((ch, spec))
 
-    resource_rows = resource_chart_frame(att, set(names.attribution_invalid))
-    resource_spec = None
-    if resource_rows is not None:
-        resource_spec = chart_spec(charts.resource_sensitivity_chart(resource_rows, alpha=ALPHA))
-        written += write_chart(resource_spec, out_dir, RESOURCE_CHART, "Resource-sensitive tasks")
+        resource_rows = resource_chart_frame(att, set(names.attribution_invalid))
+        resource_spec = None
+        if resource_rows is not None:
+            resource_spec = chart_spec(
+                charts.resource_sensitivity_chart(resource_rows, alpha=ALPHA)
+            )
+            written += write_chart(
+                resource_spec, out_dir, RESOURCE_CHART, "Resource-sensitive tasks", png=png
+            )
     section = attribution_section(
         att,
         titles=names.attribution_titles,

@@ -36,7 +36,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalnoise.outcomes import crashed_mask
+from evalnoise.outcomes import attempt_order, crashed_mask
 from evalnoise.schema import INFRA_STATUSES, TRIAL_KEY
 
 MODES = ("as_incorrect", "retry", "exclude")
@@ -154,10 +154,10 @@ def apply_infra_policy(
     frame = trials.copy()
     if "attempt" not in frame.columns:
         frame["attempt"] = 1
-    frame = frame.sort_values([*key, "attempt"], kind="mergesort")
-    last_mask = ~frame.duplicated(subset=list(key), keep="last")
-    last = frame[last_mask]
-    superseded = frame[~last_mask]
+    rows = attempt_order(frame, key)
+    frame = frame.iloc[rows.order]
+    last = frame[rows.last]
+    superseded = frame[~rows.last]
     infra_last = last["status"].isin(INFRA_STATUSES)
     crashed_last = pd.Series(crashed_mask(last), index=last.index)
     failed_last = infra_last | crashed_last

@@ -1,0 +1,59 @@
+"""A process that renders Vega-Lite specs to PNG files with vl-convert (no altair).
+
+vl-convert holds the GIL while it renders, and its first call in a process starts a V8
+engine (about a second here); a report renders every PNG after that start, one after the
+other. :class:`evalnoise.report._render.PngRenderer` runs this module in worker processes
+started when the report begins, so the engine starts and the PNGs render while the report
+builds its cards and charts (two workers render two charts at once) — when CPUs are idle
+for them (:func:`evalnoise.report._render.png_workers`).
+
+Protocol, one JSON object a line: the worker reads ``{"spec": FILE, "png": PATH}`` on
+stdin (the spec as a JSON file, so a line stays short and a write to the pipe never waits
+for a render), renders it with ``vegalite_to_png(spec, scale, vl_version)`` (both from the
+command line), writes ``PATH`` atomically and answers ``{"png": PATH, "error": null}`` on
+stdout, or the error's text. It exits at the end of its input.
+
+    python -m evalnoise.report._png VL_VERSION SCALE
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import vl_convert as vlc
+
+from evalnoise.atomic import atomic_open
+
+#: Rendered once at start: the V8 engine and the Vega-Lite compiler start before any job.
+_WARM_UP = {"data": {"values": [{"x": 0}]}, "mark": "point", "encoding": {"x": {"field": "x"}}}
+
+
+def render(spec_file: str, png_path: str, *, vl_version: str, scale: float) -> None:
+    """Render the Vega-Lite spec in ``spec_file`` (JSON) to ``png_path``, atomically."""
+    with open(spec_file, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    png = vlc.vegalite_to_png(spec, scale=scale, vl_version=vl_version)
+    with atomic_open(png_path, "wb") as fh:
+        fh.write(png)
+
+
+def main(argv: list[str] | None = None) -> int:
+    vl_version, scale = (argv if argv is not None else sys.argv[1:])[:2]
+    vlc.vegalite_to_svg(_WARM_UP, vl_version=vl_version)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        try:
+            render(job["spec"], job["png"], vl_version=vl_version, scale=float(scale))
+            error = None
+        except Exception as exc:  # reported to the parent, which names the chart and fails
+            error = f"{type(exc).__name__}: {exc}"
+        sys.stdout.write(json.dumps({"png": job["png"], "error": error}) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
