@@ -88,6 +88,7 @@ def checkout(_shared_checkout, monkeypatch) -> Path:
         if now.get(rel) != data:
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
+    assert _files(root) == pristine  # the next test starts from the checkout's files
 
 
 def _synced_copy(tmp_path: Path) -> Path:
