@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -73,18 +75,26 @@ def run_json(capsys, argv):
     return json.loads(capsys.readouterr().out)
 
 
-def test_every_subcommand_has_help():
+def test_every_subcommand_has_help(capsys):
+    """``python -m evalnoise`` in a process of its own once (the entry point), every
+    subcommand's help in this one (a process each only started Python again)."""
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     assert {"analyze", "compare", "plan"} <= set(sub.choices)
+    out = subprocess.run(
+        [sys.executable, "-m", "evalnoise", "analyze", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "usage: evalnoise analyze" in out.stdout
     for name in sub.choices:
-        out = subprocess.run(
-            [sys.executable, "-m", "evalnoise", name, "--help"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        assert "usage: evalnoise " + name in out.stdout
+        try:
+            code = main([name, "--help"])  # `run` prints its own help and returns
+        except SystemExit as exc:  # argparse's help exits
+            code = exc.code
+        assert code == 0, name
+        assert "usage: evalnoise " + name in capsys.readouterr().out
 
 
 def test_analyze_json_has_exactly_the_promised_keys(capsys):
@@ -193,19 +203,42 @@ def test_plan_both_modes(capsys):
         (["plan", "--icc", "0.5"], None, r"give either"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(tmp_path, argv, content, message):
-    cmd = [sys.executable, "-m", "evalnoise", argv[0]]
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, content, message):
+    """In this process (what ``python -m evalnoise`` exits with is main's return value; the
+    test below runs one case as a process), with every warning recorded: none may be raised,
+    as a process would print it on stderr beside the error line."""
+    cmd = [argv[0]]
     if content is not None:
         p = tmp_path / "t.csv"
         p.write_text(content)
         cmd.append(str(p))
     cmd += argv[1:]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    with warnings.catch_warnings(record=True) as raised:
+        warnings.simplefilter("always")
+        try:
+            code = main(cmd)
+        except SystemExit as exc:  # an argparse error exits
+            code = exc.code
+    res = capsys.readouterr()
+    assert code == 2, res.err
+    assert not raised, [str(w.message) for w in raised]
+    assert res.out == ""
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1, res.err
+    assert re.search(message, lines[0]), lines[0]
+
+
+def test_bad_input_exits_2_with_one_line_as_a_process(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("task_id,trial,correct\na,0,1\na,1,x\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "evalnoise", "analyze", str(p)], capture_output=True, text=True
+    )
     assert res.returncode == 2, res.stderr
     assert res.stdout == ""
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1, res.stderr
-    assert pytest.importorskip("re").search(message, lines[0]), lines[0]
+    assert res.stderr.splitlines() == [
+        f"evalnoise analyze: error: {p}: row 2: column 'correct': score 'x' is not a number"
+    ]
 
 
 def test_analyze_says_which_columns_it_used(tmp_path, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -46,6 +47,48 @@ def _copy_checkout(tmp_path: Path) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, root / rel)
     return root
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of a copy (relative path → bytes)."""
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in root.rglob("*")
+        if path.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def _shared_checkout(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
+    """The copy and its files, code_version's on-disk cache of its areas among them."""
+    root = _copy_checkout(tmp_path_factory.mktemp("dependencies"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dependencies, "ROOT", root)
+        for area in AREAS:
+            provenance.code_version(area)
+    assert (root / provenance.CACHE).is_file()
+    return root, _files(root)
+
+
+@pytest.fixture
+def checkout(_shared_checkout, monkeypatch) -> Path:
+    """One copy of the checkout for the tests that edit one (a copy each, its areas derived
+    before and after the edit, was most of this file's time), the declaration reading it.
+    Put back byte for byte after each test, code_version's on-disk cache in ``.snakemake``
+    too: every test starts from the same files, and its "before" code versions come from
+    that cache (keyed by the content of every file the derivation reads, as in a Snakemake
+    run) instead of a new derivation; what an edit changes is always derived anew."""
+    root, pristine = _shared_checkout
+    monkeypatch.setattr(dependencies, "ROOT", root)
+    yield root
+    now = _files(root)
+    for rel in now.keys() - pristine.keys():
+        (root / rel).unlink()
+    for rel, data in pristine.items():
+        if now.get(rel) != data:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+    assert _files(root) == pristine  # the next test starts from the checkout's files
 
 
 def _synced_copy(tmp_path: Path) -> Path:
@@ -129,29 +172,70 @@ def test_each_stage_lists_its_rules_code_versions_and_scripts(stage):
     assert all((ROOT / dep).exists() for dep in deps if not dep.startswith("results/"))
 
 
+#: Run by one Python process: the third-party libraries the areas' scripts share are imported
+#: once, then each area's import statements run in a fork of it (a fresh process each used to
+#: import numpy, pandas, pyarrow and scipy anew: most of the probe's time). No package module
+#: is loaded before the fork (checked), so what a child loads is what those statements load.
+_PROBE = """
+import json, os, sys, traceback
+import numpy, pandas, pyarrow, pyarrow.parquet, scipy.stats, yaml
+assert not [name for name in sys.modules if name.split(".")[0] == "evalnoise"], "preloaded"
+out = {}
+for area, code in json.loads(sys.argv[1]).items():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        status = 0
+        try:
+            exec(compile(code, f"<{area}>", "exec"), {"__name__": "__probe__"})
+            files = [module.__file__ for name, module in sorted(sys.modules.items())
+                     if name.split(".")[0] == "evalnoise" and getattr(module, "__file__", None)]
+            text = json.dumps(files)
+        except BaseException:
+            text, status = json.dumps(traceback.format_exc()), 1
+        with os.fdopen(write, "w") as pipe:
+            pipe.write(text)
+        os._exit(status)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    out[area] = json.loads(text)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded_by_area() -> dict[str, list[str] | str]:
+    """Area → the package files Python loads running the top-level import statements of the
+    area's scripts (or the traceback of a statement that failed)."""
+    code = {
+        area: "\n".join(
+            ast.unparse(node)
+            for script in areas()[area]
+            for node in ast.parse((ROOT / script).read_text(encoding="utf-8")).body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        )
+        for area in AREAS
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(code)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(result.stdout)
+
+
 @pytest.mark.parametrize("area", AREAS)
-def test_static_set_covers_what_python_loads(area):
+def test_static_set_covers_what_python_loads(area, loaded_by_area):
     """Python itself, importing what the area's scripts import at top level, loads no package
     module outside the derived set (function-local imports are checked by the tests below)."""
-    statements = [
-        ast.unparse(node)
-        for script in areas()[area]
-        for node in ast.parse((ROOT / script).read_text(encoding="utf-8")).body
-        if isinstance(node, ast.Import | ast.ImportFrom)
-    ]
-    probe = "\n".join(
-        [
-            *statements,
-            "import sys",
-            "for name, module in sorted(sys.modules.items()):",
-            "    if name.split('.')[0] == 'evalnoise' and getattr(module, '__file__', None):",
-            "        print(module.__file__)",
-        ]
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    loaded = {Path(p).resolve().relative_to(ROOT).as_posix() for p in result.stdout.split()}
+    files = loaded_by_area[area]
+    assert isinstance(files, list), files  # else the traceback of a failed import
+    loaded = {Path(p).resolve().relative_to(ROOT).as_posix() for p in files}
     assert loaded - set(area_modules(area)) == set()
 
 
@@ -197,12 +281,11 @@ def test_the_numbers_do_not_hash_the_wording():
 
 
 @pytest.mark.parametrize("module", WORDING)
-def test_rewording_a_line_reruns_the_summary_not_a_statistic(tmp_path, monkeypatch, module):
+def test_rewording_a_line_reruns_the_summary_not_a_statistic(checkout, module):
     """An edit of a card's or a summary line's wording (in a copy of the checkout) changes
     code_version("summary") and leaves code_version("analysis") as it was: Snakemake reruns
     summarize (and what reads it), never a group's statistics, a comparison or attribution."""
-    root = _copy_checkout(tmp_path)
-    monkeypatch.setattr(dependencies, "ROOT", root)
+    root = checkout
     before = {area: provenance.code_version(area) for area in ("analysis", "summary")}
     path = root / module
     path.write_text(
@@ -235,12 +318,11 @@ def test_the_numbers_do_not_hash_the_model_code():
 
 
 @pytest.mark.parametrize("module", sorted(MODEL_CODE))
-def test_editing_the_model_code_reruns_no_statistic(tmp_path, monkeypatch, module):
+def test_editing_the_model_code_reruns_no_statistic(checkout, module):
     """An edit of the model client, the server or the LLM judge (in a copy of the checkout)
     leaves code_version("analysis") as it was, and changes the code version of the rules that
     run that code (judging with the client, running trials with the server)."""
-    root = _copy_checkout(tmp_path)
-    monkeypatch.setattr(dependencies, "ROOT", root)
+    root = checkout
     area = MODEL_CODE[module]
     before = {name: provenance.code_version(name) for name in ("analysis", area)}
     path = root / module
@@ -270,11 +352,10 @@ def test_check_names_a_missing_and_an_extra_dep(tmp_path, capsys):
     assert "extra dep src/evalnoise/archive.py" in err
 
 
-def test_a_new_module_imported_in_a_function_must_be_declared(tmp_path, monkeypatch):
+def test_a_new_module_imported_in_a_function_must_be_declared(checkout):
     """A module that analysis code starts importing (inside a function) is a dependency of
     the analysis stage and of code_version("analysis") at once; --write fixes dvc.yaml."""
-    root = _copy_checkout(tmp_path)
-    monkeypatch.setattr(dependencies, "ROOT", root)
+    root = checkout
     write(root / "dvc.yaml")
     assert _dep_problems(root / "dvc.yaml") == []
     before = provenance.code_version("analysis")
@@ -304,9 +385,8 @@ def test_a_new_module_imported_in_a_function_must_be_declared(tmp_path, monkeypa
     assert write(root / "dvc.yaml") is False
 
 
-def test_a_rule_the_declaration_cannot_place_is_reported(tmp_path, monkeypatch):
-    root = _copy_checkout(tmp_path)
-    monkeypatch.setattr(dependencies, "ROOT", root)
+def test_a_rule_the_declaration_cannot_place_is_reported(checkout):
+    root = checkout
     baseline = set(rule_problems())  # whatever the checkout has (other work in progress)
     with open(root / "rules/report.smk", "a", encoding="utf-8") as handle:
         handle.write(
@@ -350,9 +430,8 @@ def test_write_keeps_everything_but_deps(tmp_path):
 # -- code_version follows its modules ------------------------------------------------------------
 
 
-def test_code_version_changes_when_one_of_its_modules_changes(tmp_path, monkeypatch):
-    root = _copy_checkout(tmp_path)
-    monkeypatch.setattr(dependencies, "ROOT", root)
+def test_code_version_changes_when_one_of_its_modules_changes(checkout):
+    root = checkout
     before = {area: provenance.code_version(area) for area in AREAS}
     assert before == {area: provenance.code_version(area) for area in AREAS}  # deterministic
     with open(root / "src/evalnoise/scorers/judge.py", "a", encoding="utf-8") as handle:

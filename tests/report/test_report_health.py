@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from evalnoise.outcomes import outcome_line
-from evalnoise.report import ReportInputs, build_report, evaluation_card
+from evalnoise.report import ReportInputs, _render, build_report, evaluation_card
 from evalnoise.report.card_text import card_rows
 from evalnoise.report.cards_markdown import card_markdown
 from evalnoise.report.charts import infra_chart
@@ -24,6 +24,35 @@ from evalnoise.report.health import (
     outcomes_of,
     status_text,
 )
+
+
+class _RenderOnce:
+    """vl_convert with ``vegalite_to_png`` remembered by its exact arguments (the spec as
+    sorted JSON, scale, Vega-Lite version): the variants these tests build differ from the
+    failure report in one chart or two, and the PNG rendering of the others was half of each
+    build's time. Every PNG is vl_convert's own rendering of that spec; that rendering is
+    deterministic is checked by test_failure_report_is_deterministic, which renders anew."""
+
+    def __init__(self, module) -> None:
+        self._module = module
+        self._done: dict[tuple[str, object, object], bytes] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._module, name)
+
+    def vegalite_to_png(self, spec, scale=1, vl_version=None):
+        key = (json.dumps(spec, sort_keys=True), scale, vl_version)
+        if key not in self._done:
+            self._done[key] = self._module.vegalite_to_png(spec, scale=scale, vl_version=vl_version)
+        return self._done[key]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _png_once():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_render, "vlc", _RenderOnce(_render.vlc))
+        yield
+
 
 # the groups of the ``failure_inputs`` fixture (conftest.py)
 HEALTHY, CRASHY, ORACLE = "healthy-agent", "crashy-agent", "oracle-agent"
@@ -450,8 +479,11 @@ def test_only_degenerate_groups(failure_inputs, tmp_path) -> None:
     assert 'id="invalid-groups"' in index and "Comparisons left out (1)" in index
 
 
-def test_failure_report_is_deterministic(failure_report, failure_inputs, tmp_path) -> None:
+def test_failure_report_is_deterministic(
+    failure_report, failure_inputs, tmp_path, monkeypatch
+) -> None:
     out, files = failure_report
+    monkeypatch.setattr(_render, "vlc", _render.vlc._module)  # every PNG rendered again
     again = build_report(tmp_path, ReportInputs.of(**failure_inputs))
     assert [p.relative_to(tmp_path) for p in again] == [p.relative_to(out) for p in files]
     for a, b in zip(files, again, strict=True):
