@@ -195,11 +195,10 @@ def test_mcnemar_threshold_and_input_checks():
 # --- paired_bootstrap -------------------------------------------------------------------------
 
 
-def test_paired_bootstrap_matches_scipy():
-    rng = np.random.default_rng(7)
-    base = rng.random(40)
-    a = np.clip(base + rng.normal(0, 0.15, 40), 0, 1)
-    b = np.clip(base - 0.05 + rng.normal(0, 0.15, 40), 0, 1)
+def _agrees_with_scipy(a, b):
+    """Our paired bootstrap against scipy.stats.bootstrap (paired, percentile) on the same
+    data: different random streams, so agreement within Monte Carlo error; and the SE
+    against the analytic paired SE, sqrt((n−1)/n)·s_d/sqrt(n)."""
     ours = paired_bootstrap(a, b, n_resamples=20_000, seed=3)
     ref = stats.bootstrap(
         (a, b),
@@ -211,14 +210,20 @@ def test_paired_bootstrap_matches_scipy():
         confidence_level=0.95,
         rng=np.random.default_rng(11),
     )
-    # Different random streams: agree within Monte Carlo error.
     assert ours.diff == pytest.approx(np.mean(a - b), abs=1e-15)
     assert ours.se == pytest.approx(ref.standard_error, rel=0.03)
     assert ours.ci_low == pytest.approx(ref.confidence_interval.low, abs=0.1 * ours.se)
     assert ours.ci_high == pytest.approx(ref.confidence_interval.high, abs=0.1 * ours.se)
-    # And the SE agrees with the analytic paired SE, sqrt((n−1)/n)·s_d/sqrt(n).
     d = a - b
     assert ours.se == pytest.approx(np.std(d, ddof=0) / math.sqrt(d.size), rel=0.03)
+
+
+def test_paired_bootstrap_matches_scipy():
+    rng = np.random.default_rng(7)
+    base = rng.random(40)
+    a = np.clip(base + rng.normal(0, 0.15, 40), 0, 1)
+    b = np.clip(base - 0.05 + rng.normal(0, 0.15, 40), 0, 1)
+    _agrees_with_scipy(a, b)
 
 
 def test_paired_bootstrap_is_reproducible_and_block_invariant(monkeypatch):
@@ -257,23 +262,7 @@ def test_paired_bootstrap_counts_of_values_match_scipy():
     rng = np.random.default_rng(12)
     a, b = _binary_task_means(rng, 400, 10)
     assert np.unique(a - b).size * paired_mod._MULTINOMIAL_RATIO <= a.size
-    ours = paired_bootstrap(a, b, n_resamples=20_000, seed=3)
-    ref = stats.bootstrap(
-        (a, b),
-        lambda x, y, axis: np.mean(x - y, axis=axis),
-        paired=True,
-        vectorized=True,
-        n_resamples=20_000,
-        method="percentile",
-        confidence_level=0.95,
-        rng=np.random.default_rng(11),
-    )
-    assert ours.diff == pytest.approx(np.mean(a - b), abs=1e-15)
-    assert ours.se == pytest.approx(ref.standard_error, rel=0.03)
-    assert ours.ci_low == pytest.approx(ref.confidence_interval.low, abs=0.1 * ours.se)
-    assert ours.ci_high == pytest.approx(ref.confidence_interval.high, abs=0.1 * ours.se)
-    d = a - b
-    assert ours.se == pytest.approx(np.std(d, ddof=0) / math.sqrt(d.size), rel=0.03)
+    _agrees_with_scipy(a, b)
 
 
 def test_paired_bootstrap_draws_counts_of_values_as_documented():
