@@ -318,6 +318,33 @@ def test_png_worker_errors_name_the_chart(tmp_path: Path) -> None:
     assert not (tmp_path / "bad.png").exists()
 
 
+def test_a_png_worker_never_waits_on_its_replies(tmp_path: Path) -> None:
+    # 1,500 charts on one worker: their replies (~150 bytes each) are more than a pipe holds.
+    # Replies the parent read only at the end once filled the pipe; the worker then stopped
+    # reading its input and the report hung. Bad specs fail fast, so the test is quick.
+    import threading
+
+    bad = {"mark": "no-such-mark", "data": {"values": [{"x": 1}]}}
+    outcome: list[BaseException | None] = []
+
+    def report() -> None:
+        try:
+            with PngRenderer(1) as png:
+                for i in range(1500):
+                    png.submit(bad, tmp_path / f"{'chart-with-a-long-name-' * 3}{i}.png")
+        except BaseException as exc:  # handed to the test's thread
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    worker = threading.Thread(target=report, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "the PNG worker and the report waited on each other"
+    (error,) = outcome
+    assert isinstance(error, RuntimeError) and str(error).count(".png: ") == 1500
+
+
 def test_a_dead_png_worker_fails_the_report(tmp_path: Path) -> None:
     png = PngRenderer(1)
     png._procs[0].kill()

@@ -10,10 +10,13 @@ for them (:func:`evalnoise.report._render.png_workers`).
 Protocol, one JSON object a line: the worker reads ``{"spec": FILE, "png": PATH}`` on
 stdin (the spec as a JSON file, so a line stays short and a write to the pipe never waits
 for a render), renders it with ``vegalite_to_png(spec, scale, vl_version)`` (both from the
-command line), writes ``PATH`` atomically and answers ``{"png": PATH, "error": null}`` on
-stdout, or the error's text. It exits at the end of its input.
+command line), writes ``PATH`` atomically and appends ``{"png": PATH, "error": null}`` (or
+the error's text) to the file REPLIES, which the parent reads once the worker has exited: a
+reply never waits for the parent to read it (a pipe the parent read only at the end filled
+after a few hundred charts, and the worker then stopped reading its input — a deadlock). It
+exits at the end of its input.
 
-    python -m evalnoise.report._png VL_VERSION SCALE
+    python -m evalnoise.report._png VL_VERSION SCALE REPLIES
 """
 
 from __future__ import annotations
@@ -39,19 +42,20 @@ def render(spec_file: str, png_path: str, *, vl_version: str, scale: float) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    vl_version, scale = (argv if argv is not None else sys.argv[1:])[:2]
+    vl_version, scale, replies_path = (argv if argv is not None else sys.argv[1:])[:3]
     vlc.vegalite_to_svg(_WARM_UP, vl_version=vl_version)
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        job = json.loads(line)
-        try:
-            render(job["spec"], job["png"], vl_version=vl_version, scale=float(scale))
-            error = None
-        except Exception as exc:  # reported to the parent, which names the chart and fails
-            error = f"{type(exc).__name__}: {exc}"
-        sys.stdout.write(json.dumps({"png": job["png"], "error": error}) + "\n")
-        sys.stdout.flush()
+    with open(replies_path, "a", encoding="utf-8") as replies:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            job = json.loads(line)
+            try:
+                render(job["spec"], job["png"], vl_version=vl_version, scale=float(scale))
+                error = None
+            except Exception as exc:  # reported to the parent, which names the chart and fails
+                error = f"{type(exc).__name__}: {exc}"
+            replies.write(json.dumps({"png": job["png"], "error": error}) + "\n")
+            replies.flush()
     return 0
 
 

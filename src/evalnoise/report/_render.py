@@ -223,11 +223,19 @@ class PngRenderer:
             for i in range(self.workers):
                 err = open(self._tmp / f"worker-{i}.err", "w+", encoding="utf-8")
                 self._stderr.append(err)
+                replies = self._tmp / f"worker-{i}.replies"
                 self._procs.append(
                     subprocess.Popen(
-                        [sys.executable, "-m", "evalnoise.report._png", VL_VERSION, str(PNG_SCALE)],
+                        [
+                            sys.executable,
+                            "-m",
+                            "evalnoise.report._png",
+                            VL_VERSION,
+                            str(PNG_SCALE),
+                            str(replies),
+                        ],
                         stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
                         stderr=err,
                         text=True,
                         env=env,
@@ -265,12 +273,16 @@ class PngRenderer:
         """Wait for every submitted PNG; raise ``RuntimeError`` naming the ones not written."""
         problems = []
         try:
-            for proc, pending, err in zip(self._procs, self._pending, self._stderr, strict=True):
-                assert proc.stdin is not None and proc.stdout is not None
+            for i, (proc, pending, err) in enumerate(
+                zip(self._procs, self._pending, self._stderr, strict=True)
+            ):
+                assert proc.stdin is not None
                 with contextlib.suppress(BrokenPipeError):
                     proc.stdin.close()
-                replies = [json.loads(line) for line in proc.stdout if line.strip()]
                 code = proc.wait()
+                replies_file = self._tmp / f"worker-{i}.replies"
+                text = replies_file.read_text("utf-8") if replies_file.exists() else ""
+                replies = [json.loads(line) for line in text.splitlines() if line.strip()]
                 done = {r["png"]: r["error"] for r in replies}
                 for path in pending:
                     if path not in done:
@@ -292,10 +304,9 @@ class PngRenderer:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
         for err in self._stderr:
             err.close()
         self._procs, self._stderr = [], []
