@@ -111,10 +111,12 @@ def test_gives_up_after_max_retries(llama_server):
 
 
 def test_timeouts_are_retried(llama_server):
-    proxy = FaultProxy(llama_server.base_url, [("sleep", 1.5)])
+    # The first attempt outwaits the timeout by far; the second, a real 8-token reply, has
+    # 5 s, ten times what it takes here idle: at 0.5 s it timed out on a loaded machine too.
+    proxy = FaultProxy(llama_server.base_url, [("sleep", 10.0)])
     try:
         client = ChatClient(
-            proxy.url, llama_server.model, timeout=0.5, max_tokens=8, backoff_s=0.01
+            proxy.url, llama_server.model, timeout=5.0, max_tokens=8, backoff_s=0.01
         )
         reply = client.chat(MESSAGES, seed=2)  # first attempt times out, second succeeds
         assert reply.attempts == 2 and reply.text
