@@ -95,32 +95,24 @@ def _indented(value: Any, newline: str, out: list[str]) -> None:
         if not math.isfinite(value):
             raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
         out.append(float.__repr__(value))
-    elif kind is dict:
+    elif kind is dict or kind is list:
+        opening, closing = ("{", "}") if kind is dict else ("[", "]")
         if not value:
-            out.append("{}")
+            out.append(opening + closing)
             return
         inner = newline + "  "
-        out.append("{")
-        first = True
-        for key, item in value.items():
-            out.append(inner if first else "," + inner)
-            first = False
-            out.append(_escape(key))
-            out.append(": ")
+        items = (
+            ((_escape(key) + ": ", item) for key, item in value.items())
+            if kind is dict
+            else (("", item) for item in value)
+        )
+        out.append(opening)
+        separator = inner
+        for prefix, item in items:
+            out.append(separator + prefix)
+            separator = "," + inner
             _indented(item, inner, out)
-        out.append(newline + "}")
-    elif kind is list:
-        if not value:
-            out.append("[]")
-            return
-        inner = newline + "  "
-        out.append("[")
-        first = True
-        for item in value:
-            out.append(inner if first else "," + inner)
-            first = False
-            _indented(item, inner, out)
-        out.append(newline + "]")
+        out.append(newline + closing)
     else:  # not JSON-ready: the standard library says what is wrong with it
         out.append(json.dumps(value, allow_nan=False))
 

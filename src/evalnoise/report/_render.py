@@ -207,7 +207,8 @@ class PngRenderer:
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = png_workers() if workers is None else int(workers)
-        self._tmp = Path(tempfile.mkdtemp(prefix="evalnoise-png-"))
+        # the workers' spec and reply files; rendering in this process needs none
+        self._tmp = Path(tempfile.mkdtemp(prefix="evalnoise-png-")) if self.workers else None
         self._queued: list[int] = []
         self._pending: list[list[str]] = []
         self._procs: list[subprocess.Popen[str]] = []
@@ -310,7 +311,8 @@ class PngRenderer:
         for err in self._stderr:
             err.close()
         self._procs, self._stderr = [], []
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> PngRenderer:
         return self
