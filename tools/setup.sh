@@ -54,6 +54,9 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   echo "$want" > "$stamp"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
+# Snakemake's Slurm and Kubernetes plugins, beside site-packages: a Snakemake start that sets
+# EVALNOISE_CLUSTER_PLUGINS=0 skips importing them (1.3 s of CPU; the test suite does this)
+tools/install-cluster-plugins.sh .venv
 
 # --- System pieces ---------------------------------------------------------------------
 step "Chromium (the report's browser test)"

@@ -168,6 +168,12 @@ def make_workspace(path: Path, overrides: dict) -> Path:
 #: Workspaces whose Snakemake talks to a real Slurm cluster (test_slurm registers its own);
 #: every other workspace's tools get :func:`no_slurm_probe` first on PATH.
 SLURM_WORKSPACES: set[Path] = set()
+#: Workspaces whose Snakemake needs the cluster executor plugins without a cluster
+#: (test_pipeline_profiles' dry runs of the cluster profiles). Every workspace neither here
+#: nor in :data:`SLURM_WORKSPACES` runs its tools with ``EVALNOISE_CLUSTER_PLUGINS=0``, so
+#: Snakemake does not import the plugins (1.3 s of CPU per start;
+#: tools/install-cluster-plugins.sh).
+CLUSTER_WORKSPACES: set[Path] = set()
 _SHIM: list[Path] = []
 
 
@@ -195,8 +201,13 @@ def tool_env(workspace: Path) -> dict[str, str]:
 
     env = dict(os.environ)
     path = [str(Path(sys.executable).parent), env.get("PATH", "")]
-    if Path(workspace).resolve() not in SLURM_WORKSPACES:
+    resolved = Path(workspace).resolve()
+    if resolved not in SLURM_WORKSPACES:
         path.insert(0, str(no_slurm_probe()))
+    if resolved in SLURM_WORKSPACES or resolved in CLUSTER_WORKSPACES:
+        env.pop("EVALNOISE_CLUSTER_PLUGINS", None)
+    else:
+        env["EVALNOISE_CLUSTER_PLUGINS"] = "0"
     env["PATH"] = os.pathsep.join(path)
     env["PYTHONPATH"] = str(workspace / "src")
     return env

@@ -7,7 +7,7 @@ import re
 import subprocess
 
 import pytest
-from pipeline_helpers import ROOT, snakemake_bin
+from pipeline_helpers import ROOT, SCHEMA_PATH, snakemake_bin
 
 from evalnoise.pipeline.settings import (
     RUNTIME_URL_VAR,
@@ -37,6 +37,38 @@ def test_the_default_config_is_valid_and_complete(default_config_raw, schema):
         judges = config["scorer"]["judge"].pop("judges")
     assert filled == raw
     assert judges == {"llm": {}, "last_number": {"rule": "last_number"}}
+
+
+#: Configs as users write them: partial agents, profiles, judges, facets, sequential rounds,
+#: an imported run, nothing at all, and the two shipped files.
+PARTIAL_CONFIGS = {
+    "empty": {},
+    "agents only": {"agents": {"a": {"program": "chat"}, "b": {"model": "served"}}},
+    "profiles": {"resource_profiles": {"big": {"memory_limit_factor": 4.0}, "small": {}}},
+    "judges": {"scorer": {"judge": {"judges": {"j": {}, "r": {"rule": "last_number"}}}}},
+    "facets": {"variants": {"sampling": {"AGENT_MAX_STEPS": [1, 3]}}},
+    "sequential": {"sequential": {"enabled": True, "first_block": {"tasks": 4}}},
+    "imported": {"trials_from": "x.csv", "columns": {"group": "model"}},
+    "trials": {"trials": {"count": 7}, "analysis": {"bootstrap": {}}},
+}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [*PARTIAL_CONFIGS.values(), "config/config.yaml", "config/environment.yaml"],
+    ids=[*PARTIAL_CONFIGS, "config.yaml", "environment.yaml"],
+)
+def test_defaults_are_snakemakes_defaults(config, schema):
+    """rules/common.smk fills the defaults with with_defaults instead of Snakemake's
+    validate(set_default=True); the two must fill the same keys with the same values."""
+    import yaml
+    from snakemake.utils import validate
+
+    if isinstance(config, str):
+        config = yaml.safe_load((ROOT / config).read_text())
+    by_snakemake = copy.deepcopy(config)
+    validate(by_snakemake, schema=str(SCHEMA_PATH))
+    assert with_defaults(config, schema) == by_snakemake
 
 
 @pytest.mark.parametrize(

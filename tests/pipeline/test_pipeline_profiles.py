@@ -6,7 +6,7 @@ import importlib.util
 import json
 
 import pytest
-from pipeline_helpers import copy_project, job_counts, run_tool
+from pipeline_helpers import CLUSTER_WORKSPACES, copy_project, job_counts, run_tool
 
 #: What a dry run of the embedded default plans on a fresh checkout: 4 groups (chat@3x,
 #: tool_agent@3x, tool_agent_local@1x and @3x) × 2 trial blocks × 2 task chunks shards, each
@@ -60,12 +60,40 @@ def test_cluster_profiles_dry_run(checkout, profile, plugins, workflow_profile):
     missing = [p for p in plugins if importlib.util.find_spec(p) is None]
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)}")
+    CLUSTER_WORKSPACES.add(checkout.resolve())  # its Snakemake needs the plugins
     args = ["-n", "--profile", f"profiles/{profile}"]
     if not workflow_profile:
         args += ["--workflow-profile", "none"]
     result = run_tool(checkout, "snakemake", *args)
     assert job_counts(result.stdout) == DEFAULT_JOBS
     assert f"profiles/{profile}" in result.stderr
+
+
+def test_the_cluster_plugins_load_unless_the_run_opts_out():
+    """tools/install-cluster-plugins.sh: Snakemake finds the Slurm and Kubernetes executor
+    plugins (as `--profile profiles/slurm` needs), except where EVALNOISE_CLUSTER_PLUGINS=0
+    (the suite's local runs: the imports cost 0.4 s of CPU per Snakemake start)."""
+    import os
+    import subprocess
+    import sys
+
+    from pipeline_helpers import no_slurm_probe
+
+    probe = (
+        "from snakemake.scheduling.job_scheduler import registry; "
+        "print(' '.join(sorted(registry.plugins)))"
+    )
+    found = {}
+    for gate in ("1", "0"):
+        env = dict(os.environ, EVALNOISE_CLUSTER_PLUGINS=gate)
+        env["PATH"] = os.pathsep.join([str(no_slurm_probe()), env["PATH"]])
+        out = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        )
+        found[gate] = set(out.stdout.split())
+    assert {"slurm", "kubernetes"} <= found["1"], found
+    assert not {"slurm", "kubernetes"} & found["0"], found
+    assert "local" in found["0"] and "local" in found["1"]
 
 
 @pytest.mark.parametrize("imported", [False, True])

@@ -106,14 +106,11 @@ def run_record(
     """:func:`config_record` of ``config`` against ``config_file`` (``config/config.yaml``;
     absent: ``{}``) with every default of ``schema`` filled in: what ``record_config``
     writes."""
-    import yaml
-
-    from evalnoise.pipeline.settings import with_defaults
+    from evalnoise.pipeline.settings import read_yaml, with_defaults
 
     file_config: Mapping[str, Any] = {}
     if os.path.exists(config_file):
-        with open(config_file, encoding="utf-8") as handle:
-            file_config = yaml.safe_load(handle) or {}
+        file_config = read_yaml(config_file) or {}
     return config_record(config, with_defaults(file_config, schema))
 
 
