@@ -180,7 +180,7 @@ _SHIM: list[Path] = []
 def no_slurm_probe() -> Path:
     """A directory holding a ``scontrol`` that fails at once.
 
-    Snakemake's Slurm executor plugin (installed by the dev extra, for profiles/slurm) runs
+    Snakemake's Slurm executor plugin (tools/install-cluster-plugins.sh, for profiles/slurm) runs
     ``scontrol show config`` whenever Snakemake starts; where the Slurm client is installed
     (tools/slurm-cluster.sh installs it) and no controller answers, that call waits 9 s
     (measured here) — 9 s more for every Snakemake run of the suite. A workspace that does
