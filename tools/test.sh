@@ -16,6 +16,11 @@ snakefmt --check Snakefile rules/
 snakemake --lint >/dev/null
 
 echo "== tests" >&2
+# The checkout's package byte-compiled once for every process of the suite that imports it
+# from here (the workers, the CLI and runner subprocesses): where PYTHONDONTWRITEBYTECODE is
+# set, no process writes the .pyc it compiles, and each compiled the same modules again. The
+# .pyc are checked against the source's hash, so a module edited later is read anew.
+python -m compileall -q -j 0 --invalidation-mode checked-hash src
 set +e
 # The slowest tests are printed so that the suite's time stays visible in CI logs. Test files
 # run in parallel workers (pytest-xdist), each file whole on one worker, so a module's shared
