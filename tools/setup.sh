@@ -87,7 +87,8 @@ if [[ -d .dvc ]]; then dvc config --quiet core.analytics false >/dev/null 2>&1 |
 
 if [[ $RUN_MAIN == 1 ]]; then
   step "running the main job: snakemake on the embedded default config"
-  snakemake --cores "$(nproc)"
+  # the local executor: no need to import the cluster executor plugins (docs/pipeline.md)
+  EVALNOISE_CLUSTER_PLUGINS=0 snakemake --cores "$(nproc)"
   echo >&2
   echo "results are in results/; summary:" >&2
   cat results/analysis/summary.txt
