@@ -55,7 +55,8 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
 # Snakemake's Slurm and Kubernetes plugins, beside site-packages: a Snakemake start that sets
-# EVALNOISE_CLUSTER_PLUGINS=0 skips importing them (1.3 s of CPU; the test suite does this)
+# EVALNOISE_CLUSTER_PLUGINS=0 skips importing them (0.4 s of CPU, and the Slurm plugin's
+# `scontrol`, which waits 9 s where no controller answers; the test suite sets it)
 tools/install-cluster-plugins.sh .venv
 
 # --- System pieces ---------------------------------------------------------------------
