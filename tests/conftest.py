@@ -10,6 +10,8 @@ where it fails.
 **Order.** Test files start longest first (tests/file_order.py), so that the parallel
 workers of tools/test.sh do not end waiting on a long file handed out last.
 
+**No analytics.** ``DVC_NO_ANALYTICS=1`` for every process of the suite (below).
+
 **CI guard.** Under CI, a skipped test is reported as failed when it is marked ``docker`` or
 its skip reason names the engine, the model stack, the browser or a cluster
 (:func:`model_stack.names_a_requirement`); this also covers tests that call ``pytest.skip``
@@ -18,11 +20,20 @@ or ``importorskip`` directly instead of :func:`model_stack.require`.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from file_order import CACHE_KEY, FileTimes, cached_seconds, costs, longest_first
 from model_stack import MISSING, MODEL_STACK, in_ci, names_a_requirement, require
 
 _FILE_SECONDS = pytest.StashKey[dict]()
+
+# DVC reports usage to its analytics endpoint (a daemon it spawns) unless the repository's
+# config says `core.analytics false` or this is set. The repository's .dvc/config says so,
+# but a test's fresh repository runs `dvc init` before it has that config, and a `dvc init`
+# spawned the daemon (seen in a process ledger of the suite): no test may send traffic
+# outside 127.0.0.0/8. Set for this process and every process it starts.
+os.environ["DVC_NO_ANALYTICS"] = "1"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -83,7 +83,9 @@ if [[ $harbor_status -ne 0 ]]; then
     "evalnoise runs without it" >&2
 fi
 
-# DVC must never phone home.
+# DVC must never phone home: the repository's config says so, and so does the environment of
+# every dvc this script starts.
+export DVC_NO_ANALYTICS=1
 if [[ -d .dvc ]]; then dvc config --quiet core.analytics false >/dev/null 2>&1 || true; fi
 
 if [[ $RUN_MAIN == 1 ]]; then

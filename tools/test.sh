@@ -5,6 +5,8 @@
 # browser or a cluster then fails instead of skipping.
 set -euo pipefail
 export CI="${CI:-true}"
+# DVC never phones home from a test's fresh repository (tests/conftest.py sets it as well)
+export DVC_NO_ANALYTICS=1
 cd "$(dirname "$0")/.."
 tools/setup.sh --no-run
 export PATH="$PWD/.venv/bin:$PATH"
