@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 
 import pytest
-from pipeline_helpers import CLUSTER_WORKSPACES, copy_project, job_counts, run_tool
+from pipeline_helpers import (
+    CLUSTER_WORKSPACES,
+    copy_project,
+    job_counts,
+    no_slurm_probe,
+    run_tool,
+)
 
 #: What a dry run of the embedded default plans on a fresh checkout: 4 groups (chat@3x,
 #: tool_agent@3x, tool_agent_local@1x and @3x) × 2 trial blocks × 2 task chunks shards, each
@@ -73,12 +82,6 @@ def test_the_cluster_plugins_load_unless_the_run_opts_out():
     """tools/install-cluster-plugins.sh: Snakemake finds the Slurm and Kubernetes executor
     plugins (as `--profile profiles/slurm` needs), except where EVALNOISE_CLUSTER_PLUGINS=0
     (the suite's local runs: the imports cost 0.4 s of CPU per Snakemake start)."""
-    import os
-    import subprocess
-    import sys
-
-    from pipeline_helpers import no_slurm_probe
-
     probe = (
         "from snakemake.scheduling.job_scheduler import registry; "
         "print(' '.join(sorted(registry.plugins)))"

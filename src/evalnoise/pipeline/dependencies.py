@@ -721,10 +721,9 @@ def rule_problems(root: Path | None = None) -> list[str]:
 
 
 def _dvc_deps(path: Path) -> dict[str, list[str]]:
-    import yaml
+    from evalnoise.pipeline.settings import read_yaml
 
-    with open(path, encoding="utf-8") as handle:
-        stages = (yaml.safe_load(handle) or {}).get("stages") or {}
+    stages = (read_yaml(path) or {}).get("stages") or {}
     return {name: [str(dep) for dep in stage.get("deps") or []] for name, stage in stages.items()}
 
 
