@@ -151,7 +151,7 @@ def canary_input(wildcards):
     return [] if path is None else ancient(path)
 
 
-_planned_tasks = RUN.planned_tasks
+task_rows_param = RUN.task_rows_param
 tasks_table = WIRING.tasks_table
 image_params = RUN.image_params
 agent_param = RUN.agent_param

@@ -8,7 +8,6 @@
 
 # A shard depends on its own task rows, not on the whole table's date: adding a task reruns
 # the grown chunk's shards only (evalnoise.pipeline.shard_plan.task_rows_digest).
-from evalnoise.pipeline.shard_plan import task_rows_digest
 
 
 rule sample_tasks:
@@ -109,7 +108,7 @@ rule run_trials:
         infra_policy=infra_policy_param,
         backend=config["backend"],
         journal=journal_param,
-        task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
+        task_rows=task_rows_param,
         server=agent_server,
         reward_key=config["benchmark"]["reward"],
         unverified_rounds=verifier_rounds_param,
@@ -135,7 +134,7 @@ rule score:
         server=scorer_server,
         judge_cache=JUDGE_CACHE,
         template_hash=judge_template_hash,
-        task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
+        task_rows=task_rows_param,
         unjudged_rounds=score_rounds,
         code_version=code_version("scorers"),
     run:
@@ -160,7 +159,7 @@ rule judge:
         server=judge_server,
         judge_cache=JUDGE_CACHE,
         template_hash=judge_template_hash,
-        task_rows=lambda w: task_rows_digest(_planned_tasks(), w.chunk),
+        task_rows=task_rows_param,
         unjudged_rounds=judge_rounds_param,
         code_version=code_version("scorers"),
     run:

@@ -6,7 +6,13 @@ can name them in its help without importing the libraries that read tables.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_TASK", "DEFAULT_TRIAL", "ROLES", "SCORE_COLUMNS"]
+__all__ = [
+    "DEFAULT_TASK",
+    "DEFAULT_TRIAL",
+    "ENVIRONMENT_TASK_COLUMNS",
+    "ROLES",
+    "SCORE_COLUMNS",
+]
 
 #: The column names every command reads when neither a flag nor the file says otherwise:
 #: the trial schema's own names (what ``evalnoise import`` writes and ``import table`` reads).
@@ -15,6 +21,9 @@ DEFAULT_TRIAL = "trial"
 #: The score column: ``score``; tables that call it ``correct`` (the packaged example, and
 #: the pipeline's scores table, whose ``score`` is empty for the trials it ran) are read too.
 SCORE_COLUMNS = ("score", "correct")
+#: The tasks table's columns only environment tasks fill (null for a question task): what
+#: :func:`evalnoise.tasks.harbor.environment_task_rows` adds to a question task's columns.
+ENVIRONMENT_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
 #: The roles a table's stored metadata may name, and what each is called in messages.
 ROLES = ("task", "trial", "score", "group")
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
+
 #: Outcomes of one trial. ``ok`` and ``agent_error`` are the agent's; ``timeout``,
 #: ``oom_killed`` and ``infra_error`` are the infrastructure's and follow the declared infra
 #: policy (see DESIGN.md, "Resources"); ``verifier_error`` (environment tasks) is the grader's:
@@ -50,8 +52,6 @@ TASKS = pa.schema(
     ]
 )
 
-#: The TASKS columns only environment tasks fill (null for a question task).
-ENVIRONMENT_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
 #: The TASKS columns of a question task, in order.
 QUESTION_TASK_COLUMNS = tuple(f.name for f in TASKS if f.name not in ENVIRONMENT_TASK_COLUMNS)
 

@@ -9,7 +9,7 @@ import json
 
 from evalnoise.pipeline import shard_plan
 from evalnoise.pipeline.sampling import sample_tasks
-from evalnoise.pipeline.shard_plan import ENVIRONMENT_COLUMNS, parse_range, task_rows_digest
+from evalnoise.pipeline.shard_plan import ENVIRONMENT_TASK_COLUMNS, parse_range, task_rows_digest
 
 
 def _encoded(tasks, chunk: str) -> str:
@@ -18,7 +18,9 @@ def _encoded(tasks, chunk: str) -> str:
     their finished shards, stay what they were before environment tasks existed)."""
     first, last = parse_range(chunk)
     rows = tasks.iloc[first : last + 1]
-    rows = rows.drop(columns=[c for c in ENVIRONMENT_COLUMNS if c in rows and rows[c].isna().all()])
+    rows = rows.drop(
+        columns=[c for c in ENVIRONMENT_TASK_COLUMNS if c in rows and rows[c].isna().all()]
+    )
     records = json.loads(rows.to_json(orient="records", date_format="iso"))
     text = json.dumps(records, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -21,11 +21,10 @@ import platform
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from evalnoise.outcomes import crash_signal_name
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CANARY_QUESTION",
@@ -71,6 +70,9 @@ def canary_task(tasks: pd.DataFrame) -> pd.DataFrame:
     ``cpus``, ``memory_mb`` and ``time_limit_s`` among ``tasks`` (so the canary gets the
     most room any trial of the sweep gets). Environment tasks bring their own container and
     verifier, which a question cannot stand for: their canary is the first task itself."""
+    # pandas here, not at import: the DAG build reads roomiest_profile alone
+    import pandas as pd
+
     if is_environment(tasks):
         return tasks.iloc[[0]].reset_index(drop=True)
 
@@ -105,6 +107,8 @@ def _tail(text: Any, lines: int = _STDERR_LINES) -> str:
 
 
 def _advice(row: Mapping[str, Any]) -> str:
+    from evalnoise.outcomes import crash_signal_name
+
     status, code = row.get("status"), row.get("exit_code")
     signal_name = crash_signal_name(code)
     if signal_name == "SIGILL":
@@ -143,6 +147,8 @@ def _advice(row: Mapping[str, Any]) -> str:
 
 
 def _mib(value: Any) -> str:
+    import pandas as pd
+
     if value is None or pd.isna(value):
         return "uncapped"
     return f"{int(value) / 2**20:.0f} MiB"
@@ -158,6 +164,10 @@ def _canary_task_text(row: Mapping[str, Any]) -> str:
 
 def canary_message(agent: str, resource_profile: str, row: Mapping[str, Any]) -> str:
     """The one message a failed canary stops the run with."""
+    import pandas as pd
+
+    from evalnoise.outcomes import crash_signal_name
+
     code = row.get("exit_code")
     signal_name = crash_signal_name(code)
     how = f"exit code {code}" if code is not None and not pd.isna(code) else "no exit code"

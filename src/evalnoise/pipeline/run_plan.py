@@ -24,7 +24,13 @@ from evalnoise.pipeline import image_stage as pipeline_images
 from evalnoise.pipeline import judges as pipeline_judges
 from evalnoise.pipeline import settings as pipeline_settings
 from evalnoise.pipeline import variants as pipeline_variants
-from evalnoise.pipeline.shard_plan import Plan, journal_path, parse_range
+from evalnoise.pipeline.shard_plan import (
+    Plan,
+    journal_path,
+    parse_range,
+    plain_rows_digest,
+    task_rows_digest,
+)
 
 __all__ = ["TRIALS_DIR", "PlanError", "RunPlan"]
 
@@ -50,6 +56,9 @@ class RunPlan:
     task_pool: int | None
     #: the sampled tasks (``sample_tasks``), computed once per parse and only when asked for
     sample: Callable[[], Any] = field(repr=False, compare=False, default=lambda: None)
+    #: the same tasks as plain rows where the source gives them without pandas (the
+    #: generated benchmark: ``sampling.generated_rows``), else None
+    rows: Callable[[], Any] = field(repr=False, compare=False, default=lambda: None)
     _requests: dict[tuple[Any, ...], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -64,10 +73,13 @@ class RunPlan:
         :class:`PlanError` ("cannot plan the run: …") when the plan fails, and
         :class:`evalnoise.pipeline.settings.ConfigError` for a bad judge.
         """
-        from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
+        from evalnoise.pipeline.sampling import generated_rows, sample_tasks, task_pool_size
         from evalnoise.pipeline.sequential import SequentialSettings
 
-        sample = functools.cache(lambda: sample_tasks(config["benchmark"]))
+        benchmark = config["benchmark"]
+        sample = functools.cache(lambda: sample_tasks(benchmark))
+        plain = benchmark["source"] == "generated" and not config["trials_from"]
+        rows = functools.cache(lambda: generated_rows(benchmark) if plain else None)
         try:
             if config["trials_from"]:
                 from evalnoise.pipeline.imported import import_groups
@@ -75,14 +87,14 @@ class RunPlan:
                 groups = import_groups(config["trials_from"], config["columns"])
                 plan, pool, sequential = Plan.from_groups(groups), None, None
             else:
-                n_tasks = len(sample())
+                n_tasks = len(rows() if plain else sample())
                 plan = Plan.from_config(config, n_tasks)
-                pool = task_pool_size(config["benchmark"])
+                pool = task_pool_size(benchmark)
                 sequential = SequentialSettings.from_config(config, n_tasks)
         except (ValueError, OSError) as error:
             raise PlanError(f"cannot plan the run: {error}") from None
         judges = pipeline_judges.judge_specs(config["scorer"]["judge"])
-        return cls(config, plan, sequential, judges, pool, sample=sample)
+        return cls(config, plan, sequential, judges, pool, sample=sample, rows=rows)
 
     # -- the run as a whole ---------------------------------------------------------------------
 
@@ -156,6 +168,15 @@ class RunPlan:
     def rows_param(self, wildcards: Any) -> list[int]:
         """The first and last task row of the shard's chunk: ``0000-0005`` → [0, 5]."""
         return list(parse_range(wildcards.chunk))
+
+    def task_rows_param(self, wildcards: Any) -> str:
+        """The digest of the shard's task rows (:func:`evalnoise.pipeline.shard_plan.
+        task_rows_digest`); from the plain rows when the source gives them and they hash
+        without pandas (:func:`~evalnoise.pipeline.shard_plan.plain_rows_digest`), the same
+        digest either way."""
+        rows = self.rows()
+        digest = None if rows is None else plain_rows_digest(rows, wildcards.chunk)
+        return digest or task_rows_digest(self.planned_tasks(), wildcards.chunk)
 
     def journal_param(self, wildcards: Any) -> str:
         """The shard's journal (:func:`evalnoise.pipeline.shard_plan.journal_path`)."""

@@ -17,20 +17,26 @@ so asking for more tasks appends rows and leaves existing chunks as they were:
 
 Tasks that declare no resources get :data:`DEFAULT_RESOURCES`; the config's
 ``benchmark.cpus`` / ``memory_mb`` / ``time_limit_s`` override every task's.
+
+:func:`generated_rows` gives the generated benchmark's table as plain rows, without pandas:
+Snakemake's DAG build needs only the rows' count and per-chunk digests, and pandas (with
+pyarrow) is ~0.5 s of every Snakemake start that needs nothing else of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 
-from evalnoise.schema import TASKS
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "DEFAULT_RESOURCES",
     "benchmark_name",
+    "generated_rows",
     "sample_tasks",
     "task_pool_size",
 ]
@@ -39,7 +45,9 @@ __all__ = [
 DEFAULT_RESOURCES = {"cpus": 1.0, "memory_mb": 512, "time_limit_s": 120.0}
 
 
-def _generated(bench: Mapping[str, Any]) -> pd.DataFrame:
+def _generated_tasks(bench: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Task i is task ``i // L`` of level ``levels[i % L]``: id, question, answer, level and
+    the level's declared resources."""
     from evalnoise.tasks.generated import LEVEL_RESOURCES, generate_task
 
     levels = [int(level) for level in bench["levels"]]
@@ -56,7 +64,46 @@ def _generated(bench: Mapping[str, Any]) -> pd.DataFrame:
                 **LEVEL_RESOURCES[level],
             }
         )
-    return pd.DataFrame.from_records(rows)
+    return rows
+
+
+def _generated(bench: Mapping[str, Any]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame.from_records(_generated_tasks(bench))
+
+
+#: How :func:`sample_tasks` types each TASKS column of a question task (the environment
+#: tasks' columns, :data:`~evalnoise.column_names.ENVIRONMENT_TASK_COLUMNS`, are null).
+_PLAIN_TYPES = {
+    "task_id": str,
+    "question": str,
+    "answer": str,
+    "level": str,
+    "cpus": float,
+    "memory_mb": int,
+    "time_limit_s": float,
+    "sampling_seed": int,
+}
+
+
+def generated_rows(benchmark: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rows of ``sample_tasks(benchmark)`` for the ``generated`` source, as plain dicts of
+    Python values (str, float, int, None for the environment tasks' columns), without pandas.
+
+    The same tasks (:func:`_generated_tasks`), with the config's resource overrides and the
+    sampling seed, typed as :func:`sample_tasks` types its columns; a test holds the two equal.
+    """
+    if benchmark["source"] != "generated":
+        raise ValueError(f"generated_rows: the source is {benchmark['source']!r}")
+    overrides = {c: benchmark[c] for c in DEFAULT_RESOURCES if benchmark.get(c) is not None}
+    seed = int(benchmark["seed"])
+    rows = []
+    for task in _generated_tasks(benchmark):
+        row = {**task, **overrides, "sampling_seed": seed}
+        typed = {column: kind(row[column]) for column, kind in _PLAIN_TYPES.items()}
+        rows.append(typed | dict.fromkeys(ENVIRONMENT_TASK_COLUMNS))
+    return rows
 
 
 def _largest_remainder(sizes: Mapping[str, int], n: int) -> dict[str, int]:
@@ -72,6 +119,8 @@ def _largest_remainder(sizes: Mapping[str, int], n: int) -> dict[str, int]:
 
 
 def _stratified(tasks: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    import pandas as pd
+
     strata = tasks["level"].fillna("").astype(str)
     sizes = strata.value_counts().to_dict()
     alloc = _largest_remainder(sizes, n)
@@ -114,6 +163,8 @@ def _relative_dir(path: str) -> str:
 def _harbor(bench: Mapping[str, Any]) -> pd.DataFrame:
     """Environment tasks (:mod:`evalnoise.tasks.harbor`): every task folder under ``path``,
     by name; with ``n``, a sample like a task file's (stratified by level when asked)."""
+    import pandas as pd
+
     from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
     from evalnoise.tasks.taskfile import sample_tasks as sample_frame
 
@@ -134,6 +185,8 @@ def sample_tasks(benchmark: Mapping[str, Any]) -> pd.DataFrame:
 
     ``benchmark`` is the config's (defaulted) ``benchmark`` section.
     """
+    from evalnoise.schema import TASKS
+
     source = benchmark["source"]
     if source == "generated":
         tasks = _generated(benchmark)

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from evalnoise.pipeline.shard_plan import format_range, group_label
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evalnoise.stats.stopping import StoppingRule
 
 __all__ = [
@@ -419,6 +420,8 @@ ROUND_COLUMNS = (
 def round_rows(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """The round records as one table (ROUND_COLUMNS): each unit's decision in each round it
     was decided in (a stopped unit's decision is carried, not repeated)."""
+    import pandas as pd  # the checkpoint's, not the DAG build's (settings only need numpy)
+
     rows = []
     for rec in records:
         for u in rec["units"]:

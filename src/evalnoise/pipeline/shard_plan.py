@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from evalnoise.column_names import group_label
+from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS, group_label
 
 __all__ = [
     "NAME_PATTERN",
@@ -58,6 +58,7 @@ __all__ = [
     "group_label",
     "journal_path",
     "parse_range",
+    "plain_rows_digest",
     "ranges",
     "slug",
     "task_rows_digest",
@@ -139,10 +140,6 @@ def chunk_size(config: Mapping[str, Any]) -> int:
     return max(base, wanted)
 
 
-#: The tasks table's columns of environment tasks (null for question tasks).
-ENVIRONMENT_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
-
-
 def task_rows_digest(tasks: Any, chunk: str) -> str:
     """SHA-256 (16 hex) of the task rows a chunk covers, every column: what a shard's trials
     and scores depend on in the tasks table.
@@ -164,9 +161,44 @@ def task_rows_digest(tasks: Any, chunk: str) -> str:
     rows = tasks.iloc[first : last + 1]
     # question tasks leave the environment tasks' columns null: without them, their digest
     # (and so every finished shard) stays what it was before environment tasks existed
-    unused = [c for c in ENVIRONMENT_COLUMNS if c in rows and rows[c].isna().all()]
+    unused = [c for c in ENVIRONMENT_TASK_COLUMNS if c in rows and rows[c].isna().all()]
     raw = rows.drop(columns=unused).to_json(orient="records", date_format="iso")
     return _rows_json_digest(hashlib.sha256(raw.encode()).digest(), raw)
+
+
+def plain_rows_digest(rows: Sequence[Mapping[str, Any]], chunk: str) -> str | None:
+    """:func:`task_rows_digest` of the same table given as plain rows (dicts of str, int,
+    float and None, as :func:`evalnoise.pipeline.sampling.generated_rows` gives them),
+    without pandas; None when that cannot be promised, and the caller asks pandas.
+
+    ``task_rows_digest`` hashes the rows as pandas writes them to JSON and reads them back,
+    and pandas writes a float with 10 decimals (``to_json``'s ``double_precision``). A float
+    comes back unchanged exactly when ``float(f"{x:.10f}") == x`` and pandas writes it in
+    fixed notation (|x| < 1e15); an int when it fits int64. Any other value: None.
+    """
+    first, last = parse_range(chunk)
+    part = rows[first : last + 1]
+    unused = {c for c in ENVIRONMENT_TASK_COLUMNS if all(row.get(c) is None for row in part)}
+    records = [{k: v for k, v in row.items() if k not in unused} for row in part]
+    for record in records:
+        for value in record.values():
+            if isinstance(value, bool) or not (
+                value is None
+                or isinstance(value, str)
+                or (isinstance(value, int) and -(2**63) <= value < 2**63)
+                or (
+                    isinstance(value, float)
+                    and math.isfinite(value)
+                    and abs(value) < 1e15
+                    and float(f"{value:.10f}") == value
+                )
+            ):
+                return None
+    import hashlib
+    import json
+
+    text = json.dumps(records, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 _ROWS_DIGESTS: dict[bytes, str] = {}  # SHA-256 of the rows' JSON → their task_rows_digest

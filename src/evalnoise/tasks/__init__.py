@@ -3,10 +3,43 @@
 - :func:`load_task_file` — JSONL, CSV or Parquet with a column mapping, validated.
 - :func:`generate_tasks` — the default arithmetic / word-problem benchmark, from a seed.
 - :func:`load_frames` — FRAMES questions, sampled with a seed.
+
+The names below are loaded on first access (PEP 562 ``__getattr__``): Snakemake's DAG build
+reads the generated benchmark (:mod:`evalnoise.tasks.generated`) as plain rows, and importing
+it must not import pandas and pyarrow for the task files (~0.5 s of every Snakemake start).
 """
 
-from evalnoise.tasks.frames import load_frames
-from evalnoise.tasks.generated import generate_tasks
-from evalnoise.tasks.taskfile import load_task_file, sample_tasks, tasks_table
+from __future__ import annotations
+
+from typing import Any
+
+from evalnoise import _lazy
 
 __all__ = ["generate_tasks", "load_frames", "load_task_file", "sample_tasks", "tasks_table"]
+
+_MODULES = {
+    "load_frames": "frames",
+    "generate_tasks": "generated",
+    "load_task_file": "taskfile",
+    "sample_tasks": "taskfile",
+    "tasks_table": "taskfile",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
+    # statically to derive what the pipeline's stages depend on.
+    where = _MODULES.get(name)
+    if where == "frames":
+        from evalnoise.tasks import frames as module
+    elif where == "generated":
+        from evalnoise.tasks import generated as module
+    elif where == "taskfile":
+        from evalnoise.tasks import taskfile as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _lazy.bind(globals(), module, name)
+
+
+def __dir__() -> list[str]:
+    return _lazy.names(globals(), __all__)

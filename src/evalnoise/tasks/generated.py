@@ -22,10 +22,10 @@ import hashlib
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from evalnoise.schema import QUESTION_TASK_COLUMNS
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["LEVEL_RESOURCES", "GeneratedTask", "generate_task", "generate_tasks"]
 
@@ -206,6 +206,11 @@ def generate_tasks(
     with_solutions: bool = False,
 ) -> pd.DataFrame:
     """``n_per_level`` tasks of each level, as TASKS rows (``sampling_seed`` = ``seed``)."""
+    # pandas and the schema (pyarrow) only here: the DAG build generates tasks without them
+    import pandas as pd
+
+    from evalnoise.schema import QUESTION_TASK_COLUMNS
+
     if n_per_level < 1:
         raise ValueError("n_per_level must be >= 1")
     rows = []

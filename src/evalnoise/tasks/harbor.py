@@ -58,6 +58,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 from evalnoise.errors import InputError
 
 __all__ = [
@@ -749,10 +750,6 @@ def load_harbor_tasks(
     if problems:
         raise HarborTaskError(problems, path=root)
     return tasks
-
-
-#: The columns :func:`environment_task_rows` adds to the TASKS columns.
-ENVIRONMENT_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
 
 
 def environment_task_rows(tasks: Iterable[HarborTask]) -> list[dict[str, Any]]:
