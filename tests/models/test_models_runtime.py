@@ -207,3 +207,41 @@ def test_runtime_image_runs_the_baseline_build(docker_engine, staged_context):
         docker_engine, tag, ["python3", "-B", "-c", script]
     ).split()
     assert int(loaded) > 100 and int(missing) == 0, (loaded, missing, names)
+
+
+@needs_model
+def test_the_runtime_tag_is_kept_and_staging_skipped(
+    docker_engine, staged_context, tmp_path, monkeypatch
+):
+    """The tag of the runtime image is kept in the user cache under the key of the staging's
+    inputs: the next build of the same inputs stages nothing; a kept tag whose image is gone
+    is staged again; a changed input is a new key."""
+    from evalnoise.models import agent_images
+    from evalnoise.runner.base_image import build_base_image
+
+    base = build_base_image(client=docker_engine)
+    tag = agent_images.build_llama_runtime_image(base, client=docker_engine, context=staged_context)
+    monkeypatch.setenv("EVALNOISE_CACHE_DIR", str(tmp_path / "cache"))
+    staged = []
+
+    def stage(dest, *, model_path=None, wheel=None):  # the fixture's real staging, counted
+        staged.append(dest)
+        shutil.copytree(staged_context, dest, dirs_exist_ok=True)
+        return dest
+
+    monkeypatch.setattr(agent_images, "stage_llama_runtime_context", stage)
+    key = agent_images.llama_runtime_key(base)
+    agent_images._keep_tag(key, "evalnoise-llama-runtime:000000000000")  # its image is gone
+    assert agent_images.build_llama_runtime_image(base, client=docker_engine) == tag
+    assert len(staged) == 1 and agent_images._kept_tags() == {key: tag}
+    assert agent_images.build_llama_runtime_image(base, client=docker_engine) == tag
+    assert len(staged) == 1  # kept: nothing staged
+
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    assert agent_images.llama_runtime_key(base) != key
+    monkeypatch.delenv("PIP_INDEX_URL")
+    other_model = tmp_path / "other.gguf"
+    other_model.write_bytes(b"GGUF not the model")
+    assert agent_images.llama_runtime_key(base, model_path=other_model) != key
+    assert agent_images.llama_runtime_key(base + "x") != key
+    assert agent_images.llama_runtime_key(base) == key

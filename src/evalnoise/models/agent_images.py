@@ -16,12 +16,22 @@ Every build context is staged in a temporary directory from exactly the files it
 (the agent, ``agents/common/agentlib.py``, and ``src/evalnoise/models/client.py`` copied as
 ``evalnoise_client.py``) and every tag is a hash of what went in, so an unchanged agent is
 never rebuilt and a changed one always is.
+
+Staging the llama runtime is two ``pip install --target`` runs (~8 s of a core), paid only to
+learn the tag of an image that usually exists. The tag is therefore kept in the user cache
+(:func:`evalnoise.user_cache.cache_dir`) under a digest of everything the staged context is
+a function of (:func:`llama_runtime_key`): the base image's tag, the portable wheel's and the
+model's bytes, the Dockerfile, the pinned requirements, pip's version and configuration, and
+the interpreter's platform. A kept tag whose image is gone is staged and built as before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
+import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -42,6 +52,7 @@ __all__ = [
     "agents_dir",
     "build_agent_images",
     "build_llama_runtime_image",
+    "llama_runtime_key",
     "stage_agent_context",
     "stage_llama_runtime_context",
 ]
@@ -112,9 +123,7 @@ def stage_llama_runtime_context(
     wheel = Path(wheel) if wheel else portable_wheel()
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     pip += ["--no-compile", "--no-warn-script-location", "--target", str(site)]
-    requirements = [
-        f"{name}=={importlib.metadata.version(name)}" for name in LLAMA_RUNTIME_DISTRIBUTIONS[1:]
-    ]
+    requirements = _runtime_requirements()
     subprocess.run([*pip, "--no-deps", str(wheel)], check=True)
     # binary wheels from the index only: never a build on (and for) this machine
     subprocess.run([*pip, "--no-deps", "--only-binary=:all:", *requirements], check=True)
@@ -124,6 +133,101 @@ def stage_llama_runtime_context(
     _link_or_copy(model, dest / "model.gguf")
     shutil.copy2(agents_dir() / "llama_runtime" / "Dockerfile", dest / "Dockerfile")
     return dest
+
+
+def _runtime_requirements() -> list[str]:
+    """The runtime requirements pinned at the versions this interpreter has."""
+    return [
+        f"{name}=={importlib.metadata.version(name)}" for name in LLAMA_RUNTIME_DISTRIBUTIONS[1:]
+    ]
+
+
+#: pip's configuration files (pip's documented locations; PIP_CONFIG_FILE adds one)
+_PIP_CONFIG_FILES = (
+    "/etc/pip.conf",
+    "/etc/xdg/pip/pip.conf",
+    "~/.pip/pip.conf",
+    "~/.config/pip/pip.conf",
+)
+
+
+def llama_runtime_key(
+    base: str,
+    *,
+    model_path: str | os.PathLike[str] | None = None,
+    wheel: str | os.PathLike[str] | None = None,
+) -> str:
+    """SHA-256 (hex) of what :func:`stage_llama_runtime_context` on ``base`` is a function of:
+
+        sha256(base ‖ wheel bytes ‖ model bytes ‖ Dockerfile ‖ pinned requirements ‖
+               pip version ‖ PIP_* variables ‖ pip configuration files ‖ platform ‖ Python)
+
+    Two equal keys stage the same files, so they name the same image tag. What pip would
+    download for a pin is one release file of the index; pip's version, its configuration and
+    the platform decide which of a release's files (``manylinux`` tags) it picks.
+    """
+    from evalnoise.models.runtime import portable_wheel
+
+    digest = hashlib.sha256()
+
+    def part(data: bytes) -> None:
+        digest.update(len(data).to_bytes(8, "big") + data)
+
+    def file_part(path: Path) -> None:
+        inner = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                inner.update(block)
+        part(inner.digest())
+
+    part(b"evalnoise/llama-runtime-key/v1")
+    part(base.encode())
+    file_part(Path(wheel) if wheel else portable_wheel())
+    file_part(Path(model_path) if model_path else default_model_path())
+    file_part(agents_dir() / "llama_runtime" / "Dockerfile")
+    part("\n".join(_runtime_requirements()).encode())
+    part(importlib.metadata.version("pip").encode())
+    part(json.dumps(sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))).encode())
+    configs = [*_PIP_CONFIG_FILES, os.path.join(sys.prefix, "pip.conf")]
+    configs += [os.environ["PIP_CONFIG_FILE"]] if os.environ.get("PIP_CONFIG_FILE") else []
+    for name in configs:
+        path = Path(name).expanduser()
+        part(path.read_bytes() if path.is_file() else b"-")
+    part(json.dumps([sys.version, sys.platform, os.uname().machine, platform.libc_ver()]).encode())
+    return digest.hexdigest()
+
+
+#: The kept tags' file in the user cache: {key: tag}, the newest last.
+_TAGS_FILE = "llama-runtime-tags.json"
+_TAGS_KEPT = 16
+
+
+def _kept_tags() -> dict[str, str]:
+    from evalnoise.user_cache import cache_dir
+
+    try:
+        kept = json.loads((cache_dir() / _TAGS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(kept, dict):
+        return {}
+    return {k: v for k, v in kept.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _keep_tag(key: str, tag: str) -> None:
+    """Remember ``key`` → ``tag``; best effort (a cache that cannot be written only costs
+    the next run the staging)."""
+    from evalnoise.atomic import write_text
+    from evalnoise.user_cache import cache_dir
+
+    kept = {k: v for k, v in _kept_tags().items() if k != key}
+    kept[key] = tag
+    kept = dict(list(kept.items())[-_TAGS_KEPT:])
+    try:
+        (cache_dir()).mkdir(parents=True, exist_ok=True)
+        write_text(cache_dir() / _TAGS_FILE, json.dumps(kept, indent=1) + "\n")
+    except OSError:
+        pass
 
 
 # --------------------------------------------------------------------------- building
@@ -138,14 +242,21 @@ def build_llama_runtime_image(
 ) -> str:
     """``evalnoise-llama-runtime:<hash>`` on ``base``; built only if missing. Returns the tag.
 
-    The tag is :func:`evalnoise.runner.base_image.context_digest` of the staged context, so the
-    context is staged even when the image exists (two ``pip install --target`` runs, ~10 s);
-    ``context`` is one :func:`stage_llama_runtime_context` already staged (``model_path`` is
-    then ignored), for a caller that stages it anyway and should not pay twice.
+    The tag is :func:`evalnoise.runner.base_image.context_digest` of the staged context. The
+    staging (two ``pip install --target`` runs, ~8 s) is skipped when the user cache keeps a
+    tag for :func:`llama_runtime_key` and that image exists. ``context`` is one
+    :func:`stage_llama_runtime_context` already staged (``model_path`` is then ignored), for
+    a caller that stages it anyway and should not pay twice.
     """
     from evalnoise.runner.base_image import build_agent_image
 
     client = engine_client(client, purpose="building agent images")
+    key = None
+    if context is None:
+        key = llama_runtime_key(base, model_path=model_path)
+        kept = _kept_tags().get(key)
+        if kept is not None and image_exists(client, kept):
+            return kept
     with tempfile.TemporaryDirectory(prefix="evalnoise-llama-ctx-") as tmp:
         if context is None:
             context = stage_llama_runtime_context(tmp, model_path=model_path)
@@ -153,6 +264,8 @@ def build_llama_runtime_image(
         tag = f"evalnoise-llama-runtime:{context_digest(context, _files(context), prefix=base)}"
         if not image_exists(client, tag):
             build_agent_image(context, tag, base, client=client)
+    if key is not None:
+        _keep_tag(key, tag)
     return tag
 
 
