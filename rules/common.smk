@@ -152,6 +152,7 @@ def canary_input(wildcards):
 
 
 task_rows_param = RUN.task_rows_param
+shard_priority = RUN.shard_priority
 tasks_table = WIRING.tasks_table
 image_params = RUN.image_params
 agent_param = RUN.agent_param

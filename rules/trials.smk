@@ -86,8 +86,9 @@ rule run_trials:
         shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
         "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
-    # the trial block is the time block: earlier blocks first (docs/pipeline.md)
-    priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
+    # the trial block is the time block: earlier blocks first, longer shards first within
+    # a block (docs/pipeline.md)
+    priority: shard_priority
     conda:
         ENV
     # trials at once in the job: one, so 2 cores run two jobs, each with its own one-thread
@@ -126,7 +127,7 @@ rule score:
     log:
         "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is scored before later blocks' trials run
-    priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
+    priority: shard_priority
     resources:
         model_server=scorer_server_tokens,
     params:
@@ -151,7 +152,7 @@ rule judge:
     log:
         "results/logs/judge/{judge}/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is judged before later blocks' trials run
-    priority: lambda wildcards: pipeline_settings.block_priority(wildcards.block, PLAN.blocks)
+    priority: shard_priority
     resources:
         model_server=judge_server_tokens,
     params:

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 from pipeline_helpers import make_workspace, run_tool
 
-from evalnoise.pipeline.settings import block_priority, setup_priority
+from evalnoise.pipeline.settings import block_priority, setup_priority, shard_priority
 
 #: The real interpreter (a pyenv shim would add a shell script's start to every trial).
 PYTHON = os.path.realpath(sys.executable)
@@ -41,6 +41,16 @@ def test_earlier_blocks_get_higher_priorities():
     assert priorities == [3, 2, 1]
     assert block_priority("0000-0003", reversed(blocks)) == 3  # the plan's order is no input
     assert setup_priority(blocks) > max(priorities)
+
+
+def test_within_a_block_full_chunks_go_first_and_blocks_still_rank_first():
+    blocks, chunks = ["0000-0001", "0002-0003"], ["0000-0005", "0006-0011", "0012-0014"]
+    first = [shard_priority("0000-0001", c, blocks, chunks) for c in chunks]
+    second = [shard_priority("0002-0003", c, blocks, chunks) for c in chunks]
+    assert first == [5, 5, 4] and second == [3, 3, 2]  # longest first (LPT), steps of 1
+    assert min(first) > max(second)  # every shard of a block before any of the next
+    assert setup_priority(blocks) > max(first)
+    assert shard_priority("0000-0001", "0000-0002", blocks, ["0000-0002"]) == 5  # one chunk
 
 
 def test_a_block_outside_the_plan_ranks_by_its_first_trial():
@@ -103,7 +113,8 @@ def test_every_group_runs_its_first_block_before_any_group_its_second(tmp_path):
     blocks = [re.search(r"block=(\S+),", w).group(1) for r, w, _ in jobs if r == "run_trials"]
     assert blocks == ["0000-0001"] * 4 + ["0002-0003"] * 4
     priority = {(r, re.search(r"block=(\S+),", w).group(1)): p for r, w, p in jobs if "block" in w}
-    assert priority[("run_trials", "0000-0001")] == 2 and priority[("run_trials", "0002-0003")] == 1
+    # one chunk of 2 tasks: the longest, in each block (settings.shard_priority)
+    assert priority[("run_trials", "0000-0001")] == 5 and priority[("run_trials", "0002-0003")] == 3
     setup = setup_priority(["0000-0001", "0002-0003"])
     assert {p for r, _, p in jobs if r in ("build_image", "canary")} == {setup}
 

@@ -21,10 +21,11 @@ import platform
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
+
+from evalnoise.outcomes import crash_signal_name
 
 __all__ = [
     "CANARY_QUESTION",
@@ -32,7 +33,6 @@ __all__ = [
     "CanaryFailed",
     "canary_message",
     "canary_task",
-    "roomiest_profile",
     "run_canary",
 ]
 
@@ -45,34 +45,11 @@ class CanaryFailed(RuntimeError):
     """The canary trial did not end ``ok`` with an answer; the message says why."""
 
 
-def _limit_key(profile: Mapping[str, Any]) -> tuple[float, float, float]:
-    def factor(name: str) -> float:
-        value = profile.get(name, 1.0)
-        return float("inf") if value is None else float(value)
-
-    return (
-        factor("memory_limit_factor"),
-        factor("cpu_limit_factor"),
-        factor("time_limit_factor"),
-    )
-
-
-def roomiest_profile(profiles: Mapping[str, Mapping[str, Any]]) -> str:
-    """The resource profile with the largest hard memory limit (then CPU, then time limit;
-    ``null`` = uncapped counts as infinite; ties go to the first name in sorted order)."""
-    if not profiles:
-        raise ValueError("no resource profiles")
-    return sorted(profiles, key=lambda name: tuple(-v for v in _limit_key(profiles[name])))[0]
-
-
 def canary_task(tasks: pd.DataFrame) -> pd.DataFrame:
     """The one-row tasks table of the canary: :data:`CANARY_QUESTION` with the largest
     ``cpus``, ``memory_mb`` and ``time_limit_s`` among ``tasks`` (so the canary gets the
     most room any trial of the sweep gets). Environment tasks bring their own container and
     verifier, which a question cannot stand for: their canary is the first task itself."""
-    # pandas here, not at import: the DAG build reads roomiest_profile alone
-    import pandas as pd
-
     if is_environment(tasks):
         return tasks.iloc[[0]].reset_index(drop=True)
 
@@ -107,8 +84,6 @@ def _tail(text: Any, lines: int = _STDERR_LINES) -> str:
 
 
 def _advice(row: Mapping[str, Any]) -> str:
-    from evalnoise.outcomes import crash_signal_name
-
     status, code = row.get("status"), row.get("exit_code")
     signal_name = crash_signal_name(code)
     if signal_name == "SIGILL":
@@ -147,8 +122,6 @@ def _advice(row: Mapping[str, Any]) -> str:
 
 
 def _mib(value: Any) -> str:
-    import pandas as pd
-
     if value is None or pd.isna(value):
         return "uncapped"
     return f"{int(value) / 2**20:.0f} MiB"
@@ -164,10 +137,6 @@ def _canary_task_text(row: Mapping[str, Any]) -> str:
 
 def canary_message(agent: str, resource_profile: str, row: Mapping[str, Any]) -> str:
     """The one message a failed canary stops the run with."""
-    import pandas as pd
-
-    from evalnoise.outcomes import crash_signal_name
-
     code = row.get("exit_code")
     signal_name = crash_signal_name(code)
     how = f"exit code {code}" if code is not None and not pd.isna(code) else "no exit code"

@@ -149,9 +149,7 @@ class RunPlan:
 
     def canary_profile_param(self, wildcards: Any = None) -> dict[str, Any]:
         """The roomiest resource profile (largest hard limits), where the canary trial runs."""
-        from evalnoise.pipeline.canary import roomiest_profile
-
-        name = roomiest_profile(self.config["resource_profiles"])
+        name = pipeline_settings.roomiest_profile(self.config["resource_profiles"])
         return pipeline_settings.resource_profile_spec(self.config, name)
 
     def machine_param(self, wildcards: Any = None) -> dict[str, str]:
@@ -177,6 +175,14 @@ class RunPlan:
         rows = self.rows()
         digest = None if rows is None else plain_rows_digest(rows, wildcards.chunk)
         return digest or task_rows_digest(self.planned_tasks(), wildcards.chunk)
+
+    def shard_priority(self, wildcards: Any) -> int:
+        """The Snakemake priority of the shard's jobs
+        (:func:`evalnoise.pipeline.settings.shard_priority`)."""
+        w = wildcards
+        return pipeline_settings.shard_priority(
+            w.block, w.chunk, self.plan.blocks, self.plan.chunks
+        )
 
     def journal_param(self, wildcards: Any) -> str:
         """The shard's journal (:func:`evalnoise.pipeline.shard_plan.journal_path`)."""

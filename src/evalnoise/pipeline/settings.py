@@ -11,7 +11,7 @@ The rest of this module turns the validated config into the specs the runner, th
 and the report take: :func:`agent_spec` (an :class:`evalnoise.runner.AgentSpec` mapping),
 :func:`resource_profile_spec`, :func:`infra_policy_spec`, :func:`model_server_spec`; and
 the Snakemake job priorities that order trials in time (:func:`block_priority`,
-:func:`setup_priority`).
+:func:`shard_priority`, :func:`setup_priority`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,9 @@ __all__ = [
     "model_server_spec",
     "read_yaml",
     "resource_profile_spec",
+    "roomiest_profile",
     "setup_priority",
+    "shard_priority",
     "uses_judge",
     "uses_model_server",
     "with_defaults",
@@ -536,6 +538,27 @@ def model_server_spec(config: Mapping[str, Any]) -> dict[str, Any]:
 # the other rules stays below every block.
 
 
+def _limit_key(profile: Mapping[str, Any]) -> tuple[float, float, float]:
+    def factor(name: str) -> float:
+        value = profile.get(name, 1.0)
+        return float("inf") if value is None else float(value)
+
+    return (
+        factor("memory_limit_factor"),
+        factor("cpu_limit_factor"),
+        factor("time_limit_factor"),
+    )
+
+
+def roomiest_profile(profiles: Mapping[str, Mapping[str, Any]]) -> str:
+    """The resource profile with the largest hard memory limit (then CPU, then time limit;
+    ``null`` = uncapped counts as infinite; ties go to the first name in sorted order): the
+    canary's (:mod:`evalnoise.pipeline.canary`), so it gets the most room any trial gets."""
+    if not profiles:
+        raise ValueError("no resource profiles")
+    return sorted(profiles, key=lambda name: tuple(-v for v in _limit_key(profiles[name])))[0]
+
+
 def block_priority(block: str, blocks: Iterable[str]) -> int:
     """The Snakemake priority of the ``run_trials`` (and ``score``, ``judge``) jobs of trial
     block ``block`` (a label such as ``0004-0007``) in a run of ``blocks``: 1 + the number of
@@ -547,8 +570,25 @@ def block_priority(block: str, blocks: Iterable[str]) -> int:
     return 1 + sum(1 for other in set(blocks) if parse_range(other)[0] > first)
 
 
+def shard_priority(block: str, chunk: str, blocks: Iterable[str], chunks: Iterable[str]) -> int:
+    """The Snakemake priority of a shard's ``run_trials``, ``score`` and ``judge`` jobs:
+
+        2 × block_priority(block) + (1 if the chunk has the most tasks of ``chunks`` else 0)
+
+    Earlier blocks first, as :func:`block_priority` orders them; within a block, the shards
+    of full chunks before those of the shorter last chunk: longest first (LPT), so the short
+    shards, and their judge jobs, fill the cores at the end of the run instead of a long one
+    running alone. Steps of 1, as the ILP scheduler needs (:func:`block_priority`)."""
+    from evalnoise.pipeline.shard_plan import parse_range
+
+    first, last = parse_range(chunk)
+    sizes = [b - a + 1 for a, b in map(parse_range, chunks)]
+    longest = last - first + 1 >= max(sizes, default=0)
+    return 2 * block_priority(block, blocks) + int(longest)
+
+
 def setup_priority(blocks: Iterable[str]) -> int:
     """The priority of the jobs every shard waits for (an agent's image and canary): above
-    every block's, so no group's shards of a later block run while another group's first
-    block still waits for its canary."""
-    return 2 + len(set(blocks))
+    every shard's (:func:`shard_priority`), so no group's shards of a later block run while
+    another group's first block still waits for its canary."""
+    return 2 * (1 + len(set(blocks))) + 2
