@@ -12,6 +12,8 @@ workers of tools/test.sh do not end waiting on a long file handed out last.
 
 **No analytics.** ``DVC_NO_ANALYTICS=1`` for every process of the suite (below).
 
+**One BLAS thread.** ``OPENBLAS_NUM_THREADS=1`` for every process of the suite (below).
+
 **CI guard.** Under CI, a skipped test is reported as failed when it is marked ``docker`` or
 its skip reason names the engine, the model stack, the browser or a cluster
 (:func:`model_stack.names_a_requirement`); this also covers tests that call ``pytest.skip``
@@ -34,6 +36,14 @@ _FILE_SECONDS = pytest.StashKey[dict]()
 # spawned the daemon (seen in a process ledger of the suite): no test may send traffic
 # outside 127.0.0.0/8. Set for this process and every process it starts.
 os.environ["DVC_NO_ANALYTICS"] = "1"
+
+# One OpenBLAS thread per process (set before numpy loads; inherited by the workers and every
+# process they start): the suite runs 4 workers on 2 cores, where a second BLAS thread has no
+# core to run on and its busy-waiting is billed as CPU. With one busy process beside it,
+# test_attribution_variants.py took 12.5-17.4 s of CPU with OpenBLAS's default 2 threads and
+# 5.2 s with 1; test_attribution_time_effects.py 23.8 s and 12.8 s (measured). An explicit
+# setting in the environment wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def pytest_configure(config: pytest.Config) -> None:
