@@ -99,7 +99,9 @@ def load_group(
 def read_levels(tasks_path: str | os.PathLike[str]) -> dict[str, Any]:
     """task id → level, from the tasks table."""
     tasks = pd.read_parquet(tasks_path, columns=["task_id", "level"])
-    return dict(zip(tasks["task_id"].astype(str), tasks["level"], strict=True))
+    # .tolist() first: iterating an Arrow-backed column calls Python per element
+    ids, levels = tasks["task_id"].astype(str).tolist(), tasks["level"].tolist()
+    return dict(zip(ids, levels, strict=True))
 
 
 def group_data(
