@@ -51,9 +51,10 @@ def read_scores(
     columns: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """The score shards concatenated (SCORES schema), without :data:`PAYLOAD_COLUMNS`
-    unless ``payload``; only ``columns`` (those a shard has) when given."""
+    unless ``payload``; only ``columns`` (those a shard has) when given. A path given twice
+    is read once: the same file twice would be every one of its trials twice."""
     tables = []
-    for path in paths:
+    for path in dict.fromkeys(map(os.fspath, paths)):
         with pq.ParquetFile(path) as shard:
             names = shard.schema_arrow.names
             if columns is not None:
