@@ -6,7 +6,6 @@ import json
 import re
 from pathlib import Path
 
-import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
@@ -273,68 +272,6 @@ def test_png_without_aria_is_the_same_picture() -> None:
         assert vlc.vegalite_to_png(
             png_spec(spec), scale=PNG_SCALE, vl_version=VL_VERSION
         ) == vlc.vegalite_to_png(spec, scale=PNG_SCALE, vl_version=VL_VERSION)
-
-
-def _infra_spec() -> dict:
-    infra = pd.DataFrame(
-        {
-            "resource_profile": ["1x", "3x", "1x", "3x"],
-            "agent": ["a", "a", "b", "b"],
-            "accuracy": [0.5, 0.55, 0.6, 0.62],
-            "ci_low": [0.4, 0.45, 0.5, 0.52],
-            "ci_high": [0.6, 0.65, 0.7, 0.72],
-            "infra_error_rate": [0.058, 0.021, 0.03, 0.0],
-            "infra_ci_low": [0.04, 0.01, 0.02, 0.0],
-            "infra_ci_high": [0.08, 0.03, 0.04, 0.01],
-            "valid": [True, True, False, True],
-        }
-    )
-    return chart_spec(charts.infra_chart(infra))
-
-
-def _tooltips(value: object) -> int:
-    """How many encodings or marks of a spec carry a tooltip (data aside)."""
-    if isinstance(value, list):
-        return sum(_tooltips(v) for v in value)
-    if not isinstance(value, dict):
-        return 0
-    found = 0
-    for key, item in value.items():
-        if key in ("data", "datasets"):
-            continue
-        if key in ("encoding", "mark") and isinstance(item, dict) and "tooltip" in item:
-            found += 1
-        found += _tooltips(item)
-    return found
-
-
-def test_png_without_tooltips_is_the_same_picture() -> None:
-    # png_spec drops the tooltips (hover text: Vega formats one per mark, no pixel shows
-    # it): the PNG's bytes are those of the spec as it is, and the HTML's spec keeps them
-    convergence = charts.convergence_chart(charts.tidy_convergence(_conv_table()))
-    comps = pd.DataFrame({"a": ["x"], "b": ["y"], "diff": [0.1], "ci_low": [0.0], "ci_high": [0.2]})
-    for spec in (
-        chart_spec(charts.per_task_chart(_many_tasks(2, 300))),
-        chart_spec(convergence),
-        _infra_spec(),
-        chart_spec(charts.comparisons_chart(comps)),
-    ):
-        assert _tooltips(spec) > 0
-        assert _tooltips(png_spec(spec)) == 0
-        assert png_spec(spec)["datasets"] == spec["datasets"]
-        assert vlc.vegalite_to_png(
-            png_spec(spec), scale=PNG_SCALE, vl_version=VL_VERSION
-        ) == vlc.vegalite_to_png(spec, scale=PNG_SCALE, vl_version=VL_VERSION)
-
-
-def test_an_aggregating_png_spec_keeps_its_tooltips() -> None:
-    # in an aggregated encoding a tooltip's field groups the marks: dropping it would
-    # change the picture, so such a spec keeps every tooltip
-    frame = pd.DataFrame({"g": ["a", "a", "b"], "t": ["x", "y", "x"], "v": [1.0, 2.0, 3.0]})
-    chart = alt.Chart(frame).mark_bar().encode(x="g:N", y="mean(v):Q", tooltip=["t:N", "mean(v):Q"])
-    spec = chart_spec(chart)
-    assert _tooltips(png_spec(spec)) == _tooltips(spec) == 1
-    assert png_spec(spec)["config"]["aria"] is False
 
 
 @pytest.mark.parametrize("workers", [1, 2])

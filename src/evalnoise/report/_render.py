@@ -138,42 +138,12 @@ def chart_page(title: str, spec: dict[str, Any]) -> str:
 
 
 def png_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec as the PNG renders it: without ARIA attributes (``config.aria: false``) and,
-    when nothing in it aggregates, without tooltips.
+    """The spec as the PNG renders it: without ARIA attributes (``config.aria: false``).
 
     Vega writes an ``aria-label`` naming every field of every mark into the SVG it hands the
     rasterizer (5,000 points: a megabyte of labels); a picture has no use for them and its
-    pixels are the same, byte for byte, without them. A tooltip is text a browser shows on
-    hover: Vega formats it for every mark (2,000 points: a third of the per-question PNG's
-    time) and no pixel depends on it. In an aggregated encoding a tooltip's field would be a
-    group-by field of its own, so a spec that says ``aggregate`` anywhere keeps them."""
-    out = {**spec, "config": {**spec.get("config", {}), "aria": False}}
-    body = {k: v for k, v in spec.items() if k not in _DATA_KEYS}
-    if '"aggregate"' in json.dumps(body):
-        return out
-    return {k: v if k in _DATA_KEYS else _without_tooltips(v) for k, v in out.items()}
-
-
-#: Keys of a Vega-Lite spec that hold data, never chart structure: left as they are.
-_DATA_KEYS = frozenset({"data", "datasets"})
-
-
-def _without_tooltips(value: Any) -> Any:
-    """``value`` (a part of a Vega-Lite spec) with the ``tooltip`` channel of every encoding
-    and the ``tooltip`` property of every mark removed; data is not descended into."""
-    if isinstance(value, list):
-        return [_without_tooltips(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {}
-    for key, item in value.items():
-        if key in _DATA_KEYS:
-            out[key] = item
-        elif key in ("encoding", "mark") and isinstance(item, dict):
-            out[key] = {k: _without_tooltips(v) for k, v in item.items() if k != "tooltip"}
-        else:
-            out[key] = _without_tooltips(item)
-    return out
+    pixels are the same, byte for byte, without them."""
+    return {**spec, "config": {**spec.get("config", {}), "aria": False}}
 
 
 def write_chart(
