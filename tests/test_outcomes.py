@@ -323,6 +323,31 @@ def test_attempt_order_is_pandas_sort_and_duplicated(frame):
     assert rows.most_attempts == most
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    frame=_attempt_tables(),
+    constant=st.sampled_from(["a", "é", None]),
+    in_order=st.booleans(),
+)
+def test_attempt_order_of_constant_columns_and_ordered_tables(frame, constant, in_order):
+    # the shapes its shortcuts serve: one group's agent (one value, or none at all), a
+    # variant column nobody set, a table already in trial order
+    frame = frame.assign(
+        agent=pd.array([constant] * len(frame), dtype="str"),
+        prompt_variant=[None] * len(frame),
+    )
+    key = ["agent", "task_id", "trial", "prompt_variant"]
+    if in_order:
+        frame = frame.sort_values([*key, "attempt"], kind="mergesort")
+    ordered = frame.sort_values([*key, "attempt"], kind="mergesort")
+    rows = attempt_order(frame, key)
+    pd.testing.assert_frame_equal(frame.iloc[rows.order], ordered)
+    assert rows.in_order == (rows.order.tolist() == list(range(len(frame))))
+    assert rows.in_order or not in_order
+    assert rows.last.tolist() == (~ordered.duplicated(subset=key, keep="last")).tolist()
+    assert rows.first.tolist() == (~ordered.duplicated(subset=key, keep="first")).tolist()
+
+
 def test_attempt_order_without_an_attempt_column_is_one_attempt_a_row():
     frame = pd.DataFrame({"task_id": ["b", "a", "b"], "trial": [0, 0, 0]})
     rows = attempt_order(frame, ["task_id", "trial"])

@@ -124,8 +124,11 @@ def crashed_mask(trials: pd.DataFrame) -> np.ndarray:
     (imported results that record none cannot tell a crash from another agent error)."""
     if "exit_code" not in trials.columns or "status" not in trials.columns:
         return np.zeros(len(trials), dtype=bool)
+    signalled = _crashed_mask(trials["exit_code"])
+    if not signalled.any():  # no fault signal at all (the usual case): no status to read
+        return signalled
     status = trials["status"].astype(str).to_numpy()
-    return _crashed_mask(trials["exit_code"]) & (status == "agent_error")
+    return signalled & (status == "agent_error")
 
 
 def _sort_codes(values: pd.Series) -> np.ndarray:
@@ -133,10 +136,24 @@ def _sort_codes(values: pd.Series) -> np.ndarray:
     are equal where ``DataFrame.duplicated`` finds them equal (missing equals missing)."""
     if pd.api.types.is_integer_dtype(values.dtype) and not values.hasnans:
         return values.to_numpy(dtype=np.int64)
+    if _constant(values):  # one group's agent, profile or unused variant: one code
+        return np.zeros(len(values), dtype=np.int64)
     codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
     codes = codes.astype(np.int64, copy=False)
     codes[codes < 0] = len(uniques)
     return codes
+
+
+def _constant(values: pd.Series) -> bool:
+    """Whether every value is the same non-missing value, or every value is missing (one
+    code either way). Ends at the first and last values when they differ: a sorted key
+    column that varies costs two lookups, not a comparison of every row."""
+    if len(values) == 0:
+        return False
+    first, last = values.iloc[0], values.iloc[-1]
+    if pd.isna(first) or pd.isna(last):
+        return bool(pd.isna(first) and pd.isna(last) and values.isna().all())
+    return bool(first == last and (values == first).all())
 
 
 @dataclass(frozen=True)
@@ -150,6 +167,12 @@ class AttemptOrder:
     order: np.ndarray
     first: np.ndarray
     last: np.ndarray
+
+    @property
+    def in_order(self) -> bool:
+        """Whether the table is already in trial order (``order`` is 0, 1, …, n − 1): taking
+        its rows in ``order`` would copy it as it is."""
+        return bool((self.order[1:] > self.order[:-1]).all())
 
     @property
     def most_attempts(self) -> int:
@@ -176,10 +199,11 @@ def attempt_order(trials: pd.DataFrame, key: Iterable[str]) -> AttemptOrder:
     )
     order = np.lexsort([attempt, *codes[::-1]])
     n = order.size
+    in_order = bool((order[1:] > order[:-1]).all())
     # a row starts a new trial where any key column differs from the row before it
     change = np.zeros(max(n - 1, 0), dtype=bool)
     for c in codes:
-        ranked = c[order]
+        ranked = c if in_order else c[order]
         change |= ranked[1:] != ranked[:-1]
     first = np.concatenate([[True], change]) if n else np.zeros(0, dtype=bool)
     last = np.concatenate([change, [True]]) if n else np.zeros(0, dtype=bool)
@@ -193,6 +217,8 @@ def final_attempts(trials: pd.DataFrame) -> pd.DataFrame:
     if not key or "attempt" not in trials.columns or not len(trials):
         return trials
     rows = attempt_order(trials, key)
+    if rows.in_order and rows.last.all():  # one attempt a trial, in order: every row as it is
+        return trials
     return trials.iloc[rows.order[rows.last]]
 
 

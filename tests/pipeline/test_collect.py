@@ -53,6 +53,15 @@ def test_shard_without_a_newer_column_reads_null_there(tmp_path):
     assert full["stdout_tail"].isna().sum() == 3
 
 
+def test_a_file_given_twice_is_read_once(tmp_path):
+    # an imported table is one file for every group: listed once per group, its trials
+    # must still count once each
+    one = _shard(tmp_path / "imported.parquet", 7)
+    other = _shard(tmp_path / "b.parquet", 3)
+    assert len(read_scores([one, one])) == 7
+    assert len(read_scores([one, str(one), other, one])) == 10
+
+
 def test_no_shards_is_an_error():
     with pytest.raises(ValueError, match="no score shards"):
         read_scores([])

@@ -173,6 +173,8 @@ def test_an_imported_table_is_its_own_shards(default_config):
     assert w.group_scores(SimpleNamespace(agent="m1", resource_profile="1x")) == [
         "results/scores/imported.parquet"
     ]
+    # one file for both groups: the attribution reads it once, each trial once
+    assert w.attribution_scores() == ["results/scores/imported.parquet"]
 
 
 def test_a_rerun_count_is_read_beside_its_shard(default_config, tmp_path, monkeypatch):

@@ -88,6 +88,20 @@ def test_pure_input_untouched_and_order_independent():
     assert a.counts == b.counts
 
 
+@pytest.mark.parametrize("policy", ["as_incorrect", "exclude"])
+def test_a_table_in_trial_order_gives_what_a_shuffled_one_gives(policy):
+    # one attempt a trial, already in trial order: the rows are used as they are (no copy,
+    # no reordering), and the input is still left as it was
+    ordered = SINGLE.sort_values(["task_id", "trial"], kind="mergesort").reset_index(drop=True)
+    before = ordered.copy()
+    shuffled = ordered.sample(frac=1.0, random_state=5)
+    a, b = apply_infra_policy(ordered, policy), apply_infra_policy(shuffled, policy)
+    pd.testing.assert_frame_equal(ordered, before)
+    assert a.counts == b.counts
+    for name in ("counted", "excluded", "superseded"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name))
+
+
 def test_tables_without_attempt_column():
     result = apply_infra_policy(SINGLE.drop(columns="attempt"), "exclude")
     assert result.counts["excluded"] == 3

@@ -162,12 +162,11 @@ def policy_sensitivity(
         raise ValueError("the table has neither a 'score' nor a 'correct' column")
     one_group(trials)
     key = trial_key(trials)
-    frame = trials.copy()
-    if "attempt" not in frame.columns:
-        frame["attempt"] = 1
+    frame = trials if "attempt" in trials.columns else trials.assign(attempt=1)
     rows = attempt_order(frame, key)
-    frame = frame.iloc[rows.order]
-    first = frame[rows.first]
+    if not rows.in_order:
+        frame = frame.iloc[rows.order]
+    first = frame if rows.first.all() else frame[rows.first]
     n_attempts_max = rows.most_attempts
     retried = bool((~rows.first).any())
     without = " (retries ignored: what the run would have scored without them)" if retried else ""

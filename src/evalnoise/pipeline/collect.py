@@ -51,9 +51,10 @@ def read_scores(
     columns: Collection[str] | None = None,
 ) -> pd.DataFrame:
     """The score shards concatenated (SCORES schema), without :data:`PAYLOAD_COLUMNS`
-    unless ``payload``; only ``columns`` (those a shard has) when given."""
+    unless ``payload``; only ``columns`` (those a shard has) when given. A path given twice
+    is read once: the same file twice would be every one of its trials twice."""
     tables = []
-    for path in paths:
+    for path in dict.fromkeys(map(os.fspath, paths)):
         with pq.ParquetFile(path) as shard:
             names = shard.schema_arrow.names
             if columns is not None:
@@ -99,7 +100,9 @@ def load_group(
 def read_levels(tasks_path: str | os.PathLike[str]) -> dict[str, Any]:
     """task id → level, from the tasks table."""
     tasks = pd.read_parquet(tasks_path, columns=["task_id", "level"])
-    return dict(zip(tasks["task_id"].astype(str), tasks["level"], strict=True))
+    # .tolist() first: iterating an Arrow-backed column calls Python per element
+    ids, levels = tasks["task_id"].astype(str).tolist(), tasks["level"].tolist()
+    return dict(zip(ids, levels, strict=True))
 
 
 def group_data(

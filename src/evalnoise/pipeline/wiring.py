@@ -348,8 +348,11 @@ class Wiring:
         return self._group_output("judge") if self.run.judge_stage else []
 
     def attribution_scores(self, wildcards: Any = None) -> list[str]:
-        """Every group's score shards, as the statistics read them."""
-        return [path for a, r in self.plan.groups() for path in self.scores_of(a, r)]
+        """Every group's score shards, as the statistics read them, each file once: an
+        imported table is one file that holds every group (read once per group, each of its
+        trials would count as many times as there are groups)."""
+        paths = (path for a, r in self.plan.groups() for path in self.scores_of(a, r))
+        return list(dict.fromkeys(paths))
 
     def all_pairs(self, wildcards: Any = None) -> list[str]:
         """Every pair: two agents within a resource profile, two profiles within an agent."""

@@ -151,13 +151,15 @@ def apply_infra_policy(
     key = tuple(key) if key is not None else tuple(c for c in TRIAL_KEY if c in trials.columns)
     if not key:
         raise ValueError("apply_infra_policy: no trial key columns (task_id, trial, ...)")
-    frame = trials.copy()
-    if "attempt" not in frame.columns:
-        frame["attempt"] = 1
+    # never modified below (``counted`` is a copy): the input stands as it is
+    frame = trials if "attempt" in trials.columns else trials.assign(attempt=1)
     rows = attempt_order(frame, key)
-    frame = frame.iloc[rows.order]
-    last = frame[rows.last]
-    superseded = frame[~rows.last]
+    if not rows.in_order:
+        frame = frame.iloc[rows.order]
+    if rows.last.all():  # one attempt a trial: no row is superseded (a copy of 48 columns less)
+        last, superseded = frame, frame.iloc[0:0]
+    else:
+        last, superseded = frame[rows.last], frame[~rows.last]
     infra_last = last["status"].isin(INFRA_STATUSES)
     crashed_last = pd.Series(crashed_mask(last), index=last.index)
     failed_last = infra_last | crashed_last
@@ -190,7 +192,7 @@ def apply_infra_policy(
         "counted": len(counted),
         "excluded": len(excluded),
         "scored_incorrect_by_policy": scored_incorrect,
-        "retried_trials": len(superseded[list(key)].drop_duplicates()),
+        "retried_trials": len(superseded[list(key)].drop_duplicates()) if len(superseded) else 0,
         "superseded_attempts": len(superseded),
         "infra_attempts": infra_attempts,
         "infra_final": int(infra_last.sum()),
