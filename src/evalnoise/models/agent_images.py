@@ -224,7 +224,7 @@ def _keep_tag(key: str, tag: str) -> None:
     kept[key] = tag
     kept = dict(list(kept.items())[-_TAGS_KEPT:])
     try:
-        (cache_dir()).mkdir(parents=True, exist_ok=True)
+        cache_dir().mkdir(parents=True, exist_ok=True)
         write_text(cache_dir() / _TAGS_FILE, json.dumps(kept, indent=1) + "\n")
     except OSError:
         pass

@@ -194,6 +194,12 @@ def plain_rows_digest(rows: Sequence[Mapping[str, Any]], chunk: str) -> str | No
                 )
             ):
                 return None
+    return _records_digest(records)
+
+
+def _records_digest(records: list[dict[str, Any]]) -> str:
+    """SHA-256 (16 hex) of the records encoded canonically (sorted keys, compact, UTF-8): the
+    digest both :func:`task_rows_digest` and :func:`plain_rows_digest` give."""
     import hashlib
     import json
 
@@ -210,12 +216,9 @@ def _rows_json_digest(key: bytes, raw: str) -> str:
     the records re-encoded canonically (sorted keys, compact, UTF-8), hashed."""
     found = _ROWS_DIGESTS.get(key)
     if found is None:
-        import hashlib
         import json
 
-        records = json.loads(raw)
-        text = json.dumps(records, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        found = hashlib.sha256(text.encode()).hexdigest()[:16]
+        found = _records_digest(json.loads(raw))
         if len(_ROWS_DIGESTS) >= _ROWS_DIGESTS_KEPT:
             _ROWS_DIGESTS.clear()
         _ROWS_DIGESTS[key] = found
