@@ -1,4 +1,4 @@
-"""Render altair charts to files that need nothing from the network.
+"""Render Vega-Lite charts to files that need nothing from the network.
 
 HTML: one self-contained page per chart. The Vega, Vega-Lite and vega-embed JavaScript is
 inlined from ``vl_convert.javascript_bundle`` (the bundle altair's ``save(inline=True)``
@@ -25,16 +25,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import altair as alt
 import vl_convert as vlc
 
 from evalnoise.atomic import atomic_open
+from evalnoise.report.specs import VL_VERSION
 from evalnoise.user_cache import cache_dir
 
-#: Vega-Lite version of the bundled JavaScript and of PNG rendering: the one altair emits.
-VL_VERSION = "v" + "_".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+if TYPE_CHECKING:
+    import altair as alt
 
 #: Options passed to vega-embed. ``actions: false`` removes the menu that links online.
 EMBED_OPTIONS: dict[str, Any] = {"actions": False, "renderer": "svg"}
@@ -87,11 +87,15 @@ def script_json(value: Any) -> str:
 
 
 def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    """The chart's Vega-Lite spec, validated against the schema.
+    """An altair chart's Vega-Lite spec, validated against the schema (for the charts of
+    :mod:`evalnoise.report.charts`; the report builds its specs without altair,
+    :mod:`evalnoise.report.specs`, and they equal these).
 
     Altair refuses a dataset of more than 5,000 rows by default; the charts bound their own
     data (:data:`evalnoise.report.charts.PER_TASK_POINTS`), so a big run's report is drawn,
     not refused."""
+    import altair as alt
+
     with alt.data_transformers.enable("default", max_rows=None):
         return chart.to_dict(validate=True)
 

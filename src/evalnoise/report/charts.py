@@ -23,13 +23,31 @@ chart                  pvalue_adjusted, significant [, between_limits] [, n_pair
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import altair as alt
-import numpy as np
 import pandas as pd
 
-from evalnoise.report.health import NOT_A_MEASUREMENT
+from evalnoise.report.specs import (
+    CONVERGENCE_CHART_COLUMNS,
+    ESTIMATORS,
+    INFRA_COLUMNS,
+    MEASUREMENT_STATUS,
+    PER_TASK_POINTS,
+    SINGLED_OUT,
+    _in_order,
+    budget_frame,
+    budget_log_x,
+    comparisons_frame,
+    dstudy_frame,
+    infra_frame,
+    per_task_frame,
+    recommended_allocation,
+    require,
+    resource_frame,
+    resource_title,
+    tidy_convergence,
+)
+from evalnoise.report.specs import ESTIMATOR_COLORS as _ESTIMATOR_COLORS
+from evalnoise.report.specs import WIDTH as _WIDTH
 
 __all__ = [
     "BUDGET_COLUMNS",
@@ -37,45 +55,21 @@ __all__ = [
     "CONVERGENCE_CHART_COLUMNS",
     "ESTIMATORS",
     "INFRA_COLUMNS",
+    "MEASUREMENT_STATUS",
+    "PER_TASK_POINTS",
     "RESOURCE_SENSITIVITY_COLUMNS",
+    "SINGLED_OUT",
     "budget_chart",
     "comparisons_chart",
     "convergence_chart",
     "infra_chart",
     "per_task_chart",
+    "recommended_allocation",
     "resource_sensitivity_chart",
     "tidy_convergence",
 ]
 
-#: Columns of the convergence table (:func:`evalnoise.analysis.convergence_records`, as the
-#: pipeline writes it: :data:`evalnoise.pipeline.stages.CONVERGENCE_TABLE_COLUMNS`) that
-#: :func:`tidy_convergence` requires; ``full_icc``, ``full_plugin`` are optional.
-CONVERGENCE_CHART_COLUMNS = (
-    "group",
-    "trials",
-    "icc_mean",
-    "icc_p05",
-    "icc_p95",
-    "plugin_mean",
-    "plugin_p05",
-    "plugin_p95",
-)
-#: Estimator label → (mean, 5th percentile, 95th percentile, full-data value) columns.
-ESTIMATORS = {
-    "ICC(1,1) ANOVA": ("icc_mean", "icc_p05", "icc_p95", "full_icc"),
-    "plug-in (paper eq. 6–7)": ("plugin_mean", "plugin_p05", "plugin_p95", "full_plugin"),
-}
 BUDGET_COLUMNS = ("n_tasks", "trials", "se")
-INFRA_COLUMNS = (
-    "resource_profile",
-    "agent",
-    "accuracy",
-    "ci_low",
-    "ci_high",
-    "infra_error_rate",
-    "infra_ci_low",
-    "infra_ci_high",
-)
 COMPARISON_COLUMNS = ("a", "b", "diff", "ci_low", "ci_high")
 RESOURCE_SENSITIVITY_COLUMNS = (
     "agent",
@@ -87,35 +81,6 @@ RESOURCE_SENSITIVITY_COLUMNS = (
     "pvalue_adjusted",
     "significant",
 )
-#: Legend values of :func:`resource_sensitivity_chart`: why a task is singled out.
-SINGLED_OUT = ("q ≤ alpha and need between the limits", "q ≤ alpha", "need between the limits")
-
-#: Legend values of the ``valid`` column in :func:`infra_chart`.
-MEASUREMENT_STATUS = ("measurement", NOT_A_MEASUREMENT.lower())
-
-_WIDTH = 520
-_ESTIMATOR_COLORS = ("#1f77b4", "#d62728")
-
-
-def _require(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{what}: expected a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"{what}: missing columns {missing} (have {list(map(str, frame.columns))})"
-        )
-    if frame.empty:
-        raise ValueError(f"{what}: the table has no rows")
-
-
-def _in_order(values: Iterable[object]) -> list[str]:
-    """Distinct values as strings, in first-appearance order (the caller's order)."""
-    return list(dict.fromkeys(str(v) for v in values))
-
-
-#: Questions a panel of the per-question chart draws at most: past it, every k-th rank.
-PER_TASK_POINTS = 1000
 
 
 def per_task_chart(per_task: pd.DataFrame, *, confidence: float = 0.95) -> alt.FacetChart:
@@ -128,22 +93,9 @@ def per_task_chart(per_task: pd.DataFrame, *, confidence: float = 0.95) -> alt.F
     questions a group would be 5,000 points with intervals, which no reader tells apart),
     and the title says so.
     """
-    _require(per_task, ("group", "task", "n", "mean", "ci_low", "ci_high"), "per_task_chart")
-    df = per_task[["group", "task", "n", "mean", "ci_low", "ci_high"]].copy()
-    df["group"] = df["group"].astype(str)
-    df["task"] = df["task"].astype(str)
-    df = df.sort_values(["group", "mean", "task"], ascending=[True, False, True])
-    df["rank"] = df.groupby("group", sort=False).cumcount() + 1
-    size = df.groupby("group", sort=False)["rank"].transform("size")
-    step = np.ceil(size / PER_TASK_POINTS).astype("int64")
-    df = df[((df["rank"] - 1) % step == 0) | (df["rank"] == size)].reset_index(drop=True)
+    frame = per_task_frame(per_task, confidence=confidence)
+    df, title = frame.rows, frame.title
     level = f"{confidence:.0%}"
-    title = f"Per-question accuracy with {level} confidence intervals"
-    if int(step.max()) > 1:
-        title += (
-            f" (a group of more than {PER_TASK_POINTS:,} questions: every k-th rank, "
-            f"k = ⌈questions / {PER_TASK_POINTS:,}⌉)"
-        )
     tooltip = [
         alt.Tooltip("task:N"),
         alt.Tooltip("n:Q", title="trials"),
@@ -166,43 +118,9 @@ def per_task_chart(per_task: pd.DataFrame, *, confidence: float = 0.95) -> alt.F
     return (
         alt.layer(rules, points, data=df)
         .properties(width=_WIDTH, height=170)
-        .facet(row=alt.Row("group:N", title=None, sort=sorted(df["group"].unique())))
+        .facet(row=alt.Row("group:N", title=None, sort=frame.groups))
         .properties(title=title)
     )
-
-
-def tidy_convergence(convergence: pd.DataFrame) -> pd.DataFrame:
-    """The wide convergence table as one row per (group, trials, estimator).
-
-    Input columns: :data:`CONVERGENCE_CHART_COLUMNS`, optionally ``full_icc`` and
-    ``full_plugin`` (other columns are ignored). Output columns: ``group, trials, estimator,
-    mean, low, high, reference`` (reference: the estimate on all trials, NaN when not given);
-    estimators are the keys of :data:`ESTIMATORS`. Rows whose mean is NaN (undefined ICC)
-    are dropped.
-    """
-    _require(convergence, CONVERGENCE_CHART_COLUMNS, "tidy_convergence")
-    parts = []
-    for label, (mean, low, high, full) in ESTIMATORS.items():
-        part = convergence[["group", "trials", mean, low, high]].rename(
-            columns={mean: "mean", low: "low", high: "high"}
-        )
-        part.insert(2, "estimator", label)
-        part["reference"] = (
-            pd.to_numeric(convergence[full], errors="coerce")
-            if full in convergence.columns
-            else np.nan
-        )
-        parts.append(part)
-    out = pd.concat(parts, ignore_index=True)
-    out["group"] = out["group"].astype(str)
-    out["trials"] = out["trials"].astype("int64")
-    for col in ("mean", "low", "high", "reference"):
-        out[col] = pd.to_numeric(out[col], errors="coerce").astype(float)
-    out = out[np.isfinite(out["mean"])]
-    order = {label: i for i, label in enumerate(ESTIMATORS)}
-    out = out.assign(_o=out["estimator"].map(order))
-    out = out.sort_values(["group", "_o", "trials"]).drop(columns="_o")
-    return out.reset_index(drop=True)
 
 
 def convergence_chart(
@@ -218,7 +136,7 @@ def convergence_chart(
 
     The trials axis is logarithmic (base 2) when the grid spans a factor of 8 or more.
     """
-    _require(tidy, ("group", "trials", "estimator", "mean", "low", "high"), "convergence_chart")
+    require(tidy, ("group", "trials", "estimator", "mean", "low", "high"), "convergence_chart")
     cols = ["group", "trials", "estimator", "mean", "low", "high", "reference"]
     df = tidy[[c for c in cols if c in tidy.columns]].reset_index(drop=True)
     estimators = _in_order(df["estimator"])
@@ -281,19 +199,6 @@ def convergence_chart(
     )
 
 
-def recommended_allocation(budget: pd.DataFrame) -> pd.Series:
-    """Boolean mask of the recommended row(s): a ``recommended`` column if given, else the
-    smallest SE per group (ties: more tasks)."""
-    if "recommended" in budget.columns:
-        return budget["recommended"].fillna(False).astype(bool)
-    keys = budget["group"].astype(str) if "group" in budget.columns else pd.Series("", budget.index)
-    mask = pd.Series(False, index=budget.index)
-    for _, part in budget.groupby(keys, sort=True):
-        best = part.sort_values(["se", "n_tasks"], ascending=[True, False]).index[0]
-        mask[best] = True
-    return mask
-
-
 def budget_chart(budget: pd.DataFrame, *, title: str | None = None) -> alt.LayerChart:
     """SE of accuracy against the number of tasks for a fixed budget (paper Fig. 3).
 
@@ -301,20 +206,8 @@ def budget_chart(budget: pd.DataFrame, *, title: str | None = None) -> alt.Layer
     ``recommended`` (bool; default: the smallest SE per group, ties to more tasks). The
     recommended allocation is marked with a diamond and labelled ``n × T``.
     """
-    _require(budget, BUDGET_COLUMNS, "budget_chart")
-    cols = [c for c in ("group", "n_tasks", "trials", "se") if c in budget.columns]
-    df = budget[cols].copy()
-    df["recommended"] = recommended_allocation(budget).to_numpy()
-    if "group" in df.columns:
-        df["group"] = df["group"].astype(str)
-    df = df.sort_values([c for c in ("group", "n_tasks") if c in df.columns])
-    df = df.reset_index(drop=True)
-    df["label"] = [
-        f"{n} tasks × {t} trial{'s' if t != 1 else ''}"
-        for n, t in zip(df["n_tasks"], df["trials"], strict=True)
-    ]
-    n = df["n_tasks"].astype(float)
-    log_x = n.min() > 0 and n.max() / n.min() >= 20
+    df = budget_frame(budget)
+    log_x = budget_log_x(df)
     x = alt.X(
         "n_tasks:Q",
         title="tasks (n); trials per task T = budget / n",
@@ -353,10 +246,7 @@ def dstudy_chart(curve: pd.DataFrame) -> alt.LayerChart:
     Input columns (:func:`evalnoise.report.noise.dstudy_frame`): ``group``,
     ``budget_multiple``, ``budget``, ``se``, ``tasks``, ``trials``; the point at 1 × is the
     budget that ran (its design may differ: the best split of the same budget)."""
-    _require(curve, ("group", "budget", "se", "tasks", "trials"), "dstudy_chart")
-    df = curve.copy()
-    df["group"] = df["group"].astype(str)
-    df["label"] = [f"{int(n)} × {int(t)}" for n, t in zip(df["tasks"], df["trials"], strict=True)]
+    df = dstudy_frame(curve)
     x = alt.X(
         "budget:Q",
         title="budget (trials)",
@@ -390,17 +280,8 @@ def infra_chart(infra: pd.DataFrame, *, confidence: float = 0.95) -> alt.HConcat
     a dashed interval; missing values count as measurements). Resource profiles keep the
     input order (e.g. 1x, 3x, uncapped); agents are side by side within a profile.
     """
-    _require(infra, INFRA_COLUMNS, "infra_chart")
-    df = infra[list(INFRA_COLUMNS)].copy()
-    has_valid = "valid" in infra.columns
-    if has_valid:
-        invalid = [_is_false(v) for v in infra["valid"]]
-        df["measurement"] = [MEASUREMENT_STATUS[int(bad)] for bad in invalid]
-    df["resource_profile"] = df["resource_profile"].astype(str)
-    df["agent"] = df["agent"].astype(str)
-    df = df.reset_index(drop=True)
-    profiles = _in_order(df["resource_profile"])
-    agents = sorted(df["agent"].unique())
+    frame = infra_frame(infra)
+    df, has_valid, profiles, agents = frame.rows, frame.has_valid, frame.profiles, frame.agents
     level = f"{confidence:.0%}"
 
     def panel(value: str, low: str, high: str, title: str) -> alt.LayerChart:
@@ -456,18 +337,6 @@ def infra_chart(infra: pd.DataFrame, *, confidence: float = 0.95) -> alt.HConcat
     ).properties(title="Accuracy and infrastructure errors per resource profile")
 
 
-def _is_false(value: object) -> bool:
-    """A ``valid`` cell that says "not valid" (False, "false", 0); missing is not false."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("false", "0", "no")
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return False
-    try:
-        return not bool(value)
-    except (TypeError, ValueError):
-        return False
-
-
 def comparisons_chart(
     comparisons: pd.DataFrame,
     *,
@@ -483,15 +352,8 @@ def comparisons_chart(
     test's — that colours the pairs significant at ``alpha``) and ``kind`` (e.g. "agents",
     "resource profiles": one panel each). Rows keep the input order.
     """
-    _require(comparisons, COMPARISON_COLUMNS, "comparisons_chart")
-    cols = ["kind", "a", "b", "diff", "ci_low", "ci_high"]
-    df = comparisons[[c for c in cols if c in comparisons.columns]].copy()
-    has_p = p_column is not None and p_column in comparisons.columns
-    if has_p:
-        df["p"] = pd.to_numeric(comparisons[p_column], errors="coerce").to_numpy()
-    df["pair"] = [f"{a} − {b}" for a, b in zip(df["a"], df["b"], strict=True)]
-    df = df.reset_index(drop=True)
-    pairs = _in_order(df["pair"])
+    frame = comparisons_frame(comparisons, p_column=p_column, alpha=alpha)
+    df, pairs = frame.rows, frame.pairs
     level = f"{confidence:.0%}"
     tooltip = [
         alt.Tooltip("pair:N", title="a − b"),
@@ -502,11 +364,8 @@ def comparisons_chart(
     enc: dict[str, object] = {
         "y": alt.Y("pair:N", title=None, sort=pairs, axis=alt.Axis(labelLimit=360)),
     }
-    if has_p:
-        significant, not_significant = f"Holm p < {alpha:g}", f"Holm p ≥ {alpha:g}"
-        df["significance"] = np.where(df["p"] < alpha, significant, not_significant)
-        df.loc[df["p"].isna(), "significance"] = "p not available"
-        domain = [significant, not_significant, "p not available"]
+    if frame.significance is not None:
+        domain = [*frame.significance, "p not available"]
         enc["color"] = alt.Color(
             "significance:N",
             title=None,
@@ -526,7 +385,6 @@ def comparisons_chart(
     zero = alt.Chart().mark_rule(strokeDash=[4, 4], color="black").encode(x=alt.datum(0))
     title = "Paired differences (a − b)"
     if "kind" in df.columns:
-        df["kind"] = df["kind"].astype(str)
         kinds = _in_order(df["kind"])
         rows = int(df.groupby("kind").size().max())
         return (
@@ -538,13 +396,6 @@ def comparisons_chart(
         )
     return alt.layer(rule, zero, point, data=df).properties(
         width=_WIDTH, height=max(60, 28 * len(pairs)), title=title
-    )
-
-
-def _flag(value: object) -> bool:
-    """A boolean cell that says "yes" (True, "true", 1); missing is no."""
-    return not _is_false(value) and not (
-        value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
     )
 
 
@@ -562,54 +413,8 @@ def resource_sensitivity_chart(
     ``alpha``) or whose memory need lies between the two hard limits — is drawn with a
     thick red line and named in the tooltip.
     """
-    _require(resource, RESOURCE_SENSITIVITY_COLUMNS, "resource_sensitivity_chart")
-    df = resource.reset_index(drop=True).copy()
-    for col in ("agent", "profile_a", "profile_b", "task_id"):
-        df[col] = df[col].astype(str)
-    df["comparison"] = [
-        f"{a}: {pa} vs {pb}"
-        for a, pa, pb in zip(df["agent"], df["profile_a"], df["profile_b"], strict=True)
-    ]
-    sig = [_flag(v) for v in df["significant"]]
-    between = (
-        [_flag(v) for v in df["between_limits"]]
-        if "between_limits" in df.columns
-        else [False] * len(df)
-    )
-    labels = {(True, True): SINGLED_OUT[0], (True, False): SINGLED_OUT[1]}
-    labels[(False, True)] = SINGLED_OUT[2]
-    df["singled_out"] = [labels.get(k, "—") for k in zip(sig, between, strict=True)]
-    df["singled"] = [s or b for s, b in zip(sig, between, strict=True)]
-    df["n_pairs"] = df["n_pairs"] if "n_pairs" in df.columns else np.nan
-    df["pvalue"] = (
-        pd.to_numeric(df["pvalue"], errors="coerce") if "pvalue" in df.columns else np.nan
-    )
-    df["pvalue_adjusted"] = pd.to_numeric(df["pvalue_adjusted"], errors="coerce")
-    order = _in_order(df["task_id"])
-    comparisons = _in_order(df["comparison"])
-    wide = df[
-        [
-            "comparison",
-            "task_id",
-            "accuracy_a",
-            "accuracy_b",
-            "profile_a",
-            "profile_b",
-            "n_pairs",
-            "pvalue",
-            "pvalue_adjusted",
-            "singled_out",
-            "singled",
-        ]
-    ]
-    long = pd.concat(
-        [
-            wide.assign(role="a", profile=wide["profile_a"], accuracy=wide["accuracy_a"]),
-            wide.assign(role="b", profile=wide["profile_b"], accuracy=wide["accuracy_b"]),
-        ],
-        ignore_index=True,
-    )
-    profiles = _in_order([*df["profile_a"], *df["profile_b"]])
+    frame = resource_frame(resource)
+    long, order, comparisons, profiles = frame.rows, frame.tasks, frame.comparisons, frame.profiles
     tooltip = [
         alt.Tooltip("task_id:N", title="task"),
         alt.Tooltip("profile_a:N", title="profile a"),
@@ -658,11 +463,8 @@ def resource_sensitivity_chart(
             tooltip=[alt.Tooltip("profile:N", title="profile"), *tooltip],
         )
     )
-    rows = int(df.groupby("comparison").size().max())
-    title = (
-        f"Per-task accuracy under two resource profiles (red: {adjust} q ≤ {alpha:g} or memory "
-        "need between the two hard limits)"
-    )
+    rows = frame.most_rows
+    title = resource_title(alpha, adjust)
     if len(comparisons) == 1:
         return alt.layer(line, dots, data=long).properties(
             width=_WIDTH, height=max(60, 18 * rows), title=f"{comparisons[0]} — {title}"
