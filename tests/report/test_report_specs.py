@@ -1,61 +1,74 @@
-"""The report's plain-dict Vega-Lite specs (evalnoise.report.specs) are altair's, key for key.
+"""The report's charts, defined once as plain-dict Vega-Lite specs (evalnoise.report.specs), are
+altair's, key for key, and evalnoise.report.charts gives them back as altair charts.
 
-The reference is the altair path the report used before: ``chart_spec`` (altair's
-``to_dict(validate=True)``) of the chart functions of ``evalnoise.report.charts``. The specs
-are compared as JSON text without sorting keys, so the keys' order, ints against floats and
-the inline datasets' names all count; the PNG of a spec is then vl-convert's rendering of the
-very same JSON.
+The reference is an independent altair build of every chart (``altair_reference``: the
+altair builders the report used before, with their own data preparation), through
+``chart_spec`` (altair's ``to_dict(validate=True)``). The specs are compared as JSON text
+without sorting keys, so the keys' order, ints against floats and the inline datasets' names
+all count; the PNG of a spec is then vl-convert's rendering of the very same JSON. The altair
+charts of ``evalnoise.report.charts`` are the specs loaded into altair: their ``to_dict``
+must be the spec again, byte for byte.
 """
 
 from __future__ import annotations
 
 import json
 
+import altair_reference as reference
 import numpy as np
 import pandas as pd
 import pytest
 
 from evalnoise.analysis import per_task_table
-from evalnoise.report import ReportInputs, build_report, charts, specs
+from evalnoise.report import ReportInputs, build_report, chart_tables, charts, specs, vegalite
 from evalnoise.report._render import VL_VERSION, chart_spec
 
-#: spec function of evalnoise.report.specs → the altair chart function it stands for
+#: spec function of evalnoise.report.specs → the chart function of the same chart, in the
+#: reference and in evalnoise.report.charts
 PAIRS = {
-    "per_task_spec": charts.per_task_chart,
-    "convergence_spec": charts.convergence_chart,
-    "budget_spec": charts.budget_chart,
-    "dstudy_spec": charts.dstudy_chart,
-    "infra_spec": charts.infra_chart,
-    "comparisons_spec": charts.comparisons_chart,
-    "resource_sensitivity_spec": charts.resource_sensitivity_chart,
+    "per_task_spec": "per_task_chart",
+    "convergence_spec": "convergence_chart",
+    "budget_spec": "budget_chart",
+    "dstudy_spec": "dstudy_chart",
+    "infra_spec": "infra_chart",
+    "comparisons_spec": "comparisons_chart",
+    "resource_sensitivity_spec": "resource_sensitivity_chart",
 }
+
+
+def _text(spec: dict) -> str:
+    return json.dumps(spec, ensure_ascii=False)
 
 
 def _same(name: str, *args, **kwargs) -> dict:
     ours = getattr(specs, name)(*args, **kwargs)
-    theirs = chart_spec(PAIRS[name](*args, **kwargs))
-    assert json.dumps(ours, ensure_ascii=False) == json.dumps(theirs, ensure_ascii=False), name
+    theirs = chart_spec(getattr(reference, PAIRS[name])(*args, **kwargs))
+    assert _text(ours) == _text(theirs), name
+    chart = getattr(charts, PAIRS[name])(*args, **kwargs)
+    assert _text(chart_spec(chart)) == _text(ours), f"{PAIRS[name]} does not give {name} back"
     return ours
 
 
 def test_schema_and_version_are_altairs() -> None:
     import altair as alt
 
-    assert specs.SCHEMA_URL == alt.SCHEMA_URL
+    assert vegalite.SCHEMA_URL == alt.SCHEMA_URL
     assert VL_VERSION == "v" + "_".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
 
 
 @pytest.fixture
 def checked(monkeypatch) -> list[str]:
-    """Every spec function the report calls also builds the altair chart and compares."""
+    """Every spec function the report calls also builds the reference chart and compares,
+    and loads its spec into altair (as evalnoise.report.charts does) and compares again."""
     seen: list[str] = []
     for name in PAIRS:
         original = getattr(specs, name)
 
         def both(*args, _name=name, _original=original, **kwargs):
             ours = _original(*args, **kwargs)
-            theirs = chart_spec(PAIRS[_name](*args, **kwargs))
-            assert json.dumps(ours, ensure_ascii=False) == json.dumps(theirs, ensure_ascii=False)
+            theirs = chart_spec(getattr(reference, PAIRS[_name])(*args, **kwargs))
+            assert _text(ours) == _text(theirs), _name
+            assert _text(chart_spec(charts._as_chart(ours))) == _text(ours), _name
             seen.append(_name)
             return ours
 
@@ -100,7 +113,9 @@ def test_per_task_of_trials(example_frame) -> None:
     _same("per_task_spec", per_task_table(example_frame))
 
 
-def _convergence(trials: list[int], *, reference: bool = True, nan: bool = True) -> pd.DataFrame:
+def _convergence_table(
+    trials: list[int], *, reference: bool = True, nan: bool = True
+) -> pd.DataFrame:
     k = len(trials)
     rng = np.random.default_rng(len(trials))
     icc = rng.uniform(-0.1, 0.8, 2 * k)
@@ -121,7 +136,11 @@ def _convergence(trials: list[int], *, reference: bool = True, nan: bool = True)
     if reference:
         table["full_icc"] = 0.4
         table["full_plugin"] = 0.45
-    return specs.tidy_convergence(table)
+    return table
+
+
+def _convergence(trials: list[int], *, reference: bool = True) -> pd.DataFrame:
+    return chart_tables.tidy_convergence(_convergence_table(trials, reference=reference))
 
 
 @pytest.mark.parametrize(
@@ -234,4 +253,32 @@ def test_values_follow_altairs_sanitizing() -> None:
     )
     from altair.utils.data import to_values
 
-    assert json.dumps(specs.values(frame)) == json.dumps(to_values(frame)["values"])
+    assert json.dumps(vegalite.values(frame)) == json.dumps(to_values(frame)["values"])
+
+
+@pytest.mark.parametrize("reference_columns", [True, False])
+def test_tidy_convergence_is_the_references(reference_columns) -> None:
+    # rows shuffled: both sort them by group, estimator and trials
+    table = _convergence_table([2, 4, 8], reference=reference_columns)
+    table = table.sample(frac=1, random_state=0)
+    pd.testing.assert_frame_equal(
+        chart_tables.tidy_convergence(table), reference.tidy_convergence(table)
+    )
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_recommended_allocation_is_the_references(explicit) -> None:
+    budget = pd.DataFrame(
+        {
+            "group": ["b", "b", "a", "a", "a"],
+            "n_tasks": [10, 20, 10, 20, 40],
+            "trials": [4, 2, 8, 4, 2],
+            "se": [0.05, 0.05, 0.04, 0.03, 0.03],
+        }
+    )
+    if explicit:
+        budget["recommended"] = [None, True, False, None, True]
+    assert (
+        chart_tables.recommended_allocation(budget).tolist()
+        == reference.recommended_allocation(budget).tolist()
+    )

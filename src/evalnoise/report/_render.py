@@ -33,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any
 import vl_convert as vlc
 
 from evalnoise.atomic import atomic_open
-from evalnoise.report.specs import VL_VERSION
+from evalnoise.report.vegalite import VL_VERSION
 from evalnoise.user_cache import cache_dir
 
 if TYPE_CHECKING:
@@ -91,12 +91,12 @@ def script_json(value: Any) -> str:
 
 def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
     """An altair chart's Vega-Lite spec, validated against the schema (for the charts of
-    :mod:`evalnoise.report.charts`; the report builds its specs without altair,
-    :mod:`evalnoise.report.specs`, and they equal these).
+    :mod:`evalnoise.report.charts`, which are the report's specs,
+    :mod:`evalnoise.report.specs`, loaded into altair; the report itself uses the specs).
 
     Altair refuses a dataset of more than 5,000 rows by default; the charts bound their own
-    data (:data:`evalnoise.report.charts.PER_TASK_POINTS`), so a big run's report is drawn,
-    not refused."""
+    data (:data:`evalnoise.report.chart_tables.PER_TASK_POINTS`), so a big run's chart is
+    drawn, not refused."""
     import altair as alt
 
     with alt.data_transformers.enable("default", max_rows=None):

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from evalnoise.report import specs
+from evalnoise.report.chart_tables import in_order, tidy_convergence
 from evalnoise.report.skipped_comparisons import skipped_comparisons_html
 
 __all__ = ["CHART_STEMS", "ChartSection", "chart_section_html", "chart_sections", "relabel"]
@@ -55,10 +56,6 @@ def _names(groups: Sequence[str], titles: Mapping[str, str]) -> str:
 def _missing(have: pd.Series, groups: Sequence[str]) -> list[str]:
     present = set(have.astype(str))
     return [g for g in groups if g not in present]
-
-
-def _in_order(values: Any) -> list[str]:
-    return list(dict.fromkeys(str(v) for v in values))
 
 
 def relabel(frame: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
@@ -107,8 +104,8 @@ def chart_sections(
             )
         )
     if convergence is not None:
-        tidy = specs.tidy_convergence(convergence)
-        named = list(dict.fromkeys([*groups, *_in_order(convergence["group"])]))
+        tidy = tidy_convergence(convergence)
+        named = list(dict.fromkeys([*groups, *in_order(convergence["group"])]))
         undefined = _missing(tidy["group"], named)
         notes = []
         if undefined:
