@@ -155,6 +155,9 @@ class ChatClient:
     #: Whether the server is still there (e.g. its process has not exited); None: unknown.
     #: Asked after a connection fails: False fails this call and every later one at once.
     alive: Callable[[], bool] | None = field(default=None, compare=False, repr=False)
+    #: Called before every request is sent, e.g. to start a server on its first use (it must
+    #: be idempotent); what it raises reaches the caller as it is, never as a ChatError.
+    connect: Callable[[], None] | None = field(default=None, compare=False, repr=False)
     #: HTTP requests sent by this client (every attempt counts): lets callers and tests
     #: see exactly how many calls a computation paid for.
     requests_sent: int = field(default=0, init=False, compare=False)
@@ -242,6 +245,8 @@ class ChatClient:
     def _post_json(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
         payload = json.dumps(body).encode("utf-8")
         url = self.base_url + path
+        if self.connect is not None:
+            self.connect()
         dead = _DEAD.get(self.base_url)
         if dead is not None:
             raise ChatError(f"not sent to {url}: {dead}", retryable=False, attempts=0)

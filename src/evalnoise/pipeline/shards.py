@@ -5,8 +5,10 @@
 belongs to the job: it is started when the shard's first trial actually starts (a shard
 whose trials are all in its journal already — a rerun, a resumed or restored run — starts
 none) and stopped, with its whole process group, when the shard ends, whatever happens.
-:func:`score_shard` scores a trial shard with a deterministic scorer or the LLM judge
-(which gets its own server when it has no URL).
+:func:`score_shard` scores a trial shard with a deterministic scorer or the LLM judge; a
+judge without a URL leases a managed server from
+:data:`evalnoise.pipeline.model_servers.JUDGE_SERVERS`, started at the first verdict not in
+the judge's cache and kept, idle, for the next judge job of the process.
 
 The server's URL reaches the agent at run time only (``AGENT_BASE_URL``; see
 :data:`evalnoise.pipeline.settings.RUNTIME_URL_VAR`): the port differs every time, and a
@@ -19,8 +21,7 @@ import contextlib
 import json
 import logging
 import os
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,87 +32,19 @@ import pyarrow.parquet as pq
 
 from evalnoise.atomic import atomic_path
 from evalnoise.pipeline import rerun_rounds
+from evalnoise.pipeline.model_servers import JUDGE_SERVERS, LazyServer
 from evalnoise.pipeline.settings import RUNTIME_URL_VAR
 from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
 
 __all__ = [
     "LazyServer",
     "ShardRun",
-    "model_server",
     "run_trials_shard",
     "score_shard",
     "select_rows",
 ]
 
 log = logging.getLogger(__name__)
-
-
-#: Runs the model server in place of the interpreter: first asks the kernel to SIGKILL it when
-#: the process that started it dies (Linux ``PR_SET_PDEATHSIG``), so a job killed with
-#: SIGKILL — which runs no cleanup — cannot leave its server running; then becomes Python.
-_WATCHDOG = """#!{python}
-import ctypes, os, signal, sys
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-except (AttributeError, OSError):
-    pass  # not Linux: the job's own cleanup still stops the server
-if os.getppid() != int(os.environ.get("EVALNOISE_SERVER_PARENT", os.getppid())):
-    os._exit(1)  # the job died before the watchdog was armed
-os.execv({python!r}, [{python!r}, *sys.argv[1:]])
-"""
-
-
-def _server_config(spec: Mapping[str, Any], log_path: Any, **extra: Any) -> Any:
-    """A :class:`evalnoise.models.ServerConfig` whose server dies with this process (its
-    ``python`` is a watchdog script: remove that file with :func:`_drop_wrapper`)."""
-    import sys
-    import tempfile
-
-    from evalnoise.models import ServerConfig
-
-    python = str(spec.get("python") or sys.executable)
-    fd, wrapper = tempfile.mkstemp(prefix="evalnoise-llama-", suffix=".py")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(_WATCHDOG.format(python=python))
-    os.chmod(wrapper, 0o755)
-    os.environ["EVALNOISE_SERVER_PARENT"] = str(os.getpid())
-    values = {
-        **dict(spec),
-        **extra,
-        "python": wrapper,
-        "log_path": str(log_path) if log_path else None,
-    }
-    return ServerConfig(**values)
-
-
-def _drop_wrapper(config: Any) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(config.python)
-
-
-@contextlib.contextmanager
-def model_server(
-    spec: Mapping[str, Any] | None, log_path: str | os.PathLike[str] | None = None
-) -> Iterator[Any]:
-    """A started :class:`evalnoise.models.LlamaServer` (None when ``spec`` is None), stopped
-    (the whole process group) when the block ends, also on error or interrupt."""
-    if spec is None:
-        yield None
-        return
-    from evalnoise.models import LlamaServer
-
-    config = _server_config(spec, log_path)
-    server = LlamaServer(config)
-    try:
-        server.start()
-    finally:
-        _drop_wrapper(config)
-    log.info("model server %s (pid %s) serving %s", server.base_url, server.pid, server.model)
-    try:
-        yield server
-    finally:
-        server.stop()
-        log.info("model server stopped")
 
 
 @dataclass(frozen=True)
@@ -121,49 +54,6 @@ class ShardRun:
     result: Any
     server_starts: int = 0
     server_url: str | None = None
-
-
-class LazyServer:
-    """A managed model server whose URL is known at once but which starts on first use.
-
-    The port is chosen up front (:func:`evalnoise.models.server.free_port`) so the agent's
-    environment can name the URL before any trial runs; :meth:`ensure` starts the server
-    (once, thread-safe); :meth:`stop` stops it if it was started. Should this process be
-    killed outright, the kernel kills the server too (see ``_WATCHDOG``).
-    """
-
-    def __init__(self, spec: Mapping[str, Any], log_path: str | os.PathLike[str] | None = None):
-        from evalnoise.models.server import free_port
-
-        self.config = _server_config(spec, log_path, port=free_port())
-        self.base_url = f"http://{self.config.host}:{self.config.port}/v1"
-        self.server: Any = None
-        self.starts = 0
-        self._lock = threading.Lock()
-
-    def ensure(self) -> None:
-        with self._lock:
-            if self.server is None:
-                from evalnoise.models import LlamaServer
-
-                server = LlamaServer(self.config)
-                try:
-                    server.start()
-                finally:
-                    _drop_wrapper(self.config)
-                self.server = server
-                self.starts += 1
-                log.info(
-                    "model server %s (pid %s) serving %s", self.base_url, server.pid, server.model
-                )
-
-    def stop(self) -> None:
-        with self._lock:
-            _drop_wrapper(self.config)
-            if self.server is not None:
-                self.server.stop()
-                self.server = None
-                log.info("model server stopped")
 
 
 class _ServedBackend:
@@ -293,18 +183,18 @@ def _last_statuses(shard: str | os.PathLike[str]) -> list[str]:
 
 def _judge(
     judge: Mapping[str, Any],
-    server_url: str | None,
-    model: str | None,
+    server: LazyServer | None,
     cache_path: str | os.PathLike[str] | None,
     numeric: Mapping[str, Any] | None = None,
-    alive: Any = None,
 ) -> Any:
     """The judge of one spec (:func:`evalnoise.pipeline.judges.judge_specs`; a
     ``scorer.judge`` section means its first judge): a
     :class:`evalnoise.scorers.rule_judge.RuleJudge` for a ``rule``, else an
-    :class:`evalnoise.scorers.LLMJudge`. Numbers are compared with the numeric scorer's
-    options ``numeric``. ``alive`` (the managed server's process check) lets the client fail
-    every remaining call at once when the server died (:class:`evalnoise.models.ChatClient`).
+    :class:`evalnoise.scorers.LLMJudge` of the judge's ``base_url`` or of the managed
+    ``server``, which starts when the first verdict not in the cache is asked for. Numbers
+    are compared with the numeric scorer's options ``numeric``. The managed server's process
+    check lets the client fail every remaining call at once when the server died
+    (:class:`evalnoise.models.ChatClient`).
     """
     from evalnoise.models import ChatClient
     from evalnoise.pipeline.judges import primary_judge
@@ -319,12 +209,14 @@ def _judge(
     template = DEFAULT_TEMPLATE
     if judge["template"]:
         template = Path(judge["template"]).read_text(encoding="utf-8")
+    managed = server if not judge["base_url"] else None
     client = ChatClient(
-        base_url=judge["base_url"] or server_url,
-        model=judge["model"] or model,
+        base_url=judge["base_url"] or (server.base_url if server else None),
+        model=judge["model"] or (server.model if server else None),
         api_key_env=judge["api_key_env"],
         max_tokens=judge["max_tokens"],
-        alive=alive if not judge["base_url"] else None,
+        alive=managed.alive if managed else None,
+        connect=managed.ensure if managed else None,
     )
     return LLMJudge(
         client,
@@ -365,16 +257,13 @@ def score_shard(
         from evalnoise.pipeline.judges import primary_judge
 
         spec = primary_judge(scorer["judge"])
-        # a rule judge needs no model server
-        with model_server(None if spec.get("rule") else server, server_log) as running:
-            judge = _judge(
-                spec,
-                running.base_url if running else None,
-                running.model if running else None,
-                judge_cache,
-                scorer.get("numeric"),
-                alive=running.alive if running else None,
-            )
+        # a rule judge needs no model server; a judge with a URL, none of ours
+        leased = None if spec.get("rule") or spec.get("base_url") else server
+        with contextlib.ExitStack() as stack:
+            running = None
+            if leased is not None:
+                running = stack.enter_context(JUDGE_SERVERS.lease(leased, server_log))
+            judge = _judge(spec, running, judge_cache, scorer.get("numeric"))
             try:
                 table = score_trials(trials, tasks, "judge", judge=judge)
             finally:

@@ -1,0 +1,218 @@
+"""llama-cpp-python's OpenAI-compatible chat endpoint, served without its web framework.
+
+``python serve.py ARGS`` takes ``python -m llama_cpp.server``'s arguments, parsed by that
+server's own settings classes (``llama_cpp.server.settings``, ``llama_cpp.server.cli``: the
+same flags, defaults and ``API_KEY`` variable), loads the model as it does
+(``llama_cpp.server.model.LlamaProxy``) and serves, on the standard library's HTTP server,
+the two endpoints evalnoise uses:
+
+- ``GET /v1/models``: the model list, as llama_cpp.server lists it;
+- ``POST /v1/chat/completions`` without streaming: the body validated by llama-cpp-python's
+  own ``CreateChatCompletionRequest`` and answered by the same
+  ``Llama.create_chat_completion`` call, with the same arguments, as
+  ``llama_cpp.server.app.create_chat_completion`` makes; one request at a time, as its lock
+  allows; an error in llama_cpp.server's OpenAI form and status (its ``RouteErrorHandler``).
+
+What it leaves out is FastAPI and uvicorn, whose import is most of a server's start: 1.32 s
+of a core for ``llama_cpp.server`` against 0.75 s for the pieces used here (measured on this
+project's machines). A test sends the same requests to both servers and compares the
+replies (``tests/models/test_models_serve.py``). Each request is logged in uvicorn's access
+log form (``"POST /v1/chat/completions HTTP/1.1" 200``), which
+:meth:`evalnoise.models.LlamaServer.request_count` counts.
+
+This file imports nothing from evalnoise: a configured ``python`` that has llama-cpp-python
+but not evalnoise runs it by its path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import threading
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import llama_cpp
+from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+from llama_cpp.server.model import LlamaProxy
+from llama_cpp.server.settings import ModelSettings, ServerSettings, Settings
+from llama_cpp.server.types import CreateChatCompletionRequest
+
+#: the fields llama_cpp.server's endpoint leaves out of the call (app.create_chat_completion)
+_NOT_PASSED = {"n", "logit_bias_type", "user", "min_tokens"}
+_CONTEXT = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)")
+_NO_MODEL = re.compile(r"Model path does not exist: (.+)")
+#: path → the method it is served with
+ROUTES = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
+
+
+def error_reply(error: Exception, body: CreateChatCompletionRequest | None) -> tuple[int, dict]:
+    """Status and OpenAI-style error of a failed request, as llama_cpp.server's
+    ``RouteErrorHandler.error_message_wrapper`` forms them (context window, missing model:
+    400; anything else: 500)."""
+    if body is not None:
+        match = _CONTEXT.search(str(error))
+        if match is not None:
+            window, prompt = int(match.group(2)), int(match.group(1))
+            completion = body.max_tokens
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {(completion or 0) + prompt} tokens ({prompt} in the messages, "
+                f"{completion} in the completion). Please reduce the length of the messages "
+                "or completion."
+            )
+            return 400, {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        match = _NO_MODEL.search(str(error))
+        if match is not None:
+            return 400, {
+                "message": f"The model `{match.group(1)}` does not exist",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "model_not_found",
+            }
+    print(f"Exception: {error}", file=sys.stderr)
+    traceback.print_exc(file=sys.stderr)
+    return 500, {
+        "message": str(error),
+        "type": "internal_server_error",
+        "param": None,
+        "code": None,
+    }
+
+
+def chat_completion(proxy: LlamaProxy, payload: Any) -> dict:
+    """llama_cpp.server's ``create_chat_completion`` for a non-streaming request body."""
+    body = CreateChatCompletionRequest(**payload)
+    if body.stream:
+        raise ValueError("streaming is not served here: send stream=false")
+    kwargs = body.model_dump(exclude=_NOT_PASSED)
+    llama = proxy(body.model)
+    # app.prepare_request_resources
+    if body.logit_bias is not None:
+        kwargs["logit_bias"] = (
+            {
+                str(token_id): score
+                for token, score in body.logit_bias.items()
+                for token_id in llama.tokenize(token.encode("utf-8"), add_bos=False, special=True)
+            }
+            if body.logit_bias_type == "tokens"
+            else body.logit_bias
+        )
+    if body.grammar is not None:
+        kwargs["grammar"] = llama_cpp.LlamaGrammar.from_string(body.grammar)
+    if body.min_tokens > 0:
+        processors = llama_cpp.LogitsProcessorList(
+            [llama_cpp.MinTokensLogitsProcessor(body.min_tokens, llama.token_eos())]
+        )
+        kwargs.setdefault("logits_processor", llama_cpp.LogitsProcessorList()).extend(processors)
+    return llama.create_chat_completion(**kwargs)
+
+
+class Handler(BaseHTTPRequestHandler):
+    """``GET /v1/models`` and ``POST /v1/chat/completions``; anything else 404 or 405."""
+
+    server: ChatServer
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        if self._route() == "GET" and self._authorized():
+            self._reply(200, self.server.model_list())
+
+    def do_POST(self) -> None:
+        if self._route() != "POST":
+            return
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if not self._authorized():
+            return
+        payload: Any = None
+        try:
+            payload = json.loads(raw)
+            with self.server.lock:
+                reply = chat_completion(self.server.proxy, payload)
+        except Exception as exc:  # every failure is answered, as llama_cpp.server answers it
+            try:
+                body = CreateChatCompletionRequest(**payload)
+            except Exception:
+                body = None
+            status, error = error_reply(exc, body)
+            self._reply(status, {"error": error})
+            return
+        self._reply(200, reply)
+
+    def _route(self) -> str | None:
+        """The method this path is served with, if it is this request's; else answered."""
+        method = ROUTES.get(self.path.split("?")[0])
+        if method is None:
+            self._reply(404, {"detail": "Not Found"})
+        elif method != self.command:
+            self._reply(405, {"detail": "Method Not Allowed"})
+        return method if method == self.command else None
+
+    def _authorized(self) -> bool:
+        key = self.server.settings.api_key
+        if key is None or self.headers.get("Authorization", "") == f"Bearer {key}":
+            return True
+        self._reply(401, {"detail": "Invalid API key"})
+        return False
+
+    def _reply(self, status: int, data: Any) -> None:
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # uvicorn's access-log form: LlamaServer.request_count counts these lines
+        if format.startswith('"%s"'):
+            line = f'"{self.requestline}" {args[1]}'
+        else:
+            line = format % args
+        sys.stdout.write(f"INFO:     {self.address_string()} - {line}\n")
+        sys.stdout.flush()
+
+
+class ChatServer(ThreadingHTTPServer):
+    """The HTTP server, its settings, the loaded model and the lock of its one request."""
+
+    daemon_threads = True
+
+    def __init__(self, settings: ServerSettings, models: list[ModelSettings]) -> None:
+        self.settings = settings
+        self.proxy = LlamaProxy(models=models)
+        self.lock = threading.Lock()
+        super().__init__((settings.host, settings.port), Handler)
+
+    def model_list(self) -> dict:
+        return {
+            "object": "list",
+            "data": [
+                {"id": alias, "object": "model", "owned_by": "me", "permissions": []}
+                for alias in self.proxy
+            ],
+        }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse llama_cpp.server's arguments, load the model, serve until killed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args(argv)
+    server = ChatServer(
+        parse_model_from_args(ServerSettings, args), [parse_model_from_args(ModelSettings, args)]
+    )
+    print(f"INFO:     serving on http://{server.settings.host}:{server.server_port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
