@@ -71,10 +71,15 @@ _TOP_LEVEL = {"facet": alt.FacetChart, "hconcat": alt.HConcatChart, "layer": alt
 def _as_chart(spec: dict[str, Any]) -> alt.TopLevelMixin:
     """The altair chart of a top-level Vega-Lite ``spec`` of :mod:`evalnoise.report.specs`:
     the class its composition key names, built by ``from_dict`` (validated against the
-    schema), whose ``to_dict()`` is ``spec`` again."""
+    schema), whose ``to_dict()`` is ``spec`` again, key for key."""
+    # The rows go in inline: altair names them back into ``datasets`` (the same name, it is
+    # their hash) and puts them after ``$schema``, where the spec has them; a ``datasets``
+    # key handed to from_dict would come out second to last.
+    body = {k: v for k, v in spec.items() if k not in ("$schema", "datasets")}
+    body["data"] = {"values": spec["datasets"][spec["data"]["name"]]}
     for key, cls in _TOP_LEVEL.items():
         if key in spec:
-            return cls.from_dict(spec)
+            return cls.from_dict(body)
     raise ValueError(f"not a top-level facet, hconcat or layer spec: keys {sorted(spec)}")
 
 
