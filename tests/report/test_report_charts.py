@@ -274,7 +274,7 @@ def test_png_without_aria_is_the_same_picture() -> None:
         ) == vlc.vegalite_to_png(spec, scale=PNG_SCALE, vl_version=VL_VERSION)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [0, 1, 2])
 def test_png_workers_write_the_same_files(tmp_path: Path, workers: int) -> None:
     specs = {
         "budget": _budget_spec(),
@@ -297,10 +297,11 @@ def test_png_workers_write_the_same_files(tmp_path: Path, workers: int) -> None:
 
 @pytest.mark.parametrize(
     ("cpus", "load", "workers"),
-    [(1, 0.0, 0), (2, 0.0, 1), (2, 0.5, 0), (2, 9.0, 0), (4, 1.0, 2), (16, 2.0, 2)],
+    [(1, 0.0, 0), (2, 0.0, 0), (2, 0.5, 0), (2, 9.0, 0), (3, 0.0, 2), (4, 1.0, 2), (16, 2.0, 2)],
 )
 def test_png_workers_only_on_idle_cpus(monkeypatch, cpus, load, workers) -> None:
-    # a worker pays its own V8 engine: only a CPU idle beside the report's thread renders
+    # a worker pays its own V8 engine and interpreter: processes only when two CPUs are idle
+    # beside the report's thread (one process renders no more at once than the thread)
     import evalnoise.report._render as render
 
     monkeypatch.setattr(render.os, "sched_getaffinity", lambda pid: set(range(cpus)))
@@ -343,6 +344,27 @@ def test_a_png_worker_never_waits_on_its_replies(tmp_path: Path) -> None:
     assert not worker.is_alive(), "the PNG worker and the report waited on each other"
     (error,) = outcome
     assert isinstance(error, RuntimeError) and str(error).count(".png: ") == 1500
+
+
+def test_png_thread_errors_name_the_chart(tmp_path: Path) -> None:
+    bad = {"mark": "no-such-mark", "data": {"values": [{"x": 1}]}}
+    with pytest.raises(RuntimeError, match=r"PNG rendering failed: bad\.png: "):
+        with PngRenderer(0) as png:
+            write_chart(bad, tmp_path, "bad", "bad", png=png)
+            write_chart(_budget_spec(), tmp_path, "good", "good", png=png)
+    assert (tmp_path / "good.png").read_bytes().startswith(b"\x89PNG")
+    assert not (tmp_path / "bad.png").exists()
+
+
+def test_a_failed_report_stops_its_png_thread(tmp_path: Path) -> None:
+    import threading
+
+    with pytest.raises(KeyError):
+        with PngRenderer(0) as png:
+            for i in range(3):
+                write_chart(_budget_spec(), tmp_path, f"c{i}", "c", png=png)
+            raise KeyError("the report failed")
+    assert not [t for t in threading.enumerate() if t.name == "evalnoise-png"]
 
 
 def test_a_dead_png_worker_fails_the_report(tmp_path: Path) -> None:

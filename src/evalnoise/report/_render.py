@@ -1,4 +1,4 @@
-"""Render altair charts to files that need nothing from the network.
+"""Render Vega-Lite charts to files that need nothing from the network.
 
 HTML: one self-contained page per chart. The Vega, Vega-Lite and vega-embed JavaScript is
 inlined from ``vl_convert.javascript_bundle`` (the bundle altair's ``save(inline=True)``
@@ -8,9 +8,10 @@ forbids every fetch, so a chart that tried to load something would fail loudly i
 browser console instead of silently reaching out. The vega-embed action menu (which links to
 the online Vega editor) is turned off.
 
-PNG: rendered by vl-convert (no browser), in this process or, for a whole report, in worker
-processes (:class:`PngRenderer`). Both outputs are pure functions of the spec, so rebuilding
-a report from the same inputs gives byte-identical files.
+PNG: rendered by vl-convert (no browser), in this process or, for a whole report, in a
+thread started with it or in worker processes (:class:`PngRenderer`). Both outputs are pure
+functions of the spec, so rebuilding a report from the same inputs gives byte-identical
+files.
 """
 
 from __future__ import annotations
@@ -20,21 +21,23 @@ import functools
 import html
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import altair as alt
 import vl_convert as vlc
 
 from evalnoise.atomic import atomic_open
+from evalnoise.report.vegalite import VL_VERSION
 from evalnoise.user_cache import cache_dir
 
-#: Vega-Lite version of the bundled JavaScript and of PNG rendering: the one altair emits.
-VL_VERSION = "v" + "_".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+if TYPE_CHECKING:
+    import altair as alt
 
 #: Options passed to vega-embed. ``actions: false`` removes the menu that links online.
 EMBED_OPTIONS: dict[str, Any] = {"actions": False, "renderer": "svg"}
@@ -87,11 +90,15 @@ def script_json(value: Any) -> str:
 
 
 def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
-    """The chart's Vega-Lite spec, validated against the schema.
+    """An altair chart's Vega-Lite spec, validated against the schema (for the charts of
+    :mod:`evalnoise.report.charts`, which are the report's specs,
+    :mod:`evalnoise.report.specs`, loaded into altair; the report itself uses the specs).
 
     Altair refuses a dataset of more than 5,000 rows by default; the charts bound their own
-    data (:data:`evalnoise.report.charts.PER_TASK_POINTS`), so a big run's report is drawn,
-    not refused."""
+    data (:data:`evalnoise.report.chart_tables.PER_TASK_POINTS`), so a big run's chart is
+    drawn, not refused."""
+    import altair as alt
+
     with alt.data_transformers.enable("default", max_rows=None):
         return chart.to_dict(validate=True)
 
@@ -175,10 +182,13 @@ def write_chart(
 
 def png_workers() -> int:
     """Worker processes a report renders its PNGs in: one per CPU left idle beside the
-    report's own thread, at most 2, judged by the 1-minute load average; else 0 (in this
-    process). A worker pays its own start and V8 engine (~1 s of CPU here) to render while
-    the report builds its charts, which only pays off on an idle CPU: on a loaded 2-core
-    machine (load 8-10) the report took longer with one worker than without
+    report's own thread and its rendering thread (:class:`PngRenderer`), judged by the
+    1-minute load average, at most 2 — and none unless two are idle: one worker process
+    renders no more at once than the rendering thread does, and pays its own interpreter and
+    imports on top. vl-convert releases the GIL while it renders, so the thread already
+    renders beside the report's own work; a second V8 engine (a second process) only pays
+    off when two more CPUs are idle. On a loaded 2-core machine (load 8-10) the report took
+    longer with one worker process than without
     (benchmarks/results/analysis-imported-100000-a2-fastanalysis-pngworker.md)."""
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -189,7 +199,53 @@ def png_workers() -> int:
     except OSError:
         load = float(cpus)
     idle = int(cpus - load)
-    return max(0, min(2, idle - 1))
+    workers = max(0, min(2, idle - 1))
+    return workers if workers >= 2 else 0
+
+
+class _RenderThread:
+    """Renders PNGs in a thread of this process, in submission order.
+
+    Started with the report: its first render (a one-point chart, :data:`_png._WARM_UP`)
+    starts vl-convert's V8 engine and Vega-Lite compiler (~1 s) while the report builds its
+    cards and charts. vl-convert releases the GIL while it renders (measured: a Python loop
+    in another thread kept ~85-90 % of its speed on a loaded 2-core machine), so the
+    report's own work goes on beside it. :meth:`close` waits for every PNG and returns the
+    problems: each chart whose rendering raised, by name."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[dict[str, Any], Path] | None] = queue.SimpleQueue()
+        self._errors: list[str] = []
+        self._cancelled = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="evalnoise-png", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        from evalnoise.report._png import _WARM_UP
+
+        with contextlib.suppress(Exception):  # a broken engine fails each chart, named
+            vlc.vegalite_to_svg(_WARM_UP, vl_version=VL_VERSION)
+        while (job := self._jobs.get()) is not None:
+            spec, png_path = job
+            if self._cancelled.is_set():
+                continue
+            try:
+                data = vlc.vegalite_to_png(png_spec(spec), scale=PNG_SCALE, vl_version=VL_VERSION)
+                with atomic_open(png_path, "wb") as fh:
+                    fh.write(data)
+            except Exception as exc:  # named by close(), which fails the report
+                self._errors.append(f"{Path(png_path).name}: {type(exc).__name__}: {exc}")
+
+    def submit(self, spec: dict[str, Any], png_path: Path) -> None:
+        self._jobs.put((spec, png_path))
+
+    def close(self, *, cancel: bool = False) -> list[str]:
+        """Wait for the PNGs submitted (``cancel``: only the one being rendered)."""
+        if cancel:
+            self._cancelled.set()
+        self._jobs.put(None)
+        self._thread.join()
+        return self._errors
 
 
 class PngRenderer:
@@ -201,8 +257,8 @@ class PngRenderer:
     big per-question chart and the small ones render at once. :meth:`close` waits for every
     PNG and raises ``RuntimeError`` naming each chart that was not written (its error, or
     the worker's exit status and last output). Used as a context manager it closes on
-    success and stops its workers on an error. ``workers=0`` renders in this process, at
-    :meth:`submit`; the default is :func:`png_workers`.
+    success and stops its workers on an error. ``workers=0`` renders in a thread of this
+    process (:class:`_RenderThread`), started at once; the default is :func:`png_workers`.
     """
 
     def __init__(self, workers: int | None = None) -> None:
@@ -214,6 +270,7 @@ class PngRenderer:
         self._procs: list[subprocess.Popen[str]] = []
         self._stderr: list[IO[str]] = []
         self._n = 0
+        self._thread = _RenderThread() if not self.workers else None
         env = dict(os.environ)
         # the workers import this evalnoise, wherever it was imported from
         package_root = str(Path(__file__).resolve().parents[2])
@@ -250,10 +307,8 @@ class PngRenderer:
 
     def submit(self, spec: dict[str, Any], png_path: Path) -> None:
         """Render ``spec`` (from :func:`chart_spec`) to ``png_path``."""
-        if not self._procs:
-            data = vlc.vegalite_to_png(png_spec(spec), scale=PNG_SCALE, vl_version=VL_VERSION)
-            with atomic_open(png_path, "wb") as fh:
-                fh.write(data)
+        if self._thread is not None:
+            self._thread.submit(spec, png_path)
             return
         text = json.dumps(png_spec(spec))
         spec_file = self._tmp / f"spec-{self._n}.json"
@@ -273,6 +328,9 @@ class PngRenderer:
     def close(self) -> None:
         """Wait for every submitted PNG; raise ``RuntimeError`` naming the ones not written."""
         problems = []
+        if self._thread is not None:
+            thread, self._thread = self._thread, None
+            problems += thread.close()
         try:
             for i, (proc, pending, err) in enumerate(
                 zip(self._procs, self._pending, self._stderr, strict=True)
@@ -301,6 +359,9 @@ class PngRenderer:
             raise RuntimeError("PNG rendering failed: " + "; ".join(problems))
 
     def _stop(self) -> None:
+        if self._thread is not None:  # an error in the report: its PNGs are not wanted
+            thread, self._thread = self._thread, None
+            thread.close(cancel=True)
         for proc in self._procs:
             if proc.poll() is None:
                 proc.kill()

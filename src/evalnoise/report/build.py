@@ -45,14 +45,8 @@ from typing import Any
 from evalnoise import __version__
 from evalnoise.atomic import write_text
 from evalnoise.formatting import jsonable
-from evalnoise.report import charts
-from evalnoise.report._render import (
-    PngRenderer,
-    chart_spec,
-    embed_script,
-    page_head,
-    write_chart,
-)
+from evalnoise.report import specs
+from evalnoise.report._render import PngRenderer, embed_script, page_head, write_chart
 from evalnoise.report.attribution_section import (
     ALPHA,
     RESOURCE_CHART,
@@ -236,18 +230,14 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
             labels=names.labels,
             confidence=conf,
         ):
-            spec = None
-            if ch.chart is not None:
-                spec = chart_spec(ch.chart)
-                written += write_chart(spec, out_dir, ch.stem, ch.title, png=png)
-            rendered.append((ch, spec))
+            if ch.spec is not None:
+                written += write_chart(ch.spec, out_dir, ch.stem, ch.title, png=png)
+            rendered.append((ch, ch.spec))
 
         resource_rows = resource_chart_frame(att, set(names.attribution_invalid))
         resource_spec = None
         if resource_rows is not None:
-            resource_spec = chart_spec(
-                charts.resource_sensitivity_chart(resource_rows, alpha=ALPHA)
-            )
+            resource_spec = specs.resource_sensitivity_spec(resource_rows, alpha=ALPHA)
             written += write_chart(
                 resource_spec, out_dir, RESOURCE_CHART, "Resource-sensitive tasks", png=png
             )

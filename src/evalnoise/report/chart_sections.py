@@ -2,7 +2,7 @@
 convergence (Fig. 2, 4, 5), budget allocation (eq. 9–10, Fig. 3), the D study, accuracy and
 infrastructure errors per resource profile, and the paired comparisons.
 
-Each section is a :class:`ChartSection`: its chart (None when no group has data for it), the
+Each section is a :class:`ChartSection`: its chart's spec (None when no group has data for it), the
 notes naming the groups it leaves out (an undefined statistic is named, never dropped in
 silence) and any HTML below the chart. :func:`chart_section_html` renders one for the page.
 """
@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import altair as alt
 import pandas as pd
 
-from evalnoise.report import charts
+from evalnoise.report import specs
+from evalnoise.report.chart_tables import in_order, tidy_convergence
 from evalnoise.report.skipped_comparisons import skipped_comparisons_html
 
 __all__ = ["CHART_STEMS", "ChartSection", "chart_section_html", "chart_sections", "relabel"]
@@ -25,13 +25,14 @@ __all__ = ["CHART_STEMS", "ChartSection", "chart_section_html", "chart_sections"
 
 @dataclass(frozen=True)
 class ChartSection:
-    """One section of the page: a chart (None when no group has data for it), notes about
-    the groups it leaves out, and extra HTML below it."""
+    """One section of the page: a chart's Vega-Lite spec (:mod:`evalnoise.report.specs`;
+    None when no group has data for it), notes about the groups it leaves out, and extra
+    HTML below it."""
 
     stem: str
     title: str
     description: str
-    chart: alt.TopLevelMixin | None
+    spec: dict[str, Any] | None
     notes: tuple[str, ...] = ()
     extra_html: str = ""
 
@@ -55,10 +56,6 @@ def _names(groups: Sequence[str], titles: Mapping[str, str]) -> str:
 def _missing(have: pd.Series, groups: Sequence[str]) -> list[str]:
     present = set(have.astype(str))
     return [g for g in groups if g not in present]
-
-
-def _in_order(values: Any) -> list[str]:
-    return list(dict.fromkeys(str(v) for v in values))
 
 
 def relabel(frame: pd.DataFrame, labels: Mapping[str, str]) -> pd.DataFrame:
@@ -102,13 +99,13 @@ def chart_sections(
                 f"Each question's accuracy over its trials with a {level} Wilson interval, "
                 "questions sorted by accuracy (paper Fig. 1). Wide intervals are trial-to-trial "
                 "inconsistency that a single run hides.",
-                charts.per_task_chart(relabel(per_task, labels), confidence=confidence),
+                specs.per_task_spec(relabel(per_task, labels), confidence=confidence),
                 tuple(notes),
             )
         )
     if convergence is not None:
-        tidy = charts.tidy_convergence(convergence)
-        named = list(dict.fromkeys([*groups, *_in_order(convergence["group"])]))
+        tidy = tidy_convergence(convergence)
+        named = list(dict.fromkeys([*groups, *in_order(convergence["group"])]))
         undefined = _missing(tidy["group"], named)
         notes = []
         if undefined:
@@ -124,7 +121,7 @@ def chart_sections(
                 "ICC recomputed on random subsamples of T trials per task: mean and "
                 "5th–95th percentile band, for the ANOVA ICC(1,1) and the paper's plug-in "
                 "estimator; dashed lines are the values on all trials (paper Fig. 2, 4, 5).",
-                charts.convergence_chart(relabel(tidy, labels)) if len(tidy) else None,
+                specs.convergence_spec(relabel(tidy, labels)) if len(tidy) else None,
                 tuple(notes),
             )
         )
@@ -144,7 +141,7 @@ def chart_sections(
                 "Standard error of accuracy for each split of a fixed budget of runs into "
                 "tasks × trials (paper eq. 9–10, Fig. 3); the diamond marks the recommended "
                 "allocation.",
-                charts.budget_chart(relabel(budget, labels)),
+                specs.budget_spec(relabel(budget, labels)),
                 tuple(notes),
             )
         )
@@ -157,7 +154,7 @@ def chart_sections(
                 "from\u201d): the total-error SE of the best split of a budget into tasks × "
                 "trials per task, the time blocks and hosts as they ran, at ¼ to 8 × what "
                 "the run cost (container-seconds); the label gives the split.",
-                charts.dstudy_chart(dstudy),
+                specs.dstudy_spec(dstudy),
             )
         )
     if infra is not None:
@@ -173,7 +170,7 @@ def chart_sections(
                     if "valid" in infra.columns
                     else ""
                 ),
-                charts.infra_chart(infra, confidence=confidence),
+                specs.infra_spec(infra, confidence=confidence),
             )
         )
     if comparisons is not None or skipped_comparisons:
@@ -186,7 +183,7 @@ def chart_sections(
                 "evidence of a difference.",
                 None
                 if comparisons is None
-                else charts.comparisons_chart(comparisons, confidence=confidence),
+                else specs.comparisons_spec(comparisons, confidence=confidence),
                 () if comparisons is not None else ("No comparison could be made.",),
                 skipped_comparisons_html(skipped_comparisons),
             )
