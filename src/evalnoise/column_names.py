@@ -7,6 +7,8 @@ can name them in its help without importing the libraries that read tables.
 from __future__ import annotations
 
 __all__ = [
+    "CONVERGENCE_CHART_COLUMNS",
+    "CONVERGENCE_TABLE_COLUMNS",
     "DEFAULT_TASK",
     "DEFAULT_TRIAL",
     "ENVIRONMENT_TASK_COLUMNS",
@@ -33,3 +35,30 @@ def group_label(agent: object, resource_profile: object | None) -> str:
     file: ``agent@profile``, or the agent alone when there is no resource profile (a table
     that names none)."""
     return str(agent) if resource_profile is None else f"{agent}@{resource_profile}"
+
+
+#: Columns of the convergence table the pipeline writes (one CSV per group, concatenated by
+#: :func:`evalnoise.pipeline.summary.summarize`): every key of
+#: :func:`evalnoise.analysis.convergence_records` plus the group's agent and resource profile.
+CONVERGENCE_TABLE_COLUMNS = (
+    "group",
+    "agent",
+    "resource_profile",
+    "trials",
+    "icc_mean",
+    "icc_p05",
+    "icc_p95",
+    "plugin_mean",
+    "plugin_p05",
+    "plugin_p95",
+    "full_icc",
+    "full_plugin",
+    "converged_at",
+)
+#: The ones the report's convergence chart requires (``full_icc`` and ``full_plugin`` it
+#: draws when present): :func:`evalnoise.report.chart_tables.tidy_convergence`.
+CONVERGENCE_CHART_COLUMNS = tuple(
+    c
+    for c in CONVERGENCE_TABLE_COLUMNS
+    if c not in ("agent", "resource_profile", "full_icc", "full_plugin", "converged_at")
+)

@@ -31,6 +31,7 @@ from evalnoise.analysis import (
     undefined_group_record,
     withheld_record,
 )
+from evalnoise.column_names import CONVERGENCE_TABLE_COLUMNS
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -46,26 +47,6 @@ __all__ = [
     "group_outputs",
 ]
 
-#: Columns of the convergence table the pipeline writes (one CSV per group, concatenated by
-#: :func:`evalnoise.pipeline.summary.summarize`): every key of
-#: :func:`evalnoise.analysis.convergence_records` plus the group's agent and resource
-#: profile. The report's chart reads a subset of them
-#: (:data:`evalnoise.report.charts.CONVERGENCE_CHART_COLUMNS`).
-CONVERGENCE_TABLE_COLUMNS = (
-    "group",
-    "agent",
-    "resource_profile",
-    "trials",
-    "icc_mean",
-    "icc_p05",
-    "icc_p95",
-    "plugin_mean",
-    "plugin_p05",
-    "plugin_p95",
-    "full_icc",
-    "full_plugin",
-    "converged_at",
-)
 BUDGET_COLUMNS = (
     "group",
     "agent",

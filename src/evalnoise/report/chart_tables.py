@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from evalnoise.column_names import CONVERGENCE_CHART_COLUMNS
 from evalnoise.report.health import NOT_A_MEASUREMENT
 
 #: Legend values of the resource-sensitivity chart: why a task is singled out.
@@ -112,21 +113,6 @@ def per_task_frame(per_task: pd.DataFrame, *, confidence: float = 0.95) -> PerTa
 
 
 # --- ICC convergence (paper Fig. 2, 4, 5) ----------------------------------------------------
-
-
-#: Columns of the convergence table (:func:`evalnoise.analysis.convergence_records`, as the
-#: pipeline writes it: :data:`evalnoise.pipeline.stages.CONVERGENCE_TABLE_COLUMNS`) that
-#: :func:`tidy_convergence` requires; ``full_icc``, ``full_plugin`` are optional.
-CONVERGENCE_CHART_COLUMNS = (
-    "group",
-    "trials",
-    "icc_mean",
-    "icc_p05",
-    "icc_p95",
-    "plugin_mean",
-    "plugin_p05",
-    "plugin_p95",
-)
 
 
 def tidy_convergence(convergence: pd.DataFrame) -> pd.DataFrame:
