@@ -258,11 +258,9 @@ def score_shard(
 
         spec = primary_judge(scorer["judge"])
         # a rule judge needs no model server; a judge with a URL, none of ours
-        leased = None if spec.get("rule") or spec.get("base_url") else server
-        with contextlib.ExitStack() as stack:
-            running = None
-            if leased is not None:
-                running = stack.enter_context(JUDGE_SERVERS.lease(leased, server_log))
+        managed = None if spec.get("rule") or spec.get("base_url") else server
+        lease = JUDGE_SERVERS.lease(managed, server_log) if managed else contextlib.nullcontext()
+        with lease as running:
             judge = _judge(spec, running, judge_cache, scorer.get("numeric"))
             try:
                 table = score_trials(trials, tasks, "judge", judge=judge)

@@ -2,8 +2,8 @@
 convergence (Fig. 2, 4, 5), budget allocation (eq. 9–10, Fig. 3), the D study, accuracy and
 infrastructure errors per resource profile, and the paired comparisons.
 
-Each section is a :class:`ChartSection`: its chart's spec (None when no group has data for it), the
-notes naming the groups it leaves out (an undefined statistic is named, never dropped in
+Each section is a :class:`ChartSection`: its chart's spec (None when no group has data for
+it), the notes naming the groups it leaves out (an undefined statistic is named, never dropped in
 silence) and any HTML below the chart. :func:`chart_section_html` renders one for the page.
 """
 
