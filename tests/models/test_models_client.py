@@ -77,8 +77,8 @@ def test_chat_and_seeded_reproducibility(llama_server):
     others = {client.chat(MESSAGES, seed=s).text for s in range(12, 17)}
     assert len(others | {a.text}) > 1  # temperature 0.8: seeds differ
     # Same seed, same reply, whatever the server processed before: repeated at once (the
-    # prompt's prefix is cached) and after another prompt (it is not). This holds because
-    # LlamaServer evaluates one token per batch (n_ubatch=1, see ServerConfig).
+    # prompt's prefix is cached) and after another prompt (it is not): the server reuses its
+    # cache only as a fresh evaluation would compute it (evalnoise.models.serve).
     other = [{"role": "user", "content": "What is 2 + 3?"}]
     again = client.chat(MESSAGES, seed=11).text
     client.chat(other, seed=1)

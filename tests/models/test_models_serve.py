@@ -112,7 +112,9 @@ def _comparable(reply):
 def both(tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setenv(KEY_VAR, "s3cret-test-key")
     logs = tmp_path_factory.mktemp("serve")
-    config = ServerConfig(n_ctx=512, api_key_env=KEY_VAR)
+    # one token a batch: llama_cpp.server's replies then do not depend on the requests before
+    # (ours do at any batch size: tests/models/test_models_history_free.py)
+    config = ServerConfig(n_ctx=512, n_ubatch=1, api_key_env=KEY_VAR)
     ours = LlamaServer(config, log_path=str(logs / "ours.log"))
     theirs = LlamaServer(
         config, log_path=str(logs / "theirs.log"), server_module="llama_cpp.server"

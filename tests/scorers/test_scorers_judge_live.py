@@ -237,9 +237,9 @@ def _generated_items(n_per_level: int = 4):
     return items
 
 
-#: Items per level by mode. A verdict call costs ~4.5 CPU s here, five times an extraction
-#: (measured: the paper's template leaves ~85 prompt tokens after the cached prefix, each
-#: evaluated one at a time at n_ubatch 1, then a 20-40 token explanation; replies end well
+#: Items per level by mode. A verdict call cost ~4.5 CPU s here, five times an extraction
+#: (measured with prompts evaluated one token at a time: the paper's template leaves ~85
+#: prompt tokens after the cached prefix, then a 20-40 token explanation; replies end well
 #: under ``max_tokens``). Verdict mode claims only that every constrained reply parses: 6
 #: items still cover the three levels, right and wrong answers and the three phrasings.
 #: Extract mode keeps 12: its accuracy bound (>= 80 %) needs the sample.

@@ -106,13 +106,16 @@ class ServerConfig:
     log_path : None → a new file under the system temp directory.
     startup_timeout_s : how long to wait for ``/v1/models`` to answer.
     seed : the server's default sampling seed (requests override it with ``seed``).
-    n_ubatch : llama.cpp's physical batch size. The default 1 makes a seeded request's
-        reply independent of what the server processed before: llama-cpp-python reuses the
-        KV cache of the longest common prompt prefix, and a prompt evaluated in one batch
-        gives slightly different logits (and so, at temperature > 0, different samples) than
-        one evaluated in pieces. With 1 every token is evaluated alone either way. Cost:
-        ~40 % slower prompt processing (a 290-token prompt: 2.1 s instead of 1.5 s). None →
-        llama.cpp's default (512): faster, but replies depend on the server's history.
+    n_ubatch : llama.cpp's physical batch size (None → llama.cpp's default, 512). llama-cpp-python
+        reuses the KV cache of the longest prompt prefix a request shares with the one
+        before, and a token evaluated alone (a generated one, or a prompt's last when the
+        whole prompt is cached) gets slightly different KV entries and logits than one
+        evaluated in a batch of two or more. The default 512 with this project's server
+        program (``server_module`` None) keeps replies independent of what the server
+        served before (:class:`evalnoise.models.serve.HistoryFreeLlama`: reuse only up to
+        tokens evaluated in batches, prompts evaluated in pieces of two or more), with
+        prompt tokens a third cheaper than at 1. At 1 every token is evaluated alone, which
+        is history-free with any server program. :attr:`history_free` says which.
     extra_args : further ``llama_cpp.server`` flags, e.g. ``("--n_batch", "256")``.
     python : interpreter that has ``llama_cpp`` installed (default: this one).
     server_module : None → :mod:`evalnoise.models.serve` (run by its path): llama-cpp-python's
@@ -133,11 +136,20 @@ class ServerConfig:
     log_path: str | None = None
     startup_timeout_s: float = 90.0
     seed: int = 0
-    n_ubatch: int | None = 1
+    n_ubatch: int | None = 512
     extra_args: tuple[str, ...] = field(default_factory=tuple)
     python: str = sys.executable
     api_key_env: str | None = None
     server_module: str | None = None
+
+    @property
+    def history_free(self) -> bool:
+        """Whether a seeded request's reply is the same whatever the server served before: a
+        physical batch of 1 with any server program, or of 3 or more (None: 512) with this
+        project's (:class:`evalnoise.models.serve.ModelProxy`)."""
+        if self.n_ubatch == 1:
+            return True
+        return self.server_module is None and (self.n_ubatch is None or self.n_ubatch >= 3)
 
 
 class LlamaServer:

@@ -9,8 +9,8 @@ An *area* is a kind of rule: the name its rules pass to ``code_version``. Its en
 are the scripts (``script:``, or ``run: in_process(...)``) of the rules that carry it, read
 from the rule files themselves (:func:`workflow_rules`), so a new rule needs no second list.
 Declared by hand are only what cannot be read off the code: which rules each DVC stage runs
-and which artifacts it reads (:data:`STAGES`), and the non-Python files an area's code
-reads (:data:`AREA_FILES`).
+and which artifacts it reads (:data:`STAGES`), the non-Python files an area's code
+reads (:data:`AREA_FILES`), and the package files a module runs by path (:data:`RUN_BY_PATH`).
 
 The package modules are derived: the scripts' imports of ``evalnoise`` modules are followed
 statically (``ast``), transitively, including the function-local imports this code base uses
@@ -58,6 +58,7 @@ __all__ = [
     "AREA_FILES",
     "PACKAGE",
     "ROOT",  # noqa: F822 (provided by the module's __getattr__, found on first use)
+    "RUN_BY_PATH",
     "STAGES",
     "WORKFLOW",
     "Rule",
@@ -150,6 +151,12 @@ STAGES: dict[str, Stage] = {
 #: Area → files or directories outside the package that its code reads (agent sources and
 #: the base image, read by the image builders through paths, not imports).
 AREA_FILES: dict[str, tuple[str, ...]] = {"images": ("agents", "images/base")}
+#: package modules that run another package file as a program, by its path (which no import
+#: shows): a dependency on the module is one on that file too. The model server program
+#: decides how prompts are evaluated, and so the replies of the served agents and judges.
+RUN_BY_PATH: dict[str, tuple[str, ...]] = {
+    "src/evalnoise/models/server.py": ("src/evalnoise/models/serve.py",),
+}
 
 
 @dataclass(frozen=True)
@@ -647,7 +654,8 @@ def imported_modules(paths: Iterable[str | Path], root: Path | None = None) -> l
             start |= graph.entry(_load(path, name, False, _smk_imports(path)), every_binding=True)
     names = {module for module, symbol in graph.closure(start) if symbol is None}
     files = {_module_path(name, graph.src) for name in names}
-    return sorted(p.relative_to(root).as_posix() for p in files if p is not None)
+    found = {p.relative_to(root).as_posix() for p in files if p is not None}
+    return sorted(found.union(*(RUN_BY_PATH.get(f, ()) for f in found)))
 
 
 def area_modules(area: str, root: Path | None = None) -> list[str]:

@@ -12,12 +12,12 @@ after another or two at a time. Starting a server costs each of them ~0.85 s of 
 (the interpreter, llama-cpp-python and pydantic, the model: :mod:`evalnoise.models.serve`),
 about as long as the judging of a small shard. :data:`JUDGE_SERVERS` keeps a server a
 finished job leased, alive and idle, for the next judge job with the same settings, instead
-of stopping it. That changes no reply:
-the server evaluates every prompt one token at a time (``n_ubatch`` 1,
-:class:`evalnoise.models.ServerConfig`), so a seeded request's reply does not depend on what
-the server served before; a server with another ``n_ubatch`` is never kept. Idle servers
-hold memory, not CPU; at most :attr:`ServerPool.keep` of them are kept, and they stop with
-the process (``atexit``, and the watchdog).
+of stopping it. That changes no reply: a seeded request's reply does not depend on what
+the server served before (:attr:`evalnoise.models.ServerConfig.history_free`: prompts reuse
+the cache only as far as a fresh evaluation would compute it the same); a server whose
+replies would is never kept. Idle servers hold memory, not CPU; at most
+:attr:`ServerPool.keep` of them are kept, and they stop with the process (``atexit``, and
+the watchdog).
 """
 
 from __future__ import annotations
@@ -216,7 +216,7 @@ class ServerPool:
     def _give_back(self, key: str, server: LazyServer) -> None:
         with self._lock:
             kept = sum(len(idle) for idle in self._idle.values())
-            if server.alive() and server.config.n_ubatch == 1 and kept < self.keep:
+            if server.alive() and server.config.history_free and kept < self.keep:
                 self._idle.setdefault(key, []).append(server)
                 return
         server.stop()
