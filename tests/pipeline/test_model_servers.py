@@ -130,7 +130,7 @@ def test_a_judge_job_starts_a_server_only_for_a_verdict_not_in_its_cache(tmp_pat
             tasks_path=tmp_path / "tasks.parquet",
             scorer=scorer,
             output=tmp_path / f"{name}.parquet",
-            server=model_server_spec(default_config),
+            server=model_server_spec(default_config, "judge"),
             server_log=tmp_path / f"{name}.server",
             judge_cache=cache,
         )

@@ -215,7 +215,7 @@ class RunPlan:
         if pipeline_settings.uses_judge(self.config) and pipeline_judges.uses_judge_server(
             self.judge_spec(wildcards)
         ):
-            return pipeline_settings.model_server_spec(self.config)
+            return pipeline_settings.model_server_spec(self.config, "judge")
         return None
 
     def judge_server_tokens(self, wildcards: Any = None) -> int:
