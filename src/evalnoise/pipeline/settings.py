@@ -519,12 +519,13 @@ def infra_policy_spec(config: Mapping[str, Any]) -> dict[str, Any]:
 
 #: How many prompt tokens a served model evaluates at once (``n_ubatch``), by who it serves.
 #: Both are history-free (:attr:`evalnoise.models.ServerConfig.history_free`). A judge's
-#: prompts are long and its replies short, and each is new: in batches they cost a third
-#: less (the default run's judge jobs: 102 → 77 s, measured). An agent's conversation
-#: carries its own replies into its next prompt; one token at a time, the server reuses
-#: their cache; in batches it must evaluate them again, and its trials were no faster (tool
-#: agent 2.85 → 2.90 s a trial, chat 2.26 → 2.10 s). It stays at one token at a time, so the
-#: trials of a grown run are sampled as its earlier trials were.
+#: prompts are long and its replies short, and each is new: in batches a prompt token costs
+#: a third less (the default run's LLM judge jobs, same trials: 99.5 → 80.8 s, measured).
+#: An agent's conversation carries its own replies into its next prompt: one token at a
+#: time, the server reuses their cache; in batches it must evaluate them again, and the
+#: default run's trials were hardly faster (tool_agent 2.84 → 2.90 s a trial, chat 2.25 →
+#: 2.10 s, same machine and hour). Agents stay at one token at a time, so their trials are
+#: sampled as before this setting existed, and a grown run's new trials as its earlier ones.
 PROMPT_BATCH = {"agent": 1, "judge": 512}
 
 
