@@ -137,10 +137,10 @@ def test_the_servers_replies_are_a_fresh_models_whatever_it_served_before(tmp_pa
     serve = _serve_module()
     config = ServerConfig(n_ctx=1024, log_path=str(tmp_path / "server.log"))
     assert config.history_free and config.n_ubatch == 512
-    ask = [{"role": "user", "content": QUESTION * 4}]
+    ask = [{"role": "user", "content": QUESTION * 2}]
 
     def payload(messages, temperature, seed):
-        return {"messages": messages, "temperature": temperature, "seed": seed, "max_tokens": 32}
+        return {"messages": messages, "temperature": temperature, "seed": seed, "max_tokens": 12}
 
     with LlamaServer(config) as server:
         first = _post(server, payload(ask, 0.8, 11))
