@@ -70,7 +70,7 @@ class HistoryFreeLlama(llama_cpp.Llama):
 
     A prompt's tokens are then always evaluated as a fresh evaluation of that prompt would
     evaluate them, and a seeded reply is the same whatever came before it
-    (tests/models/test_models_serve.py). Prompt tokens cost about a third less than at
+    (tests/models/test_models_history_free.py). Prompt tokens cost about a third less than at
     ``n_ubatch`` 1 (13.8 against 20.6 ms a token on one core, measured), which is the other
     way to get history-free replies.
     """
