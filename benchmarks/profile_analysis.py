@@ -13,7 +13,7 @@ then, summed over the jobs, the split between start-up (interpreter, imports, Sn
 script preamble), reading and the rest (the statistics and the report).
 
 The light rules run inside Snakemake's process (``run:`` + in_process,
-evalnoise.pipeline.jobs): the same ``sitecustomize`` wraps ``runpy.run_path``, with which
+evalnoise.pipeline.jobs): the same ``sitecustomize`` wraps ``jobs._run_as_main``, with which
 ``run_script`` runs a rule's script in one of Snakemake's threads, in a profiler of that
 thread (cProfile hooks only the thread that enables it), so each in-process job is profiled
 alone too.
@@ -55,24 +55,41 @@ if _m and os.environ.get("EVALNOISE_CPROFILE_DIR"):
 
 if os.environ.get("EVALNOISE_CPROFILE_DIR"):
     # an in-process job (evalnoise.pipeline.jobs.run_script) runs its script with
-    # runpy.run_path in one of Snakemake's threads: profile that call, in that thread
-    import cProfile as _cp, runpy as _runpy, threading as _th, time as _tm
-    _run_path = _runpy.run_path
+    # jobs._run_as_main in one of Snakemake's threads: profile that call, in that thread.
+    # The module is the workspace's own copy, imported later (the Snakefile puts its src on
+    # sys.path), so it is wrapped when it is imported, by a finder that steps in once.
+    import cProfile as _cp, importlib.abc as _abc, importlib.util as _util
+    import threading as _th, time as _tm
 
-    def _profiled_run_path(path, *args, **kwargs):
-        if "/scripts/" not in str(path):
-            return _run_path(path, *args, **kwargs)
-        rule = os.path.basename(str(path))[: -len(".py")]
-        profile, t0 = _cp.Profile(), _tm.perf_counter()
-        profile.enable()
-        try:
-            return _run_path(path, *args, **kwargs)
-        finally:
-            profile.disable()
-            name = f"{rule}-{os.getpid()}.{_th.get_ident()}-{_tm.perf_counter() - t0:.3f}.prof"
-            profile.dump_stats(os.path.join(os.environ["EVALNOISE_CPROFILE_DIR"], name))
+    def _profiled(run_as_main):
+        def wrapper(path, snakemake):
+            rule = os.path.basename(str(path))[: -len(".py")]
+            profile, t0 = _cp.Profile(), _tm.perf_counter()
+            profile.enable()
+            try:
+                return run_as_main(path, snakemake)
+            finally:
+                profile.disable()
+                name = f"{rule}-{os.getpid()}.{_th.get_ident()}-{_tm.perf_counter() - t0:.3f}.prof"
+                profile.dump_stats(os.path.join(os.environ["EVALNOISE_CPROFILE_DIR"], name))
+        return wrapper
 
-    _runpy.run_path = _profiled_run_path
+    class _WrapJobs(_abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "evalnoise.pipeline.jobs":
+                return None
+            sys.meta_path.remove(self)
+            spec = _util.find_spec(name)
+            exec_module = spec.loader.exec_module
+
+            def wrapped_exec(module):
+                exec_module(module)
+                module._run_as_main = _profiled(module._run_as_main)
+
+            spec.loader.exec_module = wrapped_exec
+            return spec
+
+    sys.meta_path.insert(0, _WrapJobs())
 """
 
 

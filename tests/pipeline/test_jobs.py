@@ -93,6 +93,49 @@ def test_two_jobs_at_once_each_log_only_their_own_records(tmp_path: Path) -> Non
         assert f"job {other} line" not in text
 
 
+def test_overlapping_jobs_leave_the_process_argv_and_main_module_alone(tmp_path: Path) -> None:
+    # Snakemake's worker threads run in-process jobs at once. runpy.run_path swaps
+    # sys.argv[0] and sys.modules["__main__"] for the script and puts back what it saw: with
+    # two jobs where the first ends while the second runs, the second put back the first's
+    # script as Snakemake's own argv[0] and main module. The overlap is forced by events.
+    script = _script(
+        tmp_path,
+        """
+        import sys
+        hooks = snakemake.params.hooks
+        hooks["seen"].append((snakemake.params.tag, sys.argv[0], __name__))
+        hooks[snakemake.params.tag + " started"].set()
+        hooks[snakemake.params.wait].wait(10)
+        """,
+    )
+    hooks = {
+        "seen": [],
+        "first started": threading.Event(),
+        "second started": threading.Event(),
+        "first done": threading.Event(),
+        "never": threading.Event(),
+    }
+    argv0, main = sys.argv[0], sys.modules["__main__"]
+
+    def first() -> None:
+        _run(script, tmp_path / "first.log", tag="first", wait="second started", hooks=hooks)
+        hooks["first done"].set()
+
+    def second() -> None:
+        hooks["first started"].wait(10)
+        _run(script, tmp_path / "second.log", tag="second", wait="first done", hooks=hooks)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert [tag for tag, _, _ in hooks["seen"]] == ["first", "second"]
+    assert all(name == "__main__" for _, _, name in hooks["seen"])
+    assert sys.argv[0] == argv0
+    assert sys.modules["__main__"] is main
+
+
 def test_a_non_zero_exit_is_an_exception_not_an_exit(tmp_path: Path) -> None:
     script = _script(tmp_path, "import sys\nsys.exit(1)\n")
     log = tmp_path / "exit.log"

@@ -371,15 +371,6 @@ def test_killed_during_trials_resumes_with_every_trial_once(killed, reference, e
     assert_same_results(ws, reference)
 
 
-#: A job of each rule, as the kill leaves it: outputs missing, or a directory not there.
-STAGE_OUTPUTS = {
-    "score": "scores/*/*/t*/c*.parquet",
-    "analyze_group": "analysis/groups/*/*.json",
-    "compare": "analysis/pairs/*/*/*/*.json",
-}
-EXPECTED = {"score": 4, "analyze_group": 4, "compare": 4}
-
-
 #: A job of each rule, as the kill leaves it: some of the rule's outputs missing.
 STAGE_OUTPUTS = {
     "score": ("scores/*/*/t*/c*.parquet", 2),

@@ -12,9 +12,10 @@ Snakemake spawns a ``snakemake`` process per ``run:`` job, which is correct but 
 
 from __future__ import annotations
 
+import builtins
+import io
 import logging
 import os
-import runpy
 import sys
 import threading
 import time
@@ -130,7 +131,7 @@ def run_script(
         logger.info("in-process job %s started", name or os.path.basename(path))
         start, cpu = time.perf_counter(), time.thread_time()
         try:
-            runpy.run_path(path, init_globals={"snakemake": snakemake}, run_name="__main__")
+            _run_as_main(path, snakemake)
         except SystemExit as stop:
             if stop.code not in (None, 0):
                 logger.error("%s exited with %s", os.path.basename(path), stop.code)
@@ -149,6 +150,31 @@ def run_script(
             time.perf_counter() - start,
             time.thread_time() - cpu,
         )
+
+
+def _run_as_main(path: str, snakemake: SimpleNamespace) -> None:
+    """Execute the script at ``path`` as ``__main__`` in a namespace of its own holding
+    ``snakemake``.
+
+    Not ``runpy.run_path(..., run_name="__main__")``: that sets ``sys.argv[0]`` and
+    ``sys.modules["__main__"]`` for the script and puts back what it found, which is not
+    safe for jobs that overlap in Snakemake's worker threads (a job that ends while another
+    runs leaves that job's script as the process's argv[0] and main module;
+    tests/pipeline/test_jobs.py). Nothing process-wide is changed here."""
+    with io.open_code(path) as fh:
+        code = compile(fh.read(), path, "exec")
+    namespace = {
+        "__name__": "__main__",
+        "__file__": path,
+        "__cached__": None,
+        "__doc__": None,
+        "__loader__": None,
+        "__package__": None,
+        "__spec__": None,
+        "__builtins__": builtins,
+        "snakemake": snakemake,
+    }
+    exec(code, namespace)
 
 
 def export_checkout(basedir: str | os.PathLike[str]) -> bool:
