@@ -42,7 +42,6 @@ MEASURED_S = {
     "tests/pipeline/test_environment_pipeline.py": 80.0,
     "tests/pipeline/test_trial_order.py": 75.0,
     "tests/agents/test_agents_host.py": 70.0,
-    "tests/pipeline/test_snakemake_forks.py": 20.0,
 }
 #: The guess for a file nobody measured: a test marked ``docker`` or ``slow`` runs containers
 #: or a pipeline (tens of seconds); any other test is pure Python.

@@ -29,9 +29,7 @@ set +e
 # fixture (a finished pipeline workspace, a Slurm run) is built once, and the finished tiny
 # evaluation that several files read once per run for all workers (tiny_reference,
 # tests/pipeline/conftest.py): the suite mostly waits on containers, model servers and
-# Snakemake job starts. The tests' Snakemake runs (pipeline_helpers.run_tool) are forks of one
-# process per worker that has imported Snakemake (tests/pipeline/snakemake_forks.py), ~2 s of a
-# core less per run; test_e2e.py runs the real command. Files start longest first
+# Snakemake job starts. Files start longest first
 # (tests/file_order.py), not in pytest-xdist's default order (most tests first, which handed
 # the one-test pipeline files out last). EVALNOISE_TEST_WORKERS=0 runs it in one process.
 workers="${EVALNOISE_TEST_WORKERS:-4}"

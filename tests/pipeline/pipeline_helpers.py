@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import snakemake_forks
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "config" / "schemas" / "config.schema.yaml"
@@ -215,29 +214,11 @@ def tool_env(workspace: Path) -> dict[str, str]:
 
 
 def run_tool(
-    workspace: Path,
-    tool: str,
-    *args: str,
-    check: bool = True,
-    timeout: float = 600,
-    forked: bool = True,
+    workspace: Path, tool: str, *args: str, check: bool = True, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
     """Run a venv tool (snakemake, dvc, evalnoise) in ``workspace``, importing evalnoise
-    from the workspace's own copy (so edits to the checkout during a test change nothing).
-
-    ``snakemake`` in a workspace without the cluster plugins runs as a fork of a process
-    that has imported Snakemake (snakemake_forks.py) unless ``forked`` is false."""
+    from the workspace's own copy (so edits to the checkout during a test change nothing)."""
     env = tool_env(workspace)
-    command = [venv_tool(tool), *args]
-    resolved = Path(workspace).resolve()
-    if (
-        tool == "snakemake"
-        and forked
-        and snakemake_forks.enabled()
-        and resolved not in SLURM_WORKSPACES
-        and resolved not in CLUSTER_WORKSPACES
-    ):
-        command = snakemake_forks.command(command[0], args)
     env.update(
         {
             "GIT_AUTHOR_NAME": "t",
@@ -247,7 +228,7 @@ def run_tool(
         }
     )
     result = subprocess.run(
-        command,
+        [venv_tool(tool), *args],
         cwd=workspace,
         env=env,
         capture_output=True,

@@ -64,13 +64,6 @@ def engine(docker_engine):
     return docker_engine
 
 
-@pytest.fixture(autouse=True)
-def real_snakemake(monkeypatch):
-    """The README's commands as users run them: the real ``snakemake`` command, not a fork
-    of a process that has imported it (snakemake_forks.py)."""
-    monkeypatch.setenv("EVALNOISE_TEST_SNAKEMAKE_FORKS", "0")
-
-
 def trial_keys(rows):
     return [
         (r["agent"], r["resource_profile"], r["task_id"], r["trial"], r["attempt"]) for r in rows
