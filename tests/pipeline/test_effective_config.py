@@ -8,9 +8,11 @@ and say which keys differ; once the file says the same, it proceeds.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
-from pipeline_helpers import make_workspace, run_tool
+import yaml
+from pipeline_helpers import run_tool
 
 from evalnoise.pipeline.effective_config import config_diff, config_record, guard_message
 
@@ -41,20 +43,13 @@ def test_guard_refuses_only_a_rewrite_of_an_overridden_run():
     assert guard_message({"trials": {"count": 16}}, None, path="x") is None
 
 
-TINY = {
-    "benchmark": {"n": 2},
-    "agents": {"solo": {"build": "agents/tiny", "env": {"TINY_SKILL": "a"}}},
-    "resource_profiles": {"1x": {}},
-    "trials": {"count": 2, "block_size": 2},
-    "task_chunk_size": 2,
-    "analysis": {"convergence": {"subsamples": 20}, "bootstrap": {"resamples": 200}},
-}
-
-
 @pytest.mark.docker
 @pytest.mark.slow
-def test_dvc_repro_refuses_to_rewrite_a_grown_run(tmp_path, docker_engine):
-    ws = make_workspace(tmp_path / "ws", TINY)
+def test_dvc_repro_refuses_to_rewrite_a_grown_run(tmp_path, tiny_reference):
+    # a copy of the test run's finished tiny evaluation (2 agents x 3 tasks x 2 trials),
+    # grown by an override: its first run is the shared one, not one of its own
+    ws = tmp_path / "ws"
+    shutil.copytree(tiny_reference, ws, symlinks=True)
     (ws / "extra.yaml").write_text("trials:\n  count: 4\n")
     run_tool(ws, "snakemake", "--cores", "2", "--configfile", "extra.yaml")
     record = json.loads((ws / "results" / "config.json").read_text())
@@ -67,11 +62,13 @@ def test_dvc_repro_refuses_to_rewrite_a_grown_run(tmp_path, docker_engine):
     assert "trials.count: results have 4, this run would use 2" in out, out[-3000:]
     # nothing was rewritten: the 4-trial results are still there
     metrics = json.loads((ws / "results" / "metrics.json").read_text())
-    assert metrics["groups"]["solo@1x"]["n_trials"] == 8
+    assert metrics["groups"]["steady@1x"]["n_trials"] == 3 * 4
 
     # once config/config.yaml says the same, dvc repro proceeds and runs no new trial
-    config = (ws / "config" / "config.yaml").read_text()
-    (ws / "config" / "config.yaml").write_text(config.replace("count: 2", "count: 4", 1))
+    config_path = ws / "config" / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["trials"]["count"] = 4
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     run_tool(ws, "dvc", "repro")
     record = json.loads((ws / "results" / "config.json").read_text())
     assert record["overridden"] == {}

@@ -7,7 +7,7 @@ import re
 import subprocess
 
 import pytest
-from pipeline_helpers import ROOT, SCHEMA_PATH, snakemake_bin
+from pipeline_helpers import ROOT, SCHEMA_PATH, snakemake_bin, tool_env
 
 from evalnoise.pipeline.settings import (
     RUNTIME_URL_VAR,
@@ -242,6 +242,10 @@ def test_snakemake_reports_the_bad_key(tmp_path):
         capture_output=True,
         text=True,
         timeout=120,
+        # the suite's environment for a local run: without it Snakemake loads the cluster
+        # plugins, and the Slurm plugin's `scontrol` waited 9 s for a controller (12 s in
+        # all against 2 s, measured)
+        env=tool_env(ROOT),
     )
     assert result.returncode != 0
     output = result.stdout + result.stderr
