@@ -33,6 +33,15 @@ set +e
 # (tests/file_order.py), not in pytest-xdist's default order (most tests first, which handed
 # the one-test pipeline files out last). EVALNOISE_TEST_WORKERS=0 runs it in one process.
 workers="${EVALNOISE_TEST_WORKERS:-4}"
+# the machine's busy and idle CPU seconds (/proc/stat: user nice system idle iowait irq
+# softirq steal, in clock ticks), printed with the wall time: idle near 0 says the suite was
+# bound by the cores (then only less CPU makes it faster), not by waiting
+cpu_ticks() {
+  local _ user nice system idle iowait irq softirq steal
+  read -r _ user nice system idle iowait irq softirq steal _ < /proc/stat
+  echo "$((user + nice + system + irq + softirq + steal)) $((idle + iowait))"
+}
+read -r busy0 idle0 < <(cpu_ticks)
 started=$SECONDS
 if [[ "$workers" == 0 ]]; then
   python -m pytest --durations=25 "$@"
@@ -42,7 +51,10 @@ fi
 status=$?
 set -e
 # the suite's wall time, with the machine's load beside it (a shared machine's time varies)
-echo "== tests took $((SECONDS - started)) s on $(nproc) cores; load average now" \
+read -r busy1 idle1 < <(cpu_ticks)
+hz=$(getconf CLK_TCK)
+echo "== tests took $((SECONDS - started)) s on $(nproc) cores (machine CPU" \
+  "$(((busy1 - busy0) / hz)) s busy, $(((idle1 - idle0) / hz)) s idle); load average now" \
   "$(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [[ $status -eq 5 ]]; then
   echo "pytest collected no tests: the suite is broken" >&2
