@@ -258,6 +258,8 @@ def test_hardening_defaults(docker_backend, probe_image):
     assert report["task_file_writable"] is False
     assert report["pid1"].endswith("docker-init")
     assert report["interfaces"] == ["lo"]  # network_mode none
+    # its own loopback works (network_disabled: no libnetwork hook, runc brings lo up)
+    assert report["loopback"] is True, report["loopback"]
     assert "answer" not in report["task"]
     assert report["task"]["seed"] == int(report["env"]["EVALNOISE_SEED"])
 

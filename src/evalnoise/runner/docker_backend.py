@@ -6,8 +6,9 @@ start it; wait until it exits or its deadline passes (then kill it); read the en
 verdict (``State.OOMKilled``, exit code), the peak memory, stdout/stderr tails and the answer;
 remove the container — in a ``finally``, so also after a timeout, a crash or an error.
 
-Hardening by default: ``network_mode="none"`` (``host`` only if the agent spec asks for it, to
-reach a model server on 127.0.0.1), ``cap_drop=["ALL"]``, ``no-new-privileges``, a read-only
+Hardening by default: ``network_mode="none"`` with its own loopback only
+(:func:`evalnoise.runner.engine.container_network`; ``host`` only if the agent spec asks for
+it, to reach a model server on 127.0.0.1), ``cap_drop=["ALL"]``, ``no-new-privileges``, a read-only
 root filesystem with a tmpfs ``/tmp``, a PID limit, user ``65534:65534``, ``init=True``, and a
 size-capped json-file log. Resource values come from :mod:`evalnoise.runner.resources`.
 
@@ -52,7 +53,13 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.engine import join_notes, one_line, ping_engine, remove_trial_container
+from evalnoise.runner.engine import (
+    container_network,
+    join_notes,
+    one_line,
+    ping_engine,
+    remove_trial_container,
+)
 from evalnoise.runner.resources import docker_resource_kwargs
 from evalnoise.runner.trial import (
     EngineUnavailable,
@@ -633,6 +640,7 @@ class DockerBackend:
                     user=spec.user,
                     working_dir=contract.SCRATCH_DIR,
                     host_config=api.create_host_config(**host_config),
+                    **container_network(spec.network),
                 )["Id"]
             except docker.errors.ImageNotFound as exc:
                 row.update(status="infra_error", error=f"image not found: {one_line(exc)}")

@@ -131,6 +131,7 @@ from evalnoise.runner.docker_backend import (
 )
 from evalnoise.runner.engine import (
     connect_engine,
+    container_network,
     join_notes,
     one_line,
     ping_engine,
@@ -179,6 +180,8 @@ EXTRA_COLUMNS = (
 #: a verifier's ``su``/``runuser``). Only processes running as root ever hold them.
 USER_SWITCH_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID")
 LOG_MAX_SIZE = "1m"
+#: Every environment trial's container: no network but its own loopback (module docstring).
+NETWORK_MODE = "none"
 _MAIN_COMMAND = ("sleep", "infinity")
 
 
@@ -401,7 +404,7 @@ class EnvironmentBackend:
                 os.chmod(scratch / name, 0o777)  # the task's user may be anyone
             os.chmod(scratch, 0o755)
             host_config = api.create_host_config(
-                network_mode="none",
+                network_mode=NETWORK_MODE,
                 cap_drop=["ALL"],
                 cap_add=list(trial.cap_add) or None,
                 security_opt=["no-new-privileges"],
@@ -438,6 +441,7 @@ class EnvironmentBackend:
                     user="0:0",
                     working_dir=trial.task.workdir,
                     host_config=host_config,
+                    **container_network(NETWORK_MODE),
                 )["Id"]
                 api.start(container_id)
             except docker.errors.APIError as exc:

@@ -104,7 +104,22 @@ def introspect(task):
     report["interfaces"] = (
         sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else None
     )
+    report["loopback"] = loopback_works()
     return report
+
+
+def loopback_works():
+    """Whether a connection to a socket listening on 127.0.0.1 in this sandbox succeeds."""
+    import socket
+
+    try:
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+            with socket.create_connection(server.getsockname(), timeout=5):
+                return True
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 def main():
