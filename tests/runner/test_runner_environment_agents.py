@@ -34,7 +34,11 @@ def test_exec_protocol_round_trip(env_backend, tmp_path):
             {"exec": "pwd; id -un; echo hello > hello.txt"},
             {"exec": "cat hello.txt; echo oops >&2; exit 4"},
             {"exec": "head -c 100000 /dev/zero | tr '\\0' a"},
-            {"exec": "python3 -c 'import socket; print(socket.if_nameindex())'"},
+            {
+                "exec": "python3 -c 'import socket; s = socket.socket(); "
+                's.bind(("127.0.0.1", 0)); s.listen(); socket.create_connection(s.getsockname()); '
+                'print(socket.if_nameindex(), "loopback ok")\''
+            },
             {"write_instruction": "/app/instruction.txt"},
             {"exec": "cat /app/instruction.txt"},
             {"done": {"model_calls": 3, "prompt_tokens": 120, "completion_tokens": 30}},
@@ -51,7 +55,8 @@ def test_exec_protocol_round_trip(env_backend, tmp_path):
     assert second["exit_code"] == 4 and sorted(second["output"].splitlines()) == ["hello", "oops"]
     assert big["truncated_bytes"] == 100000 - 64
     assert big["output"] == "a" * 32 + "\n[... 99936 bytes left out ...]\n" + "a" * 32
-    assert network["output"] == "[(1, 'lo')]\n"  # network_mode none: loopback only
+    # network_mode none: a loopback that works (container_network), and nothing else
+    assert network["output"] == "[(1, 'lo')] loopback ok\n"
     assert instruction["output"] == "Instruction of protocol.\n"
     assert row["agent_steps"] == 6 and row["exit_code"] == 0
     assert (row["model_calls"], row["prompt_tokens"], row["completion_tokens"]) == (3, 120, 30)

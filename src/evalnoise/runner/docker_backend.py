@@ -8,9 +8,10 @@ remove the container — in a ``finally``, so also after a timeout, a crash or a
 
 Hardening by default: ``network_mode="none"`` with its own loopback only
 (:func:`evalnoise.runner.engine.container_network`; ``host`` only if the agent spec asks for
-it, to reach a model server on 127.0.0.1), ``cap_drop=["ALL"]``, ``no-new-privileges``, a read-only
-root filesystem with a tmpfs ``/tmp``, a PID limit, user ``65534:65534``, ``init=True``, and a
-size-capped json-file log. Resource values come from :mod:`evalnoise.runner.resources`.
+it, to reach a model server on 127.0.0.1), ``cap_drop=["ALL"]``, ``no-new-privileges``, a
+read-only root filesystem with a tmpfs ``/tmp``, a PID limit, user ``65534:65534``,
+``init=True``, and a size-capped json-file log. Resource values come from
+:mod:`evalnoise.runner.resources`.
 
 **Peak memory**, on cgroup v1, v2 and hybrid hosts alike. The engine destroys a container's
 cgroup as soon as it exits (before the engine answers a wait), so its own cgroup files
