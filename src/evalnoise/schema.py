@@ -23,8 +23,9 @@ from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 
 #: Outcomes of one trial. ``ok`` and ``agent_error`` are the agent's; ``timeout``,
 #: ``oom_killed`` and ``infra_error`` are the infrastructure's and follow the declared infra
-#: policy (see DESIGN.md, "Resources"); ``verifier_error`` (environment tasks) is the grader's:
-#: the verifier left no valid reward, so the trial has no score (never a 0) until a rerun.
+#: policy (config/README.md, "Scoring and the infra policy"); ``verifier_error`` (environment
+#: tasks) is the grader's: the verifier left no valid reward, so the trial has no score (never
+#: a 0) until a rerun.
 STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error", "verifier_error")
 INFRA_STATUSES = ("timeout", "oom_killed", "infra_error")
 #: Task kinds: a question with a reference answer, or a task that brings its environment and

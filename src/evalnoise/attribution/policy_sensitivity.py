@@ -1,7 +1,7 @@
 """Policy sensitivity: does the declared infra policy move the headline accuracy?
 
 An infrastructure outcome (``timeout``, ``oom_killed``, ``infra_error``) is not an answer, so
-*how it counts* is a choice (DESIGN.md, "Resources"; :mod:`evalnoise.runner.infra_policies`): as a
+*how it counts* is a choice (config/README.md, "Scoring and the infra policy"; :mod:`evalnoise.runner.infra_policies`): as a
 wrong answer (the paper's choice), left out, or retried. The infrastructure-noise article
 finds infra error rates of 0.5–6% per configuration — the same order as the gaps between
 leaderboard entries — so the choice can matter. This module recomputes the accuracy of one

@@ -37,9 +37,9 @@ formats:
                   is one trial; the agent is agent_info.name[__model]; the score is the
                   reward named by --reward (default 'reward', or the only one); the
                   exception type gives the status (agent timeout → timeout, environment
-                  and sandbox failures → infra_error, verifier failures → infra_error
-                  until the trial table has verifier_error, agent failures →
-                  agent_error), never a score of 0; tokens, cost and phase times kept
+                  and sandbox failures → infra_error, verifier failures →
+                  verifier_error, agent failures → agent_error), never a score of 0;
+                  tokens, cost and phase times kept
   tau-bench       result JSON lists {task_id, trial, reward, info, traj}: score = reward;
                   the agent is the file name unless --agent
   metr            runs.jsonl: the agent is alias; human baselines dropped unless
