@@ -120,9 +120,9 @@ class ServerConfig:
     extra_args : further ``llama_cpp.server`` flags, e.g. ``("--n_batch", "256")``.
     python : interpreter that has ``llama_cpp`` installed (default: this one).
     server_module : None → :mod:`evalnoise.models.serve` (run by its path): llama-cpp-python's
-        chat endpoint on the standard library's HTTP server, ~0.5 s of a core less per
-        start; ``"llama_cpp.server"`` → llama-cpp-python's own FastAPI server, which
-        answers the same (tests/models/test_models_serve.py compares the two).
+        chat endpoint on the standard library's HTTP server, a cheaper start;
+        ``"llama_cpp.server"`` → llama-cpp-python's own FastAPI server, which answers the same
+        (tests/models/test_models_serve.py compares the two).
     api_key_env : NAME of an environment variable whose value the server then requires as
         its API key. The value reaches the server through its environment (pydantic
         settings read ``API_KEY``), never its command line; it is not stored here.
