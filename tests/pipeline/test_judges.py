@@ -305,9 +305,10 @@ def test_bad_judges_are_named(judges, message):
         judge_specs(config["scorer"]["judge"])  # what the workflow does next, at parse time
 
 
-def test_with_one_vote_a_trial_the_residual_is_the_judges_disagreement():
+def test_with_one_vote_a_trial_the_residual_is_shown_apart_from_the_judges_share():
     """One vote per judge and trial (the default: an LLM judge at T = 0 and a rule): the
-    residual is the trial × judge interaction and counts as the judges' variance."""
+    residual holds the trial × judge interaction confounded with each vote's own noise; it is
+    shown as such and the judges' share is judge + task × judge only."""
     rng = np.random.default_rng(1)
     rows = []
     for t in range(8):
@@ -319,9 +320,11 @@ def test_with_one_vote_a_trial_the_residual_is_the_judges_disagreement():
     record = judge_facet_record(votes, 0.95)
     assert record["residual_includes"] == "trial×judge:task" and record["balanced"] is True
     by_name = {c["component"]: c["sigma2"] for c in record["components"]}
-    assert record["sigma2_judges"] == pytest.approx(
-        by_name["judge"] + by_name["task×judge"] + by_name["residual"]
-    )
+    assert record["sigma2_judges"] == pytest.approx(by_name["judge"] + by_name["task×judge"])
+    counted = {c["component"]: c["counted"] for c in record["components"]}
+    assert counted == {
+        "task": False, "trial:task": False, "judge": True, "task×judge": True, "residual": False
+    }  # fmt: skip
     summary = judge_summary(
         {"mode": "extract", "samples": 1, "sent": 1, "judges": [], "judge_facet": record}
     )
