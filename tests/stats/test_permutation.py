@@ -128,6 +128,32 @@ def test_a_block_shift_is_found():
     assert res.family_detected and res.detected[0]
 
 
+@pytest.mark.parametrize("effect", ["interaction", "main"])
+def test_one_component_alone_does_not_make_the_other_look_detected(effect):
+    """Task-specific block effects with no common one: the main effect's test (against the
+    interaction) rejects at most α; a common block shift alone: the interaction's test
+    rejects at most α (0/1 scores, 12 tasks × 8 trials, 2 per block)."""
+    rng = np.random.default_rng(3)
+    runs, n_tasks = 300, 12
+    task = np.repeat(np.arange(n_tasks), 8)
+    block = np.tile(np.repeat(np.arange(4), 2), n_tasks)
+    other = 0 if effect == "interaction" else 1
+    rejected = 0
+    for i in range(runs):
+        if effect == "interaction":
+            gamma = rng.choice([-0.2, 0.2], (n_tasks, 4))
+            gamma -= gamma.mean(axis=0, keepdims=True)
+        else:
+            gamma = np.broadcast_to(rng.permutation([0.2, 0.2, -0.2, -0.2]), (n_tasks, 4))
+        p = np.clip(rng.uniform(0.3, 0.7, n_tasks)[task] + gamma[task, block], 0, 1)
+        y = (rng.random(task.size) < p).astype(float)
+        res = factor_permutation_test(
+            y, task, {"time_block": block}, interactions=["time_block"], n_permutations=99, seed=i
+        )
+        rejected += res.pvalue[other] <= 0.05
+    assert rejected / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
+
+
 # --- invariants ---------------------------------------------------------------------------------
 
 

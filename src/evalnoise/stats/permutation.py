@@ -27,10 +27,11 @@ task × f (Brennan 2001, ch. 3; Searle, Casella & McCulloch 1992, ch. 4), consta
 
 * the main effect of f, when the task × f interaction is fitted: F_f = S_f / (S_tf − S_f),
   the factor's mean square against the interaction's, because E[MS_f] = σ²_e + n σ²_tf +
-  n G σ²_f: a task-specific effect alone does not make the main effect look detected;
+  n G σ²_f: a task-specific effect alone does not make the main effect look detected (the
+  main effect's test is then conservative: the shuffles spread the interaction over both);
   without the interaction, F_f = S_f / (Q − S_f);
 * the interaction task × f: F_tf = (S_tf − S_f) / (Q − S_tf), against the within-cell
-  variation.
+  variation (conservative in turn under a main effect alone).
 
 S_f is the between-level sum of squares of the within-task-centred scores; S_tf − S_f is the
 task × f interaction's sum of squares on a balanced design (on an unbalanced one it is the
