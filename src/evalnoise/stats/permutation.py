@@ -186,6 +186,36 @@ def _tail_counts(stats: np.ndarray) -> np.ndarray:
     return out
 
 
+def _within_strata_shuffler(
+    r: np.ndarray, s: np.ndarray, counts: np.ndarray, rng: np.random.Generator
+) -> Any:
+    """A function m → (m, n): m independent uniform shuffles of ``r`` within its strata (rows
+    sorted by stratum ``s``, ``counts`` rows each). With strata of near-equal size, each is a
+    row of a (strata × largest) table, padded, shuffled along its row (linear time); else an
+    argsort of stratum + a uniform key."""
+    n, n_strata, widest = r.size, counts.size, int(counts.max(initial=0))
+    if n_strata * widest > 2 * n:
+
+        def by_sort(m: int) -> np.ndarray:
+            return r[np.argsort(rng.random((m, n)) + s[None, :], axis=1)]
+
+        return by_sort
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    table = np.full((n_strata, widest), np.nan)
+    table[s, np.arange(n) - starts[s]] = r
+    padded = n_strata * widest > n
+
+    def by_rows(m: int) -> np.ndarray:
+        shuffled = rng.permuted(np.broadcast_to(table, (m, n_strata, widest)), axis=2)
+        if not padded:
+            return shuffled.reshape(m, n)
+        # each (permutation, stratum) row keeps its count of values: dropping the padding
+        # leaves every stratum's values, shuffled, in its own rows' places
+        return shuffled[~np.isnan(shuffled)].reshape(m, n)
+
+    return by_rows
+
+
 def factor_permutation_test(
     y: Any,
     task: Any,
@@ -311,27 +341,33 @@ def factor_permutation_test(
 
     levels = {k: int(v.max()) + 1 for k, v in labels.items()}
     n_level = {k: np.bincount(v, minlength=levels[k]).astype(float) for k, v in labels.items()}
+    cell_of = {k: t * levels[k] + labels[k] for k in with_interaction}
     n_cell = {
-        k: np.bincount(t * levels[k] + labels[k], minlength=n_tasks * levels[k]).astype(float)
+        k: np.bincount(cell_of[k], minlength=n_tasks * levels[k]).astype(float)
         for k in with_interaction
     }
     scale = max(q, 1e-300)
+    batch = max(1, min(b_total, _BATCH_CELLS // max(n, 1)))
+    # shuffling the scores among a stratum's rows is shuffling its labels: the codes of the
+    # cells stay fixed and are laid out once for a whole batch of permutations
+    offsets = np.arange(batch)[:, None]
+    main_codes = {k: (offsets * levels[k] + v[None, :]).ravel() for k, v in labels.items()}
+    cell_codes = {
+        k: (offsets * (n_tasks * levels[k]) + cell_of[k][None, :]).ravel() for k in with_interaction
+    }
 
-    def statistics(perm: np.ndarray) -> np.ndarray:
-        """F ratios of every component for a batch of row permutations (rows of ``perm``)."""
-        m = perm.shape[0]
-        offsets = np.arange(m)[:, None]
-        w = np.broadcast_to(r, perm.shape).ravel()
+    def statistics(rp: np.ndarray) -> np.ndarray:
+        """F ratios of every component for a batch of permuted scores (rows of ``rp``)."""
+        m = rp.shape[0]
+        w = rp.ravel()
         ss_main, ss_cell = {}, {}
-        for k, lab in labels.items():
-            pl = lab[perm]  # (m, n): the permuted labels, the scores in place
+        for k in labels:
             nl = levels[k]
-            sums = np.bincount((offsets * nl + pl).ravel(), weights=w, minlength=m * nl)
+            sums = np.bincount(main_codes[k][: m * n], weights=w, minlength=m * nl)
             ss_main[k] = (sums.reshape(m, nl) ** 2 / n_level[k]).sum(axis=1)
             if k in with_interaction:
                 cells = n_tasks * nl
-                codes = offsets * cells + t[None, :] * nl + pl
-                sums = np.bincount(codes.ravel(), weights=w, minlength=m * cells)
+                sums = np.bincount(cell_codes[k][: m * n], weights=w, minlength=m * cells)
                 nc = n_cell[k]
                 keep = nc > 0
                 ss_cell[k] = (sums.reshape(m, cells)[:, keep] ** 2 / nc[keep]).sum(axis=1)
@@ -345,14 +381,12 @@ def factor_permutation_test(
         return out
 
     rng = np.random.default_rng(seed)
-    batch = max(1, _BATCH_CELLS // max(n, 1))
-    identity = np.arange(n)[None, :]
-    parts = [statistics(identity)]
+    shuffle = _within_strata_shuffler(r, s, counts, rng)
+    parts = [statistics(r[None, :])]
     done = 0
     while done < b_total:
         m = min(batch, b_total - done)
-        keys = rng.random((m, n)) + s[None, :]
-        parts.append(statistics(np.argsort(keys, axis=1)))
+        parts.append(statistics(shuffle(m)))
         done += m
     stats = np.vstack(parts)  # row 0: observed
     if q <= 1e-12 * max(float(yv @ yv), 1e-300):
