@@ -340,3 +340,8 @@ def test_the_share_line_follows_the_components_decisions():
     )
     report = _share_text(g)
     assert "time_block detected (share 0.18, p = 0.004), task:time_block not detected" in report
+    # a component the test could not take (no cell with two trials) is said to be untested
+    untested = {**g["infra_share_components_ci"]["task:time_block"], "pvalue": None}
+    comps = {**g["infra_share_components_ci"], "task:time_block": untested}
+    line = attribution_lines(g | {"infra_share_components_ci": comps})[1]
+    assert "task:time_block not tested (too few trials per cell)" in line

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from evalnoise.column_names import group_label
+from evalnoise.formatting import finite_or_none
 from evalnoise.runner.infra_policies import InfraPolicy, infra_policy
 from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
@@ -575,7 +576,7 @@ def _group_summary(
         # the share rule (evalnoise.stats.shares): detected when the permutation family of
         # its components rejects; otherwise reported as not detected, not as a share
         "infra_share_detected": None if comps is None else bool(comps.infra_detected),
-        "infra_share_pvalue": None if comps is None else comps.infra_pvalue,
+        "infra_share_pvalue": None if comps is None else finite_or_none(comps.infra_pvalue),
         "infra_share_permutations": (
             None if comps is None or comps.permutation is None else comps.permutation.n_permutations
         ),
@@ -592,7 +593,7 @@ def _group_summary(
                     "share": comps.share[i],
                     "detected": bool(comps.detected[i]),
                     "detected_by": comps.detected_by[i] if comps.detected_by else None,
-                    "pvalue": None if comps.pvalue is None else comps.pvalue[i],
+                    "pvalue": None if comps.pvalue is None else finite_or_none(comps.pvalue[i]),
                 }
                 for i, c in enumerate(comps.components)
             }
@@ -625,11 +626,14 @@ def _permutation_decisions(noise: dict[str, Any], comps: Any) -> None:
     ours = {c.replace(":", "×"): i for i, c in enumerate(comps.components)}
     for c in (noise.get("gstudy") or {}).get("components") or []:
         i = ours.get(c.get("component"))
-        if i is None or not comps.detected_by or comps.detected_by[i] != "permutation":
+        if i is None or not comps.detected_by:
+            continue
+        tested = comps.detected_by[i] == "permutation"
+        if not tested and comps.components[i] not in comps.infra_components:
             continue
         c["detected"] = bool(comps.detected[i])
-        c["detected_by"] = "permutation"
-        c["pvalue"] = None if comps.pvalue is None else float(comps.pvalue[i])
+        c["detected_by"] = comps.detected_by[i]
+        c["pvalue"] = None if comps.pvalue is None else finite_or_none(comps.pvalue[i])
         c["share"] = c.get("share_estimate") if c["detected"] else None
 
 

@@ -36,12 +36,15 @@ def infra_components_text(a: Mapping[str, Any]) -> str | None:
     p = 0.002), task:time_block not detected (p = 0.41)``. None for a record without the
     permutation test's p-values."""
     per = a.get("infra_share_components_ci") or {}
+    names = list(a.get("infra_components") or ())
+    if not any((per.get(n) or {}).get("pvalue") is not None for n in names):
+        return None  # a record from before the permutation test
     parts = []
-    for name in a.get("infra_components") or ():
+    for name in names:
         c = per.get(name) or {}
         if c.get("pvalue") is None:
-            return None
-        if c.get("detected"):
+            parts.append(f"{name} not tested (too few trials per cell)")
+        elif c.get("detected"):
             parts.append(f"{name} detected (share {_f(c.get('share'))}, p = {_pv(c['pvalue'])})")
         else:
             parts.append(f"{name} not detected (p = {_pv(c['pvalue'])})")

@@ -35,11 +35,11 @@ by construction: with no time or host effect a task's trials are exchangeable ov
 time-block and host labels, so :func:`evalnoise.stats.permutation.factor_permutation_test`
 shuffles those labels within tasks (within task × prompt variant × sampling when the run
 varied them) and tests time block, host and task × time block as one family (F ratios of
-the two-way random model, Westfall–Young min-p). The MLS intervals, normal-theory
-approximations, put the share above 0 in up to 7 % of runs with no time effect on 0/1
-scores of tasks near 0 and 1 (issue 39); the permutation family stays at or below 5 % on
-every task mix and trial order simulated (``benchmarks/results/
-infra_detection_calibration.md``). The share is reported by the one rule of
+the two-way random model, Westfall–Young min-p). The MLS intervals are normal-theory
+approximations, which on 0/1 scores with few trials per cell and tasks near 0 and 1 exclude
+0 more often than their level says; the permutation family's false-detection rate and power
+over task mixes and trial orders are in ``benchmarks/results/
+infra_detection_calibration.md``. The share is reported by the one rule of
 :func:`evalnoise.stats.shares.share_decision`: detected when the family's test (of the sum
 of its components) rejects, which is exactly when one of its components is detected.
 
