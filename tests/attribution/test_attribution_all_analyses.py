@@ -282,3 +282,66 @@ def test_a_share_whose_interval_reaches_zero_reads_not_detected(noisy_run):
     summary = next(v for k, v in out.summary.items() if not k.startswith("_"))
     assert summary["infra_share_detected"] is True
     assert summary["infra_share_components_ci"]["time_block"]["detected"] is True
+
+
+def test_a_detected_component_is_never_under_a_not_detected_share(noisy_run):
+    """The share's line and its components' lines come from one decision (the permutation
+    family under the share rule): "time_block detected (share …)" sits in a detected share's
+    line, and the noise model's component line says the same; with no time effect every
+    line says not detected."""
+    out = attribution_for_trials(noisy_run.trials, {"resource_profile": None})
+    g = next(v for k, v in out.summary.items() if not k.startswith("_"))
+    lines = attribution_lines(g)
+    share = next(x for x in lines if x.startswith("infrastructure share"))
+    assert share.startswith("infrastructure share of variance 0.")
+    assert "time_block detected (share 0." in share and "permutations" in share
+    comps = next(x for x in lines if x.strip().startswith("components:"))
+    assert "time_block not detected" not in comps and "(permutation p = " in comps
+
+    quiet = make_run(
+        seed=4, block_effects=(0, 0, 0, 0), host_effects=(0,), n_hosts=1, n_flaky=0,
+        n_tasks=12, per_cell=2,
+    )  # fmt: skip
+    out = attribution_for_trials(quiet.trials, {"resource_profile": None})
+    g = next(v for k, v in out.summary.items() if not k.startswith("_"))
+    assert g["infra_share_detected"] is False
+    assert not any(c["detected"] for c in g["infra_share_components_ci"].values()
+                   if c["detected_by"] == "permutation")  # fmt: skip
+    share = next(x for x in attribution_lines(g) if x.startswith("infrastructure share"))
+    assert share.startswith("infrastructure share of variance: not detected (time_block not")
+    assert " detected (share" not in share
+
+
+def test_the_share_line_follows_the_components_decisions():
+    """A record whose time block is detected and task × time block is not reads so, in the
+    summary and in the report, beside the share."""
+    from evalnoise.report.attribution_section import _share_text
+
+    g = {
+        "policy": [{"policy": "as_incorrect", "applicable": True, "mean": 0.44,
+                    "ci_low": 0.29, "ci_high": 0.59}],
+        "policy_moves_result": False, "infra_share": 0.21, "infra_share_ci_low": 0.0,
+        "infra_share_ci_high": 0.52, "infra_share_detected": True,
+        "infra_share_pvalue": 0.004, "infra_share_permutations": 999,
+        "infra_share_components_ci": {
+            "time_block": {"detected": True, "share": 0.18, "pvalue": 0.004,
+                           "detected_by": "permutation"},
+            "task:time_block": {"detected": False, "share": 0.03, "pvalue": 0.41,
+                                "detected_by": "permutation"},
+        },
+        "infra_components": ["time_block", "task:time_block"], "time_blocks": 4, "hosts": 1,
+        "drift_pvalue": 0.32, "flaky_flagged": 0, "flaky_checks_run": ["time_block"],
+    }  # fmt: skip
+    line = attribution_lines(g)[1]
+    assert line.startswith(
+        "infrastructure share of variance 0.21 [0.00, 0.52]: time_block detected (share 0.18, "
+        "p = 0.004), task:time_block not detected (p = 0.41) (permutation test within tasks, "
+        "999 permutations;"
+    )
+    report = _share_text(g)
+    assert "time_block detected (share 0.18, p = 0.004), task:time_block not detected" in report
+    # a component the test could not take (no cell with two trials) is said to be untested
+    untested = {**g["infra_share_components_ci"]["task:time_block"], "pvalue": None}
+    comps = {**g["infra_share_components_ci"], "task:time_block": untested}
+    line = attribution_lines(g | {"infra_share_components_ci": comps})[1]
+    assert "task:time_block not tested (too few trials per cell)" in line

@@ -204,7 +204,14 @@ def test_components_nonnegative_and_shares_sum_to_one(seed):
     assert 0.0 <= res.infra_share <= 1.0
     assert (res.ci_low <= res.ci_high).all()
     assert 0.0 <= res.infra_share_ci_low <= res.infra_share_ci_high <= 1.0
-    assert res.infra_detected == (res.infra_share_ci_low > 0)
+    # the share rule: detected exactly when the permutation family rejects, and then
+    # exactly when one of its components is detected; never a component under a "not
+    # detected" share
+    assert res.infra_detected == res.permutation.family_detected
+    infra = [res.components.index(c) for c in res.infra_components]
+    assert res.infra_detected == bool(res.detected[infra].any())
+    assert res.infra_pvalue == pytest.approx(res.pvalue[infra].min())
+    assert (res.ci_high <= 0.25 + 1e-12).all()  # 0/1 scores: no variance above 0.25
 
 
 # --- drift ----------------------------------------------------------------------------------------

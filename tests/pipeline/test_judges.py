@@ -305,9 +305,10 @@ def test_bad_judges_are_named(judges, message):
         judge_specs(config["scorer"]["judge"])  # what the workflow does next, at parse time
 
 
-def test_with_one_vote_a_trial_the_residual_is_the_judges_disagreement():
+def test_with_one_vote_a_trial_the_residual_is_shown_apart_from_the_judges_share():
     """One vote per judge and trial (the default: an LLM judge at T = 0 and a rule): the
-    residual is the trial × judge interaction and counts as the judges' variance."""
+    residual holds the trial × judge interaction confounded with each vote's own noise; it is
+    shown as such and the judges' share is judge + task × judge only."""
     rng = np.random.default_rng(1)
     rows = []
     for t in range(8):
@@ -319,9 +320,11 @@ def test_with_one_vote_a_trial_the_residual_is_the_judges_disagreement():
     record = judge_facet_record(votes, 0.95)
     assert record["residual_includes"] == "trial×judge:task" and record["balanced"] is True
     by_name = {c["component"]: c["sigma2"] for c in record["components"]}
-    assert record["sigma2_judges"] == pytest.approx(
-        by_name["judge"] + by_name["task×judge"] + by_name["residual"]
-    )
+    assert record["sigma2_judges"] == pytest.approx(by_name["judge"] + by_name["task×judge"])
+    counted = {c["component"]: c["counted"] for c in record["components"]}
+    assert counted == {
+        "task": False, "trial:task": False, "judge": True, "task×judge": True, "residual": False
+    }  # fmt: skip
     summary = judge_summary(
         {"mode": "extract", "samples": 1, "sent": 1, "judges": [], "judge_facet": record}
     )
@@ -366,3 +369,74 @@ def test_the_template_hash_loads_no_model_code(tmp_path):
     assert "evalnoise.scorers.judge_template" in modules
     assert "evalnoise.scorers.judge" not in modules
     assert not {m for m in modules if m.startswith("evalnoise.models")}
+
+
+def _two_judge_votes(flip) -> pd.DataFrame:
+    """9 tasks × 4 trials, a rule judge voting the truth and an LLM judge voting it except
+    where ``flip(task, trial)``: the default run's chat@3x (6 right of 36; the LLM judge
+    rejects 2 of them)."""
+    right = {(0, 0), (0, 1), (0, 2), (1, 0), (2, 0), (2, 1)}
+    rows = []
+    for t in range(9):
+        for r in range(4):
+            truth = float((t, r) in right)
+            rows.append(("last_number", f"t{t}", str(r), truth))
+            rows.append(("llm", f"t{t}", str(r), 1.0 - truth if flip(t, r) else truth))
+    return pd.DataFrame(rows, columns=["judge", "task", "trial", "vote"])
+
+
+def _facet_line(record) -> str:
+    judges = [
+        {"name": "llm", "mode": "extract", "samples": 1},
+        {"name": "last_number", "kind": "rule", "rule": "last_number", "samples": 1},
+    ]
+    summary = judge_summary(
+        {"mode": "extract", "samples": 1, "sent": 36, "judges": [], "judge_facet": record}
+    )
+    rows = judges_rows({"judges": judges, "judge_facet": summary["judge_facet"]}, "95%")
+    return dict(rows)["Judges as a facet"]
+
+
+def test_two_judges_that_disagree_once_have_no_detected_judges_share():
+    """One disagreement puts the residual's χ² interval above 0 (judges disagreeing on a
+    single trial, confounded with each vote's own noise); the judges' share — judge + task ×
+    judge — is not detected, and the line shows the residual apart, not as judge variance."""
+    record = judge_facet_record(_two_judge_votes(lambda t, r: (t, r) == (0, 2)), 0.95)
+    comps = {c["component"]: c for c in record["components"]}
+    assert comps["residual"]["ci_low"] > 0 and comps["residual"]["counted"] is False
+    assert record["detected_judges"] is False and record["share_judges"] is None
+    assert not comps["judge"]["detected"] and not comps["task×judge"]["detected"]
+    assert record["sigma2_judges"] == pytest.approx(
+        comps["judge"]["sigma2"] + comps["task×judge"]["sigma2"]
+    )
+    line = _facet_line(record)
+    assert "judges' share: not detected (σ²(judge) + σ²(task×judge)" in line
+    assert "not in the share: σ²(residual (trial×judge:task))" in line
+    assert "confounded with each vote's own noise" in line
+
+
+def test_an_upper_bound_above_025_for_0_1_votes_is_cut_and_said():
+    """σ²(judge) has one degree of freedom with two judges: its MLS upper end (1.57 on the
+    default run's votes) is above 0.25, the largest variance of a 0/1 vote: cut, and said."""
+    from evalnoise.stats import gstudy
+
+    votes = _two_judge_votes(lambda t, r: (t, r) in {(0, 2), (2, 1)})
+    raw = gstudy(votes["vote"], votes[["task", "trial", "judge"]], ["task", "trial:task", "judge"],
+                 score_range=(0.0, 10.0))  # fmt: skip
+    assert raw.ci_high[raw.index("judge")] > 1.0  # what the interval says unbounded
+    record = judge_facet_record(votes, 0.95)
+    comps = {c["component"]: c for c in record["components"]}
+    assert comps["judge"]["ci_high"] == pytest.approx(0.25) and comps["judge"]["ci_high_cut"]
+    assert all(c["ci_high"] <= 0.25 for c in record["components"])
+    assert record["sigma2_judges_ci_high"] <= 0.25 and record["variance_bound"] == 0.25
+    assert "upper ends cut at 0.25, the largest variance of 0/1 votes" in _facet_line(record)
+
+
+def test_a_detected_judges_share_names_its_components():
+    """A judge that accepts every trial of three tasks: task × judge is detected, and so is
+    the share; the line reads each component's decision beside the share."""
+    record = judge_facet_record(_two_judge_votes(lambda t, r: t in (3, 4, 5)), 0.95)
+    assert record["detected_judges"] is True
+    assert record["share_judges"] == pytest.approx(record["share_judges_estimate"])
+    line = _facet_line(record)
+    assert "judges' share 0." in line and "task×judge detected" in line

@@ -22,6 +22,8 @@ import evalnoise.stats as stats_pkg
 from evalnoise import attribution, stats
 from evalnoise.formatting import jsonable
 from evalnoise.stats._results import DictResult
+from evalnoise.stats.permutation import factor_permutation_test
+from evalnoise.stats.shares import share_decision
 
 #: Public classes of evalnoise.stats that are not results, and why.
 NOT_RESULTS = {
@@ -70,6 +72,10 @@ def _instances() -> dict[str, list]:
     )
     optimal = stats.cheapest_design(model, 0.05, costs)
     blocks = TRIALS // 2
+    family = factor_permutation_test(
+        SCORES, TASKS, {"block": blocks}, interactions=["block"], n_permutations=99
+    )
+    constant = factor_permutation_test(CONSTANT, TASKS, {"block": blocks}, n_permutations=9)
     out = {
         "AccuracyResult": [stats.accuracy(SCORES, TASKS), stats.accuracy(CONSTANT, TASKS)],
         "ICCResult": [stats.icc_oneway(SCORES, TASKS), stats.icc_oneway(CONSTANT, TASKS)],
@@ -120,6 +126,9 @@ def _instances() -> dict[str, list]:
                 stats.StoppingRule(half_width=0.1, budget=100.0),
             )
         ],
+        "FactorPermutationResult": [family, constant],
+        "PermutationTestResult": [family.test("block")],
+        "ShareDecision": [share_decision(False, {"judge": True})],
     }
     return out
 

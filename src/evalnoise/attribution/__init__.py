@@ -13,8 +13,9 @@ Pure functions over one group's trial (or score) table — the TRIALS / SCORES c
   outcomes concentrated on them, success depending on time block or host, a scorer that
   disagrees with itself.
 - :func:`time_effects` — task, time-block, host and task × time-block variance components
-  (the G study: REML or ANOVA, MLS intervals), the infrastructure share of variance (not
-  detected when its interval reaches 0), and a within-task drift test;
+  (the G study: REML or ANOVA, MLS intervals for their size), the infrastructure share of
+  variance (detected by a permutation test of time blocks and hosts within tasks, under the
+  share rule of :mod:`evalnoise.stats.shares`), and a within-task drift test;
   :func:`variance_components` and :func:`drift_test` are its array-level parts.
 
 For a whole trial table — any agents, profiles and whichever of timestamps, hosts and

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from evalnoise.column_names import group_label
+from evalnoise.formatting import finite_or_none
 from evalnoise.runner.infra_policies import InfraPolicy, infra_policy
 from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
@@ -549,6 +550,8 @@ def _group_summary(
             )
         except ValueError as exc:  # a model the D study cannot use: the rest stands
             noise_note = str(exc)
+        else:
+            _permutation_decisions(noise, comps)
     return {
         "policy": [
             {
@@ -570,10 +573,16 @@ def _group_summary(
         "infra_share": None if comps is None else comps.infra_share,
         "infra_share_ci_low": None if comps is None else comps.infra_share_ci_low,
         "infra_share_ci_high": None if comps is None else comps.infra_share_ci_high,
-        # the share's interval reaches 0: reported as not detected, not as a share
+        # the share rule (evalnoise.stats.shares): detected when the permutation family of
+        # its components rejects; otherwise reported as not detected, not as a share
         "infra_share_detected": None if comps is None else bool(comps.infra_detected),
-        # every component's MLS interval (named infra_share_* so that what depends on when
-        # trials ran stays under one prefix)
+        "infra_share_pvalue": None if comps is None else finite_or_none(comps.infra_pvalue),
+        "infra_share_permutations": (
+            None if comps is None or comps.permutation is None else comps.permutation.n_permutations
+        ),
+        # every component's MLS interval (its magnitude), share and detection — by the
+        # permutation test for time and host components (named infra_share_* so that what
+        # depends on when trials ran stays under one prefix)
         "infra_share_components_ci": (
             {}
             if comps is None
@@ -581,7 +590,10 @@ def _group_summary(
                 c: {
                     "ci_low": comps.ci_low[i],
                     "ci_high": comps.ci_high[i],
+                    "share": comps.share[i],
                     "detected": bool(comps.detected[i]),
+                    "detected_by": comps.detected_by[i] if comps.detected_by else None,
+                    "pvalue": None if comps.pvalue is None else finite_or_none(comps.pvalue[i]),
                 }
                 for i, c in enumerate(comps.components)
             }
@@ -604,6 +616,25 @@ def _group_summary(
         "flaky_checks_run": [c["name"] for c in checks if c["ran"]],
         "flaky_checks": checks,
     }
+
+
+def _permutation_decisions(noise: dict[str, Any], comps: Any) -> None:
+    """The noise model's components (the G study's record, named in its notation,
+    ``task×time_block``) carry the attribution's decisions: a time or host component is
+    detected as the permutation test and the share rule say, not by its interval, so the
+    two lines of one group never disagree."""
+    ours = {c.replace(":", "×"): i for i, c in enumerate(comps.components)}
+    for c in (noise.get("gstudy") or {}).get("components") or []:
+        i = ours.get(c.get("component"))
+        if i is None or not comps.detected_by:
+            continue
+        tested = comps.detected_by[i] == "permutation"
+        if not tested and comps.components[i] not in comps.infra_components:
+            continue
+        c["detected"] = bool(comps.detected[i])
+        c["detected_by"] = comps.detected_by[i]
+        c["pvalue"] = None if comps.pvalue is None else finite_or_none(comps.pvalue[i])
+        c["share"] = c.get("share_estimate") if c["detected"] else None
 
 
 def _n_hosts(rows: pd.DataFrame) -> int:

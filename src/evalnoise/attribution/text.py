@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["attribution_lines", "noise_lines", "resource_finding", "resource_line"]
+__all__ = [
+    "attribution_lines",
+    "infra_components_text",
+    "noise_lines",
+    "resource_finding",
+    "resource_line",
+]
 
 
 def _p(value: Any) -> str:
@@ -20,12 +26,39 @@ def _f(value: Any, spec: str = ".2f") -> str:
     return "—" if value is None else format(float(value), spec)
 
 
+def _pv(value: Any) -> str:
+    return "—" if value is None else f"{float(value):.2g}"
+
+
+def infra_components_text(a: Mapping[str, Any]) -> str | None:
+    """Each infrastructure component's decision, as the share rule makes it
+    (:func:`evalnoise.stats.shares.share_decision`): ``time_block detected (share 0.10,
+    p = 0.002), task:time_block not detected (p = 0.41)``. None for a record without the
+    permutation test's p-values."""
+    per = a.get("infra_share_components_ci") or {}
+    names = list(a.get("infra_components") or ())
+    if not any((per.get(n) or {}).get("pvalue") is not None for n in names):
+        return None  # a record from before the permutation test
+    parts = []
+    for name in names:
+        c = per.get(name) or {}
+        if c.get("pvalue") is None:
+            parts.append(f"{name} not tested (too few trials per cell)")
+        elif c.get("detected"):
+            parts.append(f"{name} detected (share {_f(c.get('share'))}, p = {_pv(c['pvalue'])})")
+        else:
+            parts.append(f"{name} not detected (p = {_pv(c['pvalue'])})")
+    return ", ".join(parts)
+
+
 def attribution_lines(a: Mapping[str, Any]) -> list[str]:
     """Policy sensitivity, the infrastructure share of variance, drift and flaky tasks.
 
-    The share is printed as a number only when its interval excludes 0
-    (``infra_share_detected``); otherwise the line says "not detected" and gives the
-    interval."""
+    The share is printed as a number only when it is detected (``infra_share_detected``:
+    the permutation test of its components rejects), and then with each component's
+    decision — "time_block detected (share …), task:time_block not detected" — so the
+    share's line and its components' never disagree; otherwise the line says "not detected"
+    and gives the components' p-values and the share's interval."""
     parts = []
     for row in a["policy"]:
         name = row["policy"].replace("_", " ")
@@ -49,18 +82,29 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
         f"{' + '.join(a['infra_components']) or 'no infrastructure component'}; "
         f"{a['time_blocks']} time blocks, {a['hosts']} host{'s' if a['hosts'] != 1 else ''}"
     )
+    decisions = infra_components_text(a)
+    test = (
+        f"permutation test within tasks, {a['infra_share_permutations']} permutations; "
+        if decisions is not None and a.get("infra_share_permutations")
+        else ""
+    )
+    interval = f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}]"
     if a.get("infra_share_detected", True) is False and a["infra_components"]:
-        # an interval that reaches 0 is no evidence of a share: say so, not a number
+        # no evidence of a share: say so, not a number
+        why = (
+            f"{decisions}; {test}share {interval}"
+            if decisions is not None
+            else f"the interval of its variance reaches 0: share {interval}"
+        )
         share = (
-            f"infrastructure share of variance: not detected (the interval of its variance "
-            f"reaches 0: share [{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}]"
-            f"; {where}); drift p = {_f(a['drift_pvalue'], '.2g')}"
+            f"infrastructure share of variance: not detected ({why}; {where}); "
+            f"drift p = {_f(a['drift_pvalue'], '.2g')}"
         )
     else:
         share = (
-            f"infrastructure share of variance {_f(a['infra_share'])} "
-            f"[{_f(a['infra_share_ci_low'])}, {_f(a['infra_share_ci_high'])}] "
-            f"({where}); drift p = {_f(a['drift_pvalue'], '.2g')}"
+            f"infrastructure share of variance {_f(a['infra_share'])} {interval}"
+            + (f": {decisions}" if decisions else "")
+            + f" ({test}{where}); drift p = {_f(a['drift_pvalue'], '.2g')}"
         )
     flaky = f"flaky tasks: {a['flaky_flagged']} (checks run: {', '.join(a['flaky_checks_run'])})"
     return [
@@ -73,18 +117,28 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
 
 def _component(c: Mapping[str, Any]) -> str:
     name = c["component"]
+    test = (
+        f" (permutation p = {_pv(c.get('pvalue'))})"
+        if c.get("detected_by") == "permutation"
+        else ""
+    )
     if not c.get("detected"):
-        return f"{name} not detected [{_f(c.get('ci_low'), '.3g')}, {_f(c.get('ci_high'), '.3g')}]"
+        return (
+            f"{name} not detected [{_f(c.get('ci_low'), '.3g')}, {_f(c.get('ci_high'), '.3g')}]"
+            + test
+        )
+    share = c.get("share") if c.get("share") is not None else c.get("share_estimate")
     return (
         f"{name} {_f(c['sigma2'], '.3g')} [{_f(c.get('ci_low'), '.3g')}, "
-        f"{_f(c.get('ci_high'), '.3g')}] share {_f(c.get('share'))}"
+        f"{_f(c.get('ci_high'), '.3g')}] share {_f(share)}{test}"
     )
 
 
 def noise_lines(noise: Mapping[str, Any] | None) -> list[str]:
     """Every source of noise in one model (:func:`evalnoise.facets.noise_record`): each
     variance component with its interval and share ("not detected" when its interval reaches
-    0), the total-error SE of the accuracy beside the task-clustered SE, and what buys a
+    0, or for a time or host component when its permutation test does not reject), the
+    total-error SE of the accuracy beside the task-clustered SE, and what buys a
     smaller one (the D study)."""
     if not noise or not noise.get("gstudy"):
         return []

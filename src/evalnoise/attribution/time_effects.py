@@ -27,12 +27,21 @@ task × time-block interaction, trials replicated within the cells. Trials fall 
 blocks by their start times, so the design is unbalanced as a rule and the estimates are
 REML (ANOVA when it happens to be balanced), every component ≥ 0. Each component has a
 modified large-sample (MLS) interval from the design's Henderson III mean squares (Ting et
-al. 1990): its lower end is above 0 only when the component's F test rejects at α/2, so a
-component — and the infrastructure's sum of them — whose interval reaches 0 is *not
-detected*, and the report says so instead of printing a share. (The Henderson III estimates
-with parametric-bootstrap percentile intervals this replaced put the infrastructure share's
-interval above 0 in 12 % of runs with no time or host effect at all; the calibration is in
-``benchmarks/results/gstudy_calibration.md``.)
+al. 1990), cut at 0.25 (the largest variance of a score in [0, 1]): the interval gives the
+component's *magnitude*.
+
+Whether an infrastructure component is *detected* is decided by a test whose size is right
+by construction: with no time or host effect a task's trials are exchangeable over their
+time-block and host labels, so :func:`evalnoise.stats.permutation.factor_permutation_test`
+shuffles those labels within tasks (within task × prompt variant × sampling when the run
+varied them) and tests time block, host and task × time block as one family (F ratios of
+the two-way random model, Westfall–Young min-p). The MLS intervals are normal-theory
+approximations, which on 0/1 scores with few trials per cell and tasks near 0 and 1 exclude
+0 more often than their level says; the permutation family's false-detection rate and power
+over task mixes and trial orders are in ``benchmarks/results/
+infra_detection_calibration.md``. The share is reported by the one rule of
+:func:`evalnoise.stats.shares.share_decision`: detected when the family's test (of the sum
+of its components) rejects, which is exactly when one of its components is detected.
 
 Drift: a linear probability model with task fixed effects, y_gi = α_g + β t_gi + e_gi, with t
 the start time scaled to [0, 1] over the run, so β is the change in success probability from
@@ -54,6 +63,8 @@ from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy, inf
 from evalnoise.stats._checks import check_probability
 from evalnoise.stats._distributions import t_ppf, t_sf
 from evalnoise.stats._results import DictResult, renamed
+from evalnoise.stats.permutation import FactorPermutationResult, factor_permutation_test
+from evalnoise.stats.shares import ShareDecision, share_decision
 
 from ._common import (
     one_group,
@@ -102,8 +113,14 @@ class VarianceComponentsResult:
     sigma2 : the estimates (REML, or ANOVA on a balanced design), every one ≥ 0.
     sigma2_raw : before truncation (REML: the same).
     share : sigma2 / total_variance.
-    ci_low, ci_high : MLS interval of each sigma2.
-    detected : ci_low > 0.
+    ci_low, ci_high : MLS interval of each sigma2 (the magnitude), upper end cut at the
+        largest variance the scores' range allows.
+    detected : the infrastructure components (``detected_by`` ``"permutation"``): the
+        permutation family's adjusted p-value ≤ 1 − confidence, under the share rule
+        (:func:`evalnoise.stats.shares.share_decision`); the others: ci_low > 0.
+    pvalue : each infrastructure component's adjusted permutation p-value (NaN for the
+        others).
+    detected_by : per component, ``"permutation"`` or the interval's method.
     share_ci_low, share_ci_high : the interval of each sigma2 over total_variance.
     df : the degrees of freedom of each component's mean square.
     n_levels : levels of each factor (trials for the residual).
@@ -111,8 +128,9 @@ class VarianceComponentsResult:
     infra_share : Σ sigma2 over ``infra_components`` / total_variance.
     infra_share_ci_low, infra_share_ci_high : the MLS interval of that sum (a linear
         combination of the mean squares) over total_variance, clipped to [0, 1].
-    infra_detected : the sum's interval excludes 0; when False the share is reported as not
-        detected.
+    infra_detected : the permutation family of the share's components rejects "every one
+        is 0" (the test of their sum): exactly when one of them is detected; when False the
+        share is reported as not detected.
     infra_components : the components summed in ``infra_share`` (those of the requested
         ones that were fitted; by default :data:`INFRA_COMPONENTS`).
     n_obs : trials used.
@@ -120,6 +138,9 @@ class VarianceComponentsResult:
     method : the G study's estimator (``"reml"`` or ``"anova"``); ``ci_method`` ``"mls"``.
     gstudy : the :class:`~evalnoise.stats.gstudy.GStudyResult` behind it.
     warnings : dropped components, truncations and degenerate cases.
+    infra_pvalue : the family's p-value (NaN when nothing was tested).
+    permutation : the :class:`~evalnoise.stats.permutation.FactorPermutationResult`.
+    share_rule : the :class:`~evalnoise.stats.shares.ShareDecision` of the share.
     """
 
     components: tuple[str, ...]
@@ -145,6 +166,11 @@ class VarianceComponentsResult:
     ci_method: str
     gstudy: GStudyResult | None = None
     warnings: tuple[str, ...] = field(default=())
+    pvalue: np.ndarray | None = None
+    detected_by: tuple[str, ...] = field(default=())
+    infra_pvalue: float = float("nan")
+    permutation: FactorPermutationResult | None = None
+    share_rule: ShareDecision | None = None
 
     def __getitem__(self, component: str) -> float:
         """The estimate of one component, by name."""
@@ -160,6 +186,8 @@ class VarianceComponentsResult:
                 "ci_low": self.ci_low,
                 "ci_high": self.ci_high,
                 "detected": self.detected,
+                "detected_by": list(self.detected_by) or None,
+                "pvalue": self.pvalue,
                 "share": self.share,
                 "share_ci_low": self.share_ci_low,
                 "share_ci_high": self.share_ci_high,
@@ -179,6 +207,8 @@ class VarianceComponentsResult:
             "infra_share_ci_low": float(self.infra_share_ci_low),
             "infra_share_ci_high": float(self.infra_share_ci_high),
             "infra_detected": bool(self.infra_detected),
+            "infra_pvalue": float(self.infra_pvalue),
+            "n_permutations": None if self.permutation is None else self.permutation.n_permutations,
             "infra_components": list(self.infra_components),
             "confidence": float(self.confidence),
             "components": records(self.to_frame()),
@@ -285,6 +315,8 @@ def variance_components(
     confidence: float = 0.95,
     method: str = "auto",
     extra_facets: Mapping[str, Any] | None = None,
+    n_permutations: int = 999,
+    seed: int = 0,
 ) -> VarianceComponentsResult:
     """Crossed random-effects variance components of one group's trials, by the G study.
 
@@ -316,7 +348,10 @@ def variance_components(
         each with more than one level adds its main effect and its interaction with the
         task (``task:<name>``), never counted as infrastructure. Without them, a variant's
         variance would sit in the residual — or, in a run grown by a variant, in the time
-        block its trials ran in.
+        block its trials ran in. The permutations stay within task × these facets.
+    n_permutations, seed : of the permutation test that decides detection
+        (:func:`evalnoise.stats.permutation.factor_permutation_test`); the same seed, the
+        same decision.
 
     Returns
     -------
@@ -330,8 +365,12 @@ def variance_components(
     components present: variance that depends on when or where a trial ran rather than on
     which task it was or on the agent's own trial-to-trial variation. Its interval is the MLS
     interval of the summed components (a linear combination of mean squares, Ting et al.
-    1990) divided by the estimated total variance; when it reaches 0, ``infra_detected`` is
-    False.
+    1990; upper end cut at the largest variance of the scores) divided by the estimated total
+    variance. Detection is the permutation family's: the time block, host and task × time
+    block components fitted are tested by shuffling their labels within tasks, the share's
+    components as one Westfall–Young family (``infra_detected``: the family rejects), any
+    other of them on its own; the share rule (:func:`evalnoise.stats.shares.share_decision`)
+    keeps the share's and the components' lines from disagreeing.
     """
     from evalnoise.stats._gmoments import mls_interval
     from evalnoise.stats.gdesign import Design, Facet
@@ -406,14 +445,35 @@ def variance_components(
     if total > 0 and idx:
         infra_share = float(share[idx].sum())
         lo, hi = mls_interval(g.ms_coefficients[idx].sum(axis=0), g.ms, g.df, 1.0 - conf)
-        lo, hi = max(lo, 0.0), max(hi, 0.0)
+        lo, hi = max(lo, 0.0), min(max(hi, 0.0), max(g.variance_bound, infra_share * total))
         ilo, ihi = min(lo / total, 1.0), min(hi / total, 1.0)
-        detected = lo > 0.0
     elif total > 0:
-        infra_share, ilo, ihi, detected = 0.0, 0.0, 0.0, False
+        infra_share, ilo, ihi = 0.0, 0.0, 0.0
     else:
         infra_share = ilo = ihi = float("nan")
-        detected = False
+    # detection: the permutation family of the share's components, the rest on their own
+    family, others = _permutation_tests(
+        yv, t, facets, names, infra, conf, n_permutations=n_permutations, seed=seed
+    )
+    pvalues = np.full(len(names), np.nan)
+    detected_all = np.asarray(g.detected, dtype=bool).copy()
+    detected_by = [g.ci_method] * len(names)
+    own = {}
+    for res in (family, others):
+        for j, comp in enumerate(res.components):
+            i = names.index(comp)
+            pvalues[i] = res.pvalue_adjusted[j]
+            detected_all[i] = bool(res.detected[j])
+            detected_by[i] = "permutation"
+            if res is family:
+                own[comp] = bool(res.detected[j])
+    rule = share_decision(
+        family.family_detected and total > 0, {c: own.get(c, False) for c in infra}
+    )
+    for comp, flag in zip(rule.components, rule.component_detected, strict=True):
+        detected_all[names.index(comp)] = flag
+    detected = rule.detected
+    warnings.extend(family.warnings)
     levels = np.array([*g.n_levels[:-1], int(yv.size)], dtype=np.int64)
     return VarianceComponentsResult(
         components=names,
@@ -422,7 +482,7 @@ def variance_components(
         share=share,
         ci_low=np.asarray(g.ci_low, dtype=float) if total > 0 else np.full(len(names), np.nan),
         ci_high=np.asarray(g.ci_high, dtype=float) if total > 0 else np.full(len(names), np.nan),
-        detected=np.asarray(g.detected, dtype=bool),
+        detected=detected_all,
         share_ci_low=share_lo,
         share_ci_high=share_hi,
         df=np.asarray(g.df, dtype=float),
@@ -439,7 +499,51 @@ def variance_components(
         ci_method=g.ci_method,
         gstudy=g,
         warnings=tuple(warnings),
+        pvalue=pvalues,
+        detected_by=tuple(detected_by),
+        infra_pvalue=float(family.family_pvalue) if family.components else float("nan"),
+        permutation=family,
+        share_rule=rule,
     )
+
+
+def _permutation_tests(
+    y: np.ndarray,
+    task: np.ndarray,
+    facets: Mapping[str, np.ndarray],
+    names: tuple[str, ...],
+    share: tuple[str, ...],
+    confidence: float,
+    *,
+    n_permutations: int,
+    seed: int,
+) -> tuple[FactorPermutationResult, FactorPermutationResult]:
+    """The permutation tests of the fitted time and host components: those of the share as
+    one family, the others (left out of the share by ``infra_components``) as another.
+    Labels are permuted within task × the extra facets (a variant's effect stays with its
+    rows)."""
+    extra = [n for n in facets if n not in (TASK, BLOCK, HOST)]
+    strata = None
+    if extra:
+        strata = pd.MultiIndex.from_arrays([task, *(facets[n] for n in extra)]).factorize()[0]
+
+    def run(components: tuple[str, ...]) -> FactorPermutationResult:
+        needed = {*components, *((BLOCK,) if TASK_BLOCK in components else ())}
+        factors = {f: facets[f] for f in (BLOCK, HOST) if f in facets and f in needed}
+        return factor_permutation_test(
+            y,
+            task,
+            factors,
+            interactions=(BLOCK,) if TASK_BLOCK in components else (),
+            main_effects=[f for f in factors if f in components],
+            strata=strata,
+            n_permutations=n_permutations,
+            seed=seed,
+            alpha=1.0 - confidence,
+        )
+
+    infra_like = tuple(n for n in names if n in (BLOCK, HOST, TASK_BLOCK))
+    return run(share), run(tuple(n for n in infra_like if n not in share))
 
 
 def drift_test(y: Any, task: Any, time: Any, *, confidence: float = 0.95) -> DriftResult:
@@ -535,6 +639,8 @@ def time_effects(
     interaction: bool = True,
     infra_components: tuple[str, ...] = INFRA_COMPONENTS,
     confidence: float = 0.95,
+    n_permutations: int = 999,
+    seed: int = 0,
 ) -> TimeEffectsResult:
     """Time and host as factors of one group's scores: variance shares and drift.
 
@@ -546,7 +652,8 @@ def time_effects(
     n_time_blocks : equal-count blocks of ``started_at`` over the run (:func:`time_blocks`).
     policy : the infra policy giving each trial its score (default ``as_incorrect``: an
         outage in one part of the run is part of that part's score).
-    interaction, infra_components, confidence : see :func:`variance_components`.
+    interaction, infra_components, confidence, n_permutations, seed : see
+        :func:`variance_components`.
 
     Returns
     -------
@@ -599,6 +706,8 @@ def time_effects(
         infra_components=infra_components,
         confidence=confidence,
         extra_facets=varied,
+        n_permutations=n_permutations,
+        seed=seed,
     )
     drift = drift_test(
         y, counted["task_id"].to_numpy(), counted["started_at"], confidence=confidence

@@ -26,7 +26,8 @@ beside the reference scorer's (``results/scores/``) on the same trials:
 - **the judges as a facet** (``judge_facet``, :func:`judge_facet_record`; with two judges or
   more): the G study of task × (trial:task) × judge, every judge's votes within its trial as
   the replicates — the judges' disagreement as variance components (judge, task × judge,
-  trial × judge), each with its interval;
+  trial × judge), each with its interval; the judges' share is that of judge + task × judge,
+  detected by the share rule (:func:`evalnoise.stats.shares.share_decision`);
 - **what the judges cost** (``costs``, :func:`evalnoise.costs.cost_drivers` with the judge
   drivers): calls sent to the server, samples from the cache, tokens, per trial, summed over
   the judges.
@@ -312,19 +313,26 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
     task), ``vote`` (0/1). The model (Brennan 2001, ch. 3, the design p × (r:t) with a
     crossed judge facet) is y = μ + ν_t + ν_r:t + ν_j + ν_tj + ν_rj:t + e, e the votes'
     spread within a judge's trial cell; unbalanced (a rule judge votes once, an LLM judge k
-    times) it is fitted by REML. The judges' variance is every component with the judge in
-    it: σ²(j) (one judge more lenient on every trial), σ²(tj) (judges disagree on some
-    tasks), σ²(rj:t) (on some trials; with one vote per judge and trial it is confounded with
-    e, the residual, which then counts: ``residual_includes``); ``sigma2_judges`` is their
-    sum and
-    ``share_judges_estimate`` its share of one vote's variance, ``detected_judges`` whether
-    any of their intervals excludes 0. ``components`` has every component with its
-    interval (``ci_method``), ``detected``, ``share`` (None when not detected) and
+    times) it is fitted by REML. The judges' variance is what the judges add to every trial
+    of a task or of the benchmark: σ²(j) (one judge more lenient on every trial) and σ²(tj)
+    (judges disagree on some tasks); ``sigma2_judges`` = σ²(j) + σ²(tj), with the MLS
+    interval of that sum (``sigma2_judges_ci_low``, ``_ci_high``; upper end cut at the
+    largest variance of 0/1 votes, 0.25), ``share_judges_estimate`` its share of one vote's
+    variance, ``detected_judges`` the share rule (:func:`evalnoise.stats.shares.
+    share_decision`: the sum's interval excludes 0) and ``share_judges`` the share when
+    detected (else None). σ²(rj:t), judges disagreeing on single trials, is shown as itself
+    and not counted: with one vote per judge and trial it is confounded with e, the
+    votes' own noise, in the residual (``residual_includes``), whose χ² interval excludes 0
+    as soon as two judges disagree once. ``components`` has every component with its
+    interval (``ci_method``), ``detected`` (for σ²(j) and σ²(tj), under the share rule),
+    ``counted`` (in the judges' share), ``share`` (None when not detected) and
     ``share_estimate``. With fewer than two judges or two tasks there is nothing to
     estimate: ``components`` is empty and ``warnings`` says why.
     """
     from evalnoise.stats import gstudy
+    from evalnoise.stats._gmoments import mls_interval
     from evalnoise.stats.gstudy import NotEstimable
+    from evalnoise.stats.shares import share_decision
 
     judges = sorted(votes["judge"].unique()) if len(votes) else []
     out: dict[str, Any] = {
@@ -335,8 +343,12 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
         "confidence": float(confidence),
         "components": [],
         "sigma2_judges": None,
+        "sigma2_judges_ci_low": None,
+        "sigma2_judges_ci_high": None,
         "share_judges_estimate": None,
+        "share_judges": None,
         "detected_judges": False,
+        "variance_bound": None,
         "residual_includes": None,
         "method": None,
         "ci_method": None,
@@ -357,15 +369,26 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
     except NotEstimable as exc:
         out["warnings"] = [f"no component is estimable: {exc}"]
         return out
-    # with one vote per judge and trial the residual is the trial × judge interaction (the
-    # judges' disagreement on single trials); with replicates it is the votes' own spread
-    confounded = g.residual_includes is not None
+    # the judges' share: judge and task × judge, what the judges add to every trial of the
+    # benchmark or of a task; trial × judge (alone, or with the votes' own noise in the
+    # residual when each judge voted once per trial) is shown as itself, not counted
     mine = [
         i
         for i, f in enumerate(g.facets_of)
-        if "judge" in f and (g.effects[i] != "residual" or confounded)
+        if "judge" in f and "trial" not in f and g.effects[i] != "residual"
     ]
+    total = float(g.total_variance)
+    if mine:
+        lo, hi = mls_interval(g.ms_coefficients[mine].sum(axis=0), g.ms, g.df, 1.0 - confidence)
+        estimate = float(sum(g.sigma2[i] for i in mine))
+        lo, hi = max(lo, 0.0), min(max(hi, 0.0), max(g.variance_bound, estimate))
+        lo = min(lo, hi)
+    else:
+        lo = hi = estimate = 0.0
+    rule = share_decision(lo > 0.0, {g.effects[i]: bool(g.detected[i]) for i in mine})
     for i, effect in enumerate(g.effects):
+        counted = i in mine
+        detected = rule[effect] if counted else bool(g.detected[i])
         out["components"].append(
             {
                 "component": effect,
@@ -374,16 +397,23 @@ def judge_facet_record(votes: pd.DataFrame, confidence: float) -> dict[str, Any]
                 "sigma2": float(g.sigma2[i]),
                 "ci_low": float(g.ci_low[i]),
                 "ci_high": float(g.ci_high[i]),
-                "detected": bool(g.detected[i]),
-                "share": float(g.share[i]) if g.detected[i] else None,
+                "ci_high_cut": effect in g.ci_high_cut,
+                "detected": detected,
+                "counted": counted,
+                "share": float(g.share_estimate[i]) if detected else None,
                 "share_estimate": float(g.share_estimate[i]),
                 "truncated": bool(g.truncated[i]),
             }
         )
+    share_estimate = estimate / total if total > 0 else float("nan")
     out |= {
-        "sigma2_judges": float(sum(g.sigma2[i] for i in mine)),
-        "share_judges_estimate": float(sum(g.share_estimate[i] for i in mine)),
-        "detected_judges": bool(any(g.detected[i] for i in mine)),
+        "sigma2_judges": estimate,
+        "sigma2_judges_ci_low": float(lo),
+        "sigma2_judges_ci_high": float(hi),
+        "share_judges_estimate": share_estimate,
+        "share_judges": share_estimate if rule.detected else None,
+        "detected_judges": rule.detected,
+        "variance_bound": float(g.variance_bound),
         "residual_includes": g.residual_includes,
         "method": g.method,
         "ci_method": g.ci_method,
@@ -546,15 +576,30 @@ def judges_summary(record: Mapping[str, Any]) -> dict[str, Any]:
             for k in (
                 "n_judges",
                 "sigma2_judges",
+                "sigma2_judges_ci_low",
+                "sigma2_judges_ci_high",
                 "share_judges_estimate",
+                "share_judges",
                 "detected_judges",
+                "variance_bound",
                 "method",
                 "ci_method",
                 "confidence",
             )
         } | {
             "components": [
-                {k: c.get(k) for k in ("component", "sigma2", "ci_low", "ci_high", "detected")}
+                {
+                    k: c.get(k)
+                    for k in (
+                        "component",
+                        "sigma2",
+                        "ci_low",
+                        "ci_high",
+                        "ci_high_cut",
+                        "detected",
+                        "counted",
+                    )
+                }
                 | (
                     {"component": f"{c['component']} ({c['includes']})"}
                     if c.get("includes")

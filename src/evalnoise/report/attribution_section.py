@@ -29,7 +29,7 @@ from evalnoise.attribution.all_analyses import (
 )
 from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
 from evalnoise.attribution.policy_sensitivity import POLICIES
-from evalnoise.attribution.text import resource_finding
+from evalnoise.attribution.text import infra_components_text, resource_finding
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through, value_cell
@@ -401,14 +401,17 @@ def _share_text(g: Mapping[str, Any]) -> str:
         return "infrastructure share of variance: undefined (every score equal: no variance)"
     comps = g.get("components") or {}
     hosts = int(g.get("hosts") or 0)
-    share = (
-        "not detected (its interval reaches 0)"
-        if g.get("infra_share_detected") is False
-        else pct(_num(g.get("infra_share")))
-    )
+    decisions = infra_components_text(g)
+    if g.get("infra_share_detected") is False:
+        share = "not detected" + (
+            " (its interval reaches 0)" if decisions is None else f" ({decisions})"
+        )
+    else:
+        share = pct(_num(g.get("infra_share")))
     parts = [
         f"infrastructure share of variance {share} "
-        f"[{pct(_num(g.get('infra_share_ci_low')))}, {pct(_num(g.get('infra_share_ci_high')))}]",
+        f"[{pct(_num(g.get('infra_share_ci_low')))}, {pct(_num(g.get('infra_share_ci_high')))}]"
+        + (f": {decisions}" if decisions and g.get("infra_share_detected") is not False else ""),
         f" ({' + '.join(g.get('infra_components') or ()) or 'no infrastructure component'}"
         f"; {g.get('time_blocks') or 0} time blocks, {hosts} host{'s' if hosts != 1 else ''}",
     ]
@@ -440,9 +443,12 @@ def _share_html(
         "<p>The share of the score variance that depends on when (time block) or where (host) a "
         "trial ran, task-specific time effects included: (σ²_time_block + σ²_host + "
         "σ²_task:time_block) / total, from the G study (evalnoise.stats.gstudy: REML or "
-        f"ANOVA) with a {confidence:.0%} modified-large-sample interval; a share whose interval "
-        "reaches 0 is not detected; drift is the within-task change in success from the run's "
-        "first trial to its last (task-clustered t test).</p>\n"
+        f"ANOVA) with a {confidence:.0%} modified-large-sample interval for its size. Whether "
+        "it is there is decided by a permutation test: time-block and host labels shuffled "
+        "within tasks, the components tested as one family (Westfall–Young), exact at "
+        f"{1 - confidence:.0%} on any task mix; the share is detected when the family is, "
+        "and then each component's line says whether it is; drift is the within-task change "
+        "in success from the run's first trial to its last (task-clustered t test).</p>\n"
         f'<ul class="infra-share">{"".join(items)}</ul>'
     )
 

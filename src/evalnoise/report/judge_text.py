@@ -90,16 +90,9 @@ def judges_rows(j: Mapping[str, Any], conf: str) -> list[tuple[str, str]]:
             text += "; DEGENERATE"
         rows.append((f"Judge {r['name']}", text))
     facet = j.get("judge_facet") or {}
-    parts = [
-        f"σ²({c['component']}) {fmt(c.get('sigma2'), '.4f')} [{fmt(c.get('ci_low'), '.4f')}, "
-        f"{fmt(c.get('ci_high'), '.4f')}]"
-        for c in facet.get("components") or []
-    ]
     text = f"{len(judges)} judges; " + (
-        ", ".join(parts) + f" ({facet.get('method')}, {conf} {facet.get('ci_method')} "
-        f"intervals); judges' share {fmt(facet.get('share_judges_estimate'), '.2f')}"
-        + ("" if facet.get("detected_judges") else ", not detected")
-        if parts
+        _facet_text(facet, conf)
+        if facet.get("components")
         else "no variance components (too few judged trials)"
     )
     best = next((r for r in judges if r["name"] == j.get("best_judge")), None)
@@ -107,3 +100,65 @@ def judges_rows(j: Mapping[str, Any], conf: str) -> list[tuple[str, str]]:
         text += f"; best judge {best['name']} (κ = {fmt(best.get('kappa'), '.2f')})"
     rows.append(("Judges as a facet", text))
     return rows
+
+
+def _sigma2(c: Mapping[str, Any]) -> str:
+    return (
+        f"σ²({c['component']}) {fmt(c.get('sigma2'), '.4f')} [{fmt(c.get('ci_low'), '.4f')}, "
+        f"{fmt(c.get('ci_high'), '.4f')}]"
+    )
+
+
+def _facet_text(facet: Mapping[str, Any], conf: str) -> str:
+    """The judges as a facet: the components the judges' share is made of (judge, task ×
+    judge) with their intervals, the share by the share rule (detected when the interval of
+    their sum excludes 0; a component "detected" only under a detected share), then the
+    trial × judge components — judges disagreeing on single trials, in the residual with
+    the votes' own noise when each judge voted once — shown as such and not counted."""
+    comps = facet.get("components") or []
+    # a record from before the share rule has no "counted": judge and task×judge are the share
+    counted = [c for c in comps if c.get("counted", c["component"] in ("judge", "task×judge"))]
+    apart = [c for c in comps if c not in counted]
+    names = " + ".join(f"σ²({c['component']})" for c in counted) or "no judge component"
+    detected = bool(facet.get("detected_judges"))
+    interval = (
+        f"[{fmt(facet.get('sigma2_judges_ci_low'), '.4f')}, "
+        f"{fmt(facet.get('sigma2_judges_ci_high'), '.4f')}]"
+    )
+    if detected:
+        which = ", ".join(
+            f"{c['component']} {'detected' if c.get('detected') else 'not detected'}"
+            for c in counted
+        )
+        share = (
+            f"judges' share {fmt(facet.get('share_judges_estimate'), '.2f')} ({names}, "
+            f"σ² {fmt(facet.get('sigma2_judges'), '.4f')} {interval}): {which}"
+        )
+    else:
+        share = (
+            f"judges' share: not detected ({names} {fmt(facet.get('sigma2_judges'), '.4f')} "
+            f"{interval}; estimate {fmt(facet.get('share_judges_estimate'), '.2f')})"
+        )
+    cut = any(c.get("ci_high_cut") for c in comps)
+    bound = facet.get("variance_bound")
+    text = (
+        ", ".join(_sigma2(c) for c in counted)
+        + f" ({facet.get('method')}, {conf} {facet.get('ci_method')} intervals"
+        + (
+            f"; upper ends cut at {fmt(bound, '.2f')}, the largest variance of 0/1 votes"
+            if cut and bound is not None
+            else ""
+        )
+        + f"); {share}"
+    )
+    if apart:
+        text += "; not in the share: " + ", ".join(
+            _sigma2(c)
+            + (
+                " (judges disagreeing on single trials, confounded with each vote's own noise)"
+                if c["component"].startswith("residual")
+                else " (judges disagreeing on single trials)"
+            )
+            for c in apart
+        )
+    return text

@@ -3,8 +3,9 @@ interval and share, the total-error SE beside the task-clustered SE, and the D s
 
 Reads each group's ``noise`` record of the attribution summary
 (:func:`evalnoise.facets.noise_record`, computed by the attribution stage on the G-study
-engine, :mod:`evalnoise.stats.gstudy`). A component whose interval reaches 0 is "not
-detected": it has no share (an interval that includes 0 is no evidence of one). Pure
+engine, :mod:`evalnoise.stats.gstudy`). A component whose interval reaches 0 (a time or
+host component: whose permutation test does not reject) is "not detected": it has no share
+(an interval that includes 0 is no evidence of one). Pure
 functions of the summary: HTML text, and the D study's curve as a frame for its chart
 (:func:`evalnoise.report.charts.dstudy_chart`).
 """
@@ -127,7 +128,8 @@ def noise_html(
         "the trials within them — is a random facet with its own variance component and "
         "interval. The total-error SE counts every component that moves the benchmark "
         "score; the task-clustered SE counts only those that differ between tasks. A "
-        "component whose interval reaches 0 is not detected and has no share. The D study "
+        "component whose interval reaches 0 — a time or host component: whose permutation "
+        "test within tasks does not reject — is not detected and has no share. The D study "
         "projects the SE of other designs; the chart shows the least SE each budget buys "
         "(in trials, as the budget stage counts them).</p>",
         *blocks,

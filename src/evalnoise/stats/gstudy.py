@@ -33,9 +33,11 @@ end is above 0 exactly when the F test of the component is significant at α/2 (
 difference of two mean squares; approximately otherwise), so a component whose interval
 reaches 0 is **not detected** and reported as such, never as a share of the variance. The
 Satterthwaite interval never reaches 0 for a positive estimate, so it is not used for
-detection. Both assume normal effects: for 0/1 scores they are approximations (the point
-estimates are not); the calibration of both under the null and their coverage are measured
-in ``benchmarks/gstudy_calibration.py``.
+detection. An upper end above (b − a)²/4, the largest variance of a score in [a, b] (0.25 for
+scores in [0, 1]; :mod:`evalnoise.stats.shares`), is cut to it and the cut is said. Both
+assume normal effects: for 0/1 scores they are approximations (the point estimates are
+not); the calibration of both under the null and their coverage are measured in
+``benchmarks/gstudy_calibration.py``.
 
 **What the design that ran says about the benchmark score.** The score the pipeline reports
 is a weighted mean of the scores, μ̂ = Σ_i a_i y_i (the mean of task means: a_i = 1/(G n_g)).
@@ -69,6 +71,7 @@ intervals on linear combinations of variance components that are unrestricted in
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -87,6 +90,7 @@ from ._gmoments import (
 from ._greml import reml
 from ._results import DictResult
 from .gdesign import RESIDUAL, CodedDesign, Design, code_design, parse_facets
+from .shares import max_variance
 
 __all__ = ["GStudyResult", "NotEstimable", "gstudy"]
 
@@ -114,9 +118,9 @@ class GStudyResult(DictResult):
         balanced, Henderson III otherwise), untruncated.
     truncated : the estimate is 0 because it was negative (moments) or at the boundary
         (REML).
-    ci_low, ci_high : the ``ci_method`` interval of each σ², clipped at 0; when the estimate
-        is not the mean squares' own (REML, Henderson I) and falls outside it, the interval is
-        widened to contain it.
+    ci_low, ci_high : the ``ci_method`` interval of each σ², clipped at 0 and at
+        ``variance_bound``; when the estimate is not the mean squares' own (REML, Henderson I)
+        and falls outside it, the interval is widened to contain it.
     detected : ``ci_low > 0``: the interval excludes 0.
     share : σ² / Σσ² for detected components, NaN for components not detected.
     share_estimate : σ² / Σσ² for every component (they sum to 1; what the D study uses).
@@ -142,7 +146,11 @@ class GStudyResult(DictResult):
     n_obs, n_cells : scores and design cells used.
     confidence : the intervals' two-sided level.
     converged : REML converged (always True for moment methods).
-    warnings : dropped components, truncations, approximations.
+    warnings : dropped components, truncations, approximations, upper ends cut.
+    variance_bound : (b − a)²/4, the largest variance a score in its scale [a, b] can have
+        (:func:`evalnoise.stats.shares.max_variance`; 0.25 for scores in [0, 1]; inf for a
+        scale not known): no interval's upper end exceeds it (unless the estimate does).
+    ci_high_cut : the components whose interval's upper end was cut to ``variance_bound``.
     """
 
     design: str
@@ -181,6 +189,8 @@ class GStudyResult(DictResult):
     confidence: float
     converged: bool = True
     warnings: tuple[str, ...] = field(default=())
+    variance_bound: float = math.inf
+    ci_high_cut: tuple[str, ...] = field(default=())
 
     def index(self, effect: str) -> int:
         """Position of a component by name."""
@@ -242,6 +252,8 @@ class GStudyResult(DictResult):
                 "residual_includes",
                 "fixed",
                 "converged",
+                "variance_bound",
+                "ci_high_cut",
             )
         }
         frame = self.to_frame()
@@ -285,6 +297,7 @@ def gstudy(
     confidence: float = 0.95,
     fixed: Sequence[str] = (),
     mean_of: str | None = None,
+    score_range: tuple[float, float] | None = None,
 ) -> GStudyResult:
     """Estimate every variance component of ``design`` from ``scores``, with intervals.
 
@@ -306,6 +319,10 @@ def gstudy(
     fixed : facets to treat as fixed (with facet specifications).
     mean_of : the facet whose level means are averaged into the estimand (``"task"``: the
         benchmark score, every task weighing 1); None: the grand mean of the scores.
+    score_range : the scale's (low, high); default (0, 1) when every score lies in [0, 1]
+        (0/1 and partial credit), else none. Interval upper ends are cut at (high − low)²/4,
+        the largest variance such scores can have (Popoviciu; never below the estimate
+        itself), and the cut is said in ``warnings``.
 
     Returns
     -------
@@ -461,6 +478,21 @@ def gstudy(
         # the interval comes from the mean squares, the estimate from another estimator: an
         # estimate outside it widens it (a wider interval only lowers false detections)
         lo, hi = np.minimum(lo, sigma2), np.maximum(hi, sigma2)
+    finite = y[np.isfinite(y)]
+    if score_range is None and finite.size and finite.min() >= 0.0 and finite.max() <= 1.0:
+        score_range = (0.0, 1.0)  # the project's scores: 0/1 or partial credit
+    bound = max_variance(score_range=score_range) if score_range is not None else math.inf
+    # an estimate above the bound (a few scores) stays inside its own interval
+    ceiling = np.maximum(bound, sigma2)
+    over = hi > ceiling
+    cut = tuple(n for n, o in zip(names, over, strict=True) if o)
+    if cut:
+        notes.append(
+            f"upper end of the interval of {', '.join(cut)} cut to {bound:.4g}, the largest "
+            f"variance of a score in [{score_range[0]:g}, {score_range[1]:g}] ((high − low)²/4)"
+        )
+    hi = np.minimum(hi, ceiling)
+    lo = np.minimum(lo, hi)
     detected = lo > 0.0
     total = float(sigma2.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -513,4 +545,6 @@ def gstudy(
         confidence=conf,
         converged=converged,
         warnings=tuple(notes),
+        variance_bound=float(bound),
+        ci_high_cut=cut,
     )
