@@ -386,7 +386,7 @@ def attribution_for_trials(
     :attr:`AttributionTables.not_run`. A group whose analyses raise (one task, every score
     equal) gets ``{"not_computed": reason}``; the others stand.
     """
-    from evalnoise.attribution import resource_sensitivity
+    from evalnoise.attribution.resource import resource_sensitivity
     from evalnoise.formatting import jsonable
 
     cols = TrialColumns.of(columns)
@@ -491,7 +491,9 @@ def _group_summary(
 ) -> dict[str, Any]:
     """Policy sensitivity, time effects and flaky tasks of one group (its flaky-task rows
     are appended to ``flaky_frames``)."""
-    from evalnoise.attribution import flaky_tasks, policy_sensitivity, time_effects
+    from evalnoise.attribution.flaky import flaky_tasks
+    from evalnoise.attribution.policy_sensitivity import policy_sensitivity
+    from evalnoise.attribution.time_effects import time_effects
 
     sensitivity = policy_sensitivity(
         rows,

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -51,6 +51,7 @@ from .gstudy import GStudyResult
 __all__ = [
     "DStudyResult",
     "DesignChoice",
+    "DesignStatus",
     "OptimalDesignResult",
     "TotalErrorResult",
     "VarianceModel",
@@ -67,6 +68,9 @@ __all__ = [
 OBSERVATION = "observation"
 # largest number of grid points searched at once (arrays of this many floats)
 _MAX_GRID = 4_000_000
+
+#: What bounded an optimal-design search (:attr:`OptimalDesignResult.status`).
+DesignStatus = Literal["met", "pool_bound", "unreachable", "unaffordable"]
 
 
 # --- the model -----------------------------------------------------------------------------
@@ -492,6 +496,19 @@ class OptimalDesignResult(DictResult):
     variance, se, cost : of each grid point's best design (inf / NaN where none).
     costs : the costs used.
     warnings : the optimum on the edge of the searched grid, infeasible goals.
+    status : what bounded the search (:data:`DesignStatus`): ``"met"`` — ``recommended``
+        meets the goal and the cap on the free facet (``max_free``, the task pool) did not
+        change it; ``"pool_bound"`` — the cap binds: without it the goal's best design would
+        have ``free_needed`` levels of the free facet (the budget buys more, or the target
+        needs more), and ``recommended`` is the best design within the cap — None for a
+        target no design within it reaches, when ``closest`` is the design of least SE
+        within it (ties: the cheaper); ``"unreachable"`` — no design within the searched
+        sizes reaches the target, however many free levels (the components without the
+        free facet exceed it); ``"unaffordable"`` — the budget buys no design.
+    max_free : the cap on the free facet's size (None: none).
+    free_needed : the free facet's size of the best design without the cap (``pool_bound``;
+        None when unbounded).
+    closest : see ``status``.
     """
 
     goal: str
@@ -507,6 +524,10 @@ class OptimalDesignResult(DictResult):
     cost: np.ndarray
     costs: dict[str, float]
     warnings: tuple[str, ...] = field(default=())
+    status: DesignStatus = "met"
+    max_free: int | None = None
+    free_needed: int | None = None
+    closest: DesignChoice | None = None
 
     def best_by(self, facet: str) -> dict[str, np.ndarray]:
         """For each searched value of ``facet``, the best grid point with it (same ordering
@@ -571,6 +592,126 @@ def _search_axes(
     return names, axes, capped
 
 
+def _shorten_to_budget(
+    m: VarianceModel,
+    cst: dict[str, float],
+    free: str,
+    names: list[str],
+    axes: list[np.ndarray],
+    capped: list[bool],
+    budget: float,
+) -> None:
+    """Shorten the axes in place: a facet's size is affordable only if the design with every
+    other size at its lower end costs no more than the budget."""
+    for i, f in enumerate(names):
+        base = {g: np.ones(1) for g in m.facets}
+        for j, g in enumerate(names):
+            if g != m.replicate:
+                base[g] = np.array([float(axes[j][0])])
+        reps = np.array([float(axes[names.index(m.replicate)][0])]) if (
+            m.replicate in names) else np.ones(1)  # fmt: skip
+        for g in m.fixed:
+            base[g] = np.array([m.sizes[g]])
+        base[free] = np.ones(1)
+
+        def at(v: float, f: str = f, base: dict = base, reps: np.ndarray = reps) -> float:
+            b = dict(base)
+            r = reps
+            if f == m.replicate:
+                r = np.array([v])
+            else:
+                b[f] = np.array([v])
+            return float(np.asarray(_grid_cost(m, b, r, cst)).ravel()[0] if cst else 0.0)
+
+        c0, c1 = at(0.0), at(1.0) - at(0.0)
+        if c1 > 0:
+            afford = math.floor((budget - c0) / c1 * (1 + 1e-12))
+            if afford < axes[i][-1]:
+                axes[i] = axes[i][axes[i] <= max(afford, int(axes[i][0]))]
+                capped[i] = False
+
+
+def _free_sizes(
+    a: np.ndarray,
+    b: np.ndarray,
+    c0: np.ndarray,
+    c1: np.ndarray,
+    budget: float | None,
+    target_se: float | None,
+) -> np.ndarray:
+    """The free facet's size at each grid point, uncapped (0: none qualifies): the most the
+    budget buys, n = ⌊(B − c₀)/c₁⌋ (inf when a level costs nothing), or the fewest reaching
+    the target, n = ⌈b/(SE² − a)⌉ (none when a ≥ SE²)."""
+    if budget is not None:
+        spend = budget - c0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            n = np.where(c1 > 0, np.floor(spend / c1 * (1 + 1e-12)), np.inf)
+        return np.where(spend >= 0, n, 0.0)
+    target_var = float(target_se) ** 2  # type: ignore[arg-type]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where(b > 0, np.ceil(b / (target_var - a) * (1 - 1e-12)), 1.0)
+    return np.where(a < target_var * (1 + 1e-12), np.maximum(need, 1.0), 0.0)
+
+
+class _Grid:
+    """The searched grid of the facets other than the free one: their sizes at each point,
+    and the variance a + b/n and cost c₀ + c₁·n of each point in the free facet's size n."""
+
+    def __init__(self, m: VarianceModel, cst: dict[str, float], free: str, names, axes):
+        self.m, self.cst, self.free, self.names = m, cst, free, names
+        mesh = [x.ravel() for x in np.meshgrid(*axes, indexing="ij")] if axes else []
+        self.npts = npts = mesh[0].size if mesh else 1
+        self.sizes = {f: np.full(npts, float(m.sizes[f])) for f in m.facets}
+        self.reps = np.ones(npts)
+        for f, col in zip(names, mesh, strict=True):
+            if f == m.replicate:
+                self.reps = col.astype(float)
+            else:
+                self.sizes[f] = col.astype(float)
+        self.array = np.column_stack(mesh) if mesh else np.zeros((1, 0), dtype=np.int64)
+        self.a = self.variance(np.full(npts, np.inf))
+        self.b = self.variance(np.ones(npts)) - self.a
+        self.c0 = self.cost(np.zeros(npts))
+        self.c1 = self.cost(np.ones(npts)) - self.c0
+
+    def variance(self, n: np.ndarray) -> np.ndarray:
+        sizes = dict(self.sizes)
+        sizes[self.free] = n
+        return _grid_variance(self.m, sizes, self.reps) * np.ones(self.npts)
+
+    def cost(self, n: np.ndarray) -> np.ndarray:
+        if not self.cst:
+            return np.zeros(self.npts)
+        sizes = dict(self.sizes)
+        sizes[self.free] = n
+        return _grid_cost(self.m, sizes, self.reps, self.cst) * np.ones(self.npts)
+
+    def at(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(whole n, variance, cost, qualifies) of every point with n levels of the free
+        facet (inf variance and NaN cost where n < 1)."""
+        ok = n >= 1
+        n_int = np.where(ok, n, 0).astype(np.int64)
+        n_safe = np.maximum(n_int, 1).astype(float)
+        var = np.where(ok, self.variance(n_safe), np.inf)
+        cost = np.where(ok, self.cost(n_safe) if self.cst else 0.0, np.nan)
+        return n_int, var, cost, ok
+
+    def choice(self, i: int, n: int, var: float, cost: float) -> DesignChoice:
+        """The design of grid point ``i`` with ``n`` levels of the free facet."""
+        m = self.m
+        chosen = {f: round(m.sizes[f]) for f in m.facets}
+        chosen[self.free] = int(n)
+        r = 1
+        for j, f in enumerate(self.names):
+            if f == m.replicate:
+                r = int(self.array[i, j])
+            else:
+                chosen[f] = int(self.array[i, j])
+        if not m.replicated:
+            r = 1
+        return DesignChoice(chosen, r, float(var), float(math.sqrt(var)), float(cost))
+
+
 def _optimize(
     model: GStudyResult | VarianceModel,
     costs: Mapping[str, float],
@@ -588,89 +729,26 @@ def _optimize(
         raise ValueError(f"free facet {free!r} must be a random facet of the model")
     if max_free is not None and (isinstance(max_free, bool) or int(max_free) < 1):
         raise ValueError("max_free must be a positive integer")
+    max_free = None if max_free is None else int(max_free)
     names, axes, capped = _search_axes(m, free, limits, default_cap)
-    # the budget can shorten the axes: a facet's size is affordable only if the design with
-    # every other size at its lower end costs no more than the budget
     if budget is not None:
-        for i, f in enumerate(names):
-            base = {g: np.ones(1) for g in m.facets}
-            for j, g in enumerate(names):
-                if g != m.replicate:
-                    base[g] = np.array([float(axes[j][0])])
-            reps = np.array([float(axes[names.index(m.replicate)][0])]) if (
-                m.replicate in names) else np.ones(1)  # fmt: skip
-            for g in m.fixed:
-                base[g] = np.array([m.sizes[g]])
-            base[free] = np.ones(1)
-
-            def at(v: float, f: str = f, base: dict = base, reps: np.ndarray = reps) -> float:
-                b = dict(base)
-                r = reps
-                if f == m.replicate:
-                    r = np.array([v])
-                else:
-                    b[f] = np.array([v])
-                return float(np.asarray(_grid_cost(m, b, r, cst)).ravel()[0] if cst else 0.0)
-
-            c0, c1 = at(0.0), at(1.0) - at(0.0)
-            if c1 > 0:
-                afford = math.floor((budget - c0) / c1 * (1 + 1e-12))
-                if afford < axes[i][-1]:
-                    axes[i] = axes[i][axes[i] <= max(afford, int(axes[i][0]))]
-                    capped[i] = False
+        _shorten_to_budget(m, cst, free, names, axes, capped, budget)
     total = math.prod(a.size for a in axes)
     if total > _MAX_GRID:
         raise ValueError(
             f"the search grid has {total:,} points (more than {_MAX_GRID:,}): give smaller limits"
         )
-    mesh = [x.ravel() for x in np.meshgrid(*axes, indexing="ij")] if axes else []
-    npts = mesh[0].size if mesh else 1
-    grid_sizes = {f: np.full(npts, float(m.sizes[f])) for f in m.facets}
-    reps = np.ones(npts)
-    for f, col in zip(names, mesh, strict=True):
-        if f == m.replicate:
-            reps = col.astype(float)
-        else:
-            grid_sizes[f] = col.astype(float)
-    # variance = a + b/n and cost = c0 + c1 n in the free facet's size n
-    at0 = dict(grid_sizes)
-    at0[free] = np.full(npts, np.inf)
-    a = _grid_variance(m, at0, reps) * np.ones(npts)
-    at1 = dict(grid_sizes)
-    at1[free] = np.ones(npts)
-    b = _grid_variance(m, at1, reps) * np.ones(npts) - a
-    c_at = {}
-    for v in (0.0, 1.0):
-        s = dict(grid_sizes)
-        s[free] = np.full(npts, v)
-        c_at[v] = _grid_cost(m, s, reps, cst) * np.ones(npts) if cst else np.zeros(npts)
-    c0, c1 = c_at[0.0], c_at[1.0] - c_at[0.0]
-    notes: list[str] = []
-    if budget is not None:
-        spend = budget - c0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            n = np.where(c1 > 0, np.floor(spend / c1 * (1 + 1e-12)), np.inf)
-        n = np.where(spend >= 0, n, 0.0)
-        if max_free is not None:
-            n = np.minimum(n, max_free)
-        elif np.any(np.isinf(n)):
+    grid = _Grid(m, cst, free, names, axes)
+    uncapped = _free_sizes(grid.a, grid.b, grid.c0, grid.c1, budget, target_se)
+    if max_free is None:
+        if budget is not None and np.any(np.isinf(uncapped)):
             raise ValueError(f"the {free} facet costs nothing: give max_free")
+        n = uncapped
+    elif budget is not None:
+        n = np.minimum(uncapped, max_free)
     else:
-        target_var = float(target_se) ** 2
-        with np.errstate(divide="ignore", invalid="ignore"):
-            need = np.where(b > 0, np.ceil(b / (target_var - a) * (1 - 1e-12)), 1.0)
-        n = np.where(a < target_var * (1 + 1e-12), np.maximum(need, 1.0), 0.0)
-        if max_free is not None:
-            n = np.where(n > max_free, 0.0, n)
-    ok = n >= 1
-    n_int = np.where(ok, n, 0).astype(np.int64)
-    n_safe = np.maximum(n_int, 1).astype(float)
-    sizes_n = dict(grid_sizes)
-    sizes_n[free] = n_safe
-    var = np.where(ok, _grid_variance(m, sizes_n, reps) * np.ones(npts), np.inf)
-    cost = np.where(ok, (_grid_cost(m, sizes_n, reps, cst) * np.ones(npts)) if cst else 0.0,
-                    np.nan)  # fmt: skip
-    grid_arr = np.column_stack(mesh) if mesh else np.zeros((1, 0), dtype=np.int64)
+        n = np.where(uncapped > max_free, 0.0, uncapped)
+    n_int, var, cost, ok = grid.at(n)
     res = OptimalDesignResult(
         goal="budget" if budget is not None else "target_se",
         budget=None if budget is None else float(budget),
@@ -678,41 +756,65 @@ def _optimize(
         free=free,
         recommended=None,
         grid_facets=tuple(names),
-        grid=grid_arr,
+        grid=grid.array,
         n_free=n_int,
         variance=var,
         se=np.sqrt(var),
         cost=cost,
         costs=cst,
+        max_free=max_free,
     )
-    rec = None
+    rec, notes = None, []
     if ok.any():
         best = int(res._order()[0])
-        chosen = {f: round(m.sizes[f]) for f in m.facets}
-        chosen[free] = int(n_int[best])
-        r = 1
+        rec = grid.choice(best, n_int[best], var[best], cost[best])
         for j, f in enumerate(names):
-            if f == m.replicate:
-                r = int(grid_arr[best, j])
-            else:
-                chosen[f] = int(grid_arr[best, j])
-        if not m.replicated:
-            r = 1
-        rec = DesignChoice(chosen, r, float(var[best]), float(math.sqrt(var[best])),
-                           float(cost[best]))  # fmt: skip
-        for j, f in enumerate(names):
-            if capped[j] and grid_arr[best, j] == axes[j][-1]:
+            if capped[j] and grid.array[best, j] == axes[j][-1]:
                 notes.append(
                     f"the best {f} is the largest searched ({axes[j][-1]}); raise its limit"
                 )
     elif budget is not None:
         notes.append("the budget buys no design with one level of every facet")
-    else:
+    elif not (uncapped >= 1).any():
         notes.append(
             "no design within the limits reaches the target SE (the components that do not "
             f"shrink with more {free} levels already exceed it)"
         )
-    return OptimalDesignResult(**{**res.__dict__, "recommended": rec, "warnings": tuple(notes)})
+    bound = _pool_bound(res, grid, uncapped, max_free, rec)
+    return OptimalDesignResult(
+        **{**res.__dict__, "recommended": rec, "warnings": tuple(notes), **bound}
+    )
+
+
+def _pool_bound(
+    res: OptimalDesignResult,
+    grid: _Grid,
+    uncapped: np.ndarray,
+    max_free: int | None,
+    rec: DesignChoice | None,
+) -> dict[str, Any]:
+    """The status of a search, and what the cap on the free facet cost it: the free
+    facet's size of the best design without the cap, and (a target the capped search does
+    not reach) the design of least variance within the cap."""
+    target = res.goal == "target_se"
+    if rec is None and not (uncapped >= 1).any():
+        return {"status": "unreachable" if target else "unaffordable"}
+    if max_free is None or np.all(uncapped[uncapped >= 1] <= max_free):
+        return {"status": "met"}
+    free_needed = None
+    if np.all(np.isfinite(uncapped)):
+        n_int, var, cost, _ = grid.at(uncapped)
+        free_res = OptimalDesignResult(**{**res.__dict__, "n_free": n_int, "variance": var,
+                                          "cost": cost})  # fmt: skip
+        free_needed = int(n_int[free_res._order()[0]])
+    if free_needed is not None and free_needed <= max_free:
+        return {"status": "met"}  # the best design without the cap fits in it
+    out: dict[str, Any] = {"status": "pool_bound", "free_needed": free_needed}
+    if rec is None:
+        n_int, var, cost, _ = grid.at(np.full(grid.npts, float(max_free)))
+        i = int(np.lexsort((cost, var))[0])
+        out["closest"] = grid.choice(i, n_int[i], var[i], cost[i])
+    return out
 
 
 def best_design(
@@ -732,7 +834,9 @@ def best_design(
     what the budget affords), the
     free facet gets n = ⌊(B − c₀)/c₁⌋ levels (capped by ``max_free``), the most the budget
     buys; the least variance wins, ties going to more levels of the free facet, then fewer
-    of the others (the last grid facet first).
+    of the others (the last grid facet first). ``max_free`` is the pool of the free facet
+    (the benchmark's tasks): when the budget would buy more, the status says
+    ``"pool_bound"`` and how many (:class:`OptimalDesignResult`).
     """
     check_finite_number(budget, "budget")
     return _optimize(model, costs, budget=budget, target_se=None, free=free, limits=limits,
@@ -754,7 +858,11 @@ def cheapest_design(
     At every grid point, the variance is a + b/n in the free facet's size n (a: the
     components without the free facet), so the fewest levels reaching the target are
     n = ⌈b/(SE² − a)⌉ (none if a ≥ SE²: more tasks cannot help; buy more of another facet);
-    the least cost wins, ties going to less variance, then more of the free facet.
+    the least cost wins, ties going to less variance, then more of the free facet. With
+    ``max_free`` (the pool: the tasks that exist) a point needing more levels does not
+    qualify; when that is what keeps the target out of reach the status is
+    ``"pool_bound"``, with the levels needed and the design of least SE within the pool
+    (:class:`OptimalDesignResult`).
     """
     check_finite_number(target_se, "target_se", positive=True)
     return _optimize(model, costs, budget=None, target_se=target_se, free=free, limits=limits,
