@@ -350,6 +350,7 @@ def attribution_for_trials(
     quantile: str = "normal",
     groups: Sequence[tuple[str, str]] | None = None,
     memory_mb: Mapping[str, float] | pd.Series | None = None,
+    max_tasks: int | None = None,
 ) -> AttributionTables:
     """Every attribution analysis of a trial table, with the checks that could not run.
 
@@ -370,6 +371,8 @@ def attribution_for_trials(
         in the table, sorted); a pair with no rows is skipped.
     memory_mb : each task's declared memory need in MiB (the tasks table's ``memory_mb``),
         used when the trials carry no measured peaks.
+    max_tasks : the task pool, the tasks the benchmark has: no D-study design has more
+        (:func:`evalnoise.facets.noise_record`; None: no cap).
 
     Returns
     -------
@@ -397,7 +400,12 @@ def attribution_for_trials(
         pairs = frame[["agent", "resource_profile"]].drop_duplicates()
         groups = sorted(map(tuple, pairs.to_numpy().tolist()))
     groups = [(str(a), str(r)) for a, r in groups]
-    options = {"confidence": confidence, "cluster_se": cluster_se, "quantile": quantile}
+    options = {
+        "confidence": confidence,
+        "cluster_se": cluster_se,
+        "quantile": quantile,
+        "max_tasks": max_tasks,
+    }
 
     summary: dict[str, Any] = {}
     flaky_frames, resource_frames = [], []
@@ -548,6 +556,7 @@ def _group_summary(
                 costs=costs,
                 target_se=target if target else times.se_clustered / 2,
                 limits=limits,
+                max_tasks=options.get("max_tasks"),
             )
         except ValueError as exc:  # a model the D study cannot use: the rest stands
             noise_note = str(exc)

@@ -258,6 +258,7 @@ def _runs_plan(args: argparse.Namespace, s2b: float, s2w: float) -> dict[str, An
     if args.max_trials is not None:
         raise InputError("--max-trials applies to budgets in money (give --cost-per-trial)")
     res = allocation_table(args.budget, s2b, s2w, max_tasks=args.max_tasks)
+    free = allocation_table(args.budget, s2b, s2w).recommended  # the best with no task cap
     allocations = [
         {"n_tasks": int(n), "trials": int(t), "variance": float(v), "se": float(s)}
         for n, t, v, s in zip(res.n_tasks, res.trials, res.variance, res.se, strict=True)
@@ -267,7 +268,30 @@ def _runs_plan(args: argparse.Namespace, s2b: float, s2w: float) -> dict[str, An
         "trials": int(res.recommended.trials),
         "se": float(res.recommended.se),
     }
-    return {"allocations": allocations, "recommended": rec}
+    return {
+        "allocations": allocations,
+        "recommended": rec,
+        **_pool_bound(args.max_tasks, int(free.n_tasks)),
+    }
+
+
+def _pool_bound(pool: int | None, tasks_without_cap: int) -> dict[str, Any]:
+    """Whether the task pool caps the recommendation: the best design with no cap has more
+    tasks than exist."""
+    return {
+        "max_tasks": pool,
+        "tasks_without_cap": tasks_without_cap,
+        "pool_bound": pool is not None and tasks_without_cap > pool,
+    }
+
+
+def _print_pool(out: dict[str, Any]) -> None:
+    if out.get("pool_bound"):
+        print(
+            f"the task pool is the limiting cap: the budget would buy "
+            f"{out['tasks_without_cap']} tasks, {out['max_tasks']} exist (--max-tasks); "
+            "the recommendation spends the rest on more trials per task"
+        )
 
 
 def _print_runs(out: dict[str, Any]) -> None:
@@ -279,6 +303,7 @@ def _print_runs(out: dict[str, Any]) -> None:
     )
     rec = out["recommended"]
     print(f"\nrecommended: {rec['n_tasks']} tasks × {rec['trials']} trials (SE {rec['se']:.4f})")
+    _print_pool(out)
 
 
 def _run_runs(args: argparse.Namespace, s2b: float, s2w: float) -> int:
@@ -325,6 +350,14 @@ def _money_plan(args: argparse.Namespace, s2b: float, s2w: float, c_trial: float
             max_tasks=args.max_tasks,
             max_trials=args.max_trials,
         )
+        free = cost_allocation(
+            args.budget,
+            s2b,
+            s2w,
+            cost_per_task=c_task,
+            cost_per_trial=c_trial,
+            max_trials=args.max_trials,
+        ).recommended  # the best with no task cap
     except ValueError as exc:
         raise InputError(str(exc)) from exc
     rec = res.recommended
@@ -359,6 +392,7 @@ def _money_plan(args: argparse.Namespace, s2b: float, s2w: float, c_trial: float
             "cost": rec.cost,
             "se": rec.se,
         },
+        **_pool_bound(args.max_tasks, int(free.n_tasks)),
     }
 
 
@@ -392,6 +426,7 @@ def _print_money(out: dict[str, Any]) -> None:
         f"95% CI ± {1.959964 * rec['se']:.4f})"
     )
     print(f"continuous optimum (Cochran 1977, §10.6): {star}, SE {opt['se']:.4f}")
+    _print_pool(out)
 
 
 # --- from a pilot -----------------------------------------------------------------------------
@@ -406,70 +441,62 @@ _DRIVER_PRICES = (
 )
 
 
-def _mean_column(raw: pd.DataFrame, column: str, path: str, what: str) -> tuple[float, int]:
-    if column not in raw.columns:
-        have = ", ".join(map(str, raw.columns[:12]))
-        raise InputError(
-            f"no such column for {what} (the file has: {have})", path=path, column=column
-        )
-    values = pd.to_numeric(raw[column], errors="coerce")
-    bad = values.isna() & raw[column].notna()
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(
-            f"{what} {raw[column].iloc[i]!r} is not a number", path=path, row=i + 1, column=column
-        )
-    v = values.dropna().to_numpy(dtype=float)
-    if v.size == 0:
-        raise InputError(f"no {what} in the column", path=path, column=column)
-    if not np.all(np.isfinite(v)) or v.min() < 0:
-        raise InputError(f"{what} must be finite and >= 0", path=path, column=column)
-    return float(v.mean()), int(v.size)
-
-
 def _trial_cost(args: argparse.Namespace, raw: pd.DataFrame, path: str) -> tuple[float, str]:
-    """The per-trial cost and how it was derived, from the flags and the group's rows."""
-    parts: list[str] = []
-    total = 0.0
-    if args.cost_per_trial is not None:
-        total += float(args.cost_per_trial)
-        parts.append(f"{args.cost_per_trial:g} per trial (--cost-per-trial)")
+    """The per-trial cost (:func:`evalnoise.costs.pilot_trial_cost`, from the flags and the
+    group's rows) and how it was derived, in words."""
+    from evalnoise.costs import pilot_trial_cost
+
+    prices: dict[str, float] = {}
     if args.price_per_container_second is not None:
-        price = float(args.price_per_container_second)
-        if not (math.isfinite(price) and price >= 0):
-            raise InputError("--price-per-container-second must be a number >= 0")
-        secs, n = _mean_column(raw, args.duration_column, path, "container seconds")
-        total += secs * price
-        parts.append(
-            f"{secs:,.1f} s mean container time ({args.duration_column}, {n} trials) × "
-            f"{price:g} per container-second = {secs * price:.4g}"
-        )
-    for flag, column, what, price in _driver_prices(args):
-        if price is None:
-            continue
-        if not (math.isfinite(price) and price >= 0):
-            raise InputError(f"{flag} must be a number >= 0")
-        per_unit = price / 1e6 if "million" in flag else price
-        mean, n = _mean_column(raw, column, path, column.replace("_", " "))
-        total += mean * per_unit
-        unreported = len(raw) - n
-        parts.append(
-            f"{mean:,.4g} mean {column} ({n} trials"
-            + (f"; {unreported} did not report it, left out of the mean" if unreported else "")
-            + f") × {price:g} per {what.removeprefix('one ')} = {mean * per_unit:.4g}"
-        )
-    if args.cost_column is not None:
-        money, n = _mean_column(raw, args.cost_column, path, "cost per trial")
-        total += money
-        parts.append(f"{money:.4g} mean of {args.cost_column} ({n} trials)")
-    if not parts:
+        prices["container_seconds"] = _price("--price-per-container-second",
+                                             args.price_per_container_second)  # fmt: skip
+    for flag, column, _what, price in _driver_prices(args):
+        if price is not None:
+            prices[column] = _price(flag, price)
+    if args.cost_per_trial is None and not prices and args.cost_column is None:
         raise InputError(
             "a budget in money needs the cost of a trial: --cost-per-trial, "
             "--price-per-container-second, a token or judge-call price, or --cost-column"
         )
-    if not total > 0:
-        raise InputError(f"the cost of a trial came to {total:g}; it must be > 0")
-    return total, f"cost per trial {total:.4g} = " + " + ".join(parts)
+    cost = pilot_trial_cost(
+        raw,
+        per_trial=args.cost_per_trial,
+        driver_prices=prices,
+        duration_column=args.duration_column,
+        cost_column=args.cost_column,
+        path=path,
+    )
+    if not cost.total > 0:
+        raise InputError(f"the cost of a trial came to {cost.total:g}; it must be > 0")
+    what = {column: w for _, column, w in _DRIVER_PRICES}
+    words = []
+    for part in cost.parts:
+        if part.source == "per_trial":
+            words.append(f"{part.price:g} per trial (--cost-per-trial)")
+        elif part.source == "container_seconds":
+            words.append(
+                f"{part.mean:,.1f} s mean container time ({part.column}, {part.n} trials) × "
+                f"{part.price:g} per container-second = {part.cost:.4g}"
+            )
+        elif part.source == "cost_column":
+            words.append(f"{part.mean:.4g} mean of {part.column} ({part.n} trials)")
+        else:
+            unreported = (
+                f"; {part.unreported} did not report it, left out of the mean"
+                if part.unreported
+                else ""
+            )
+            words.append(
+                f"{part.mean:,.4g} mean {part.column} ({part.n} trials{unreported}) × "
+                f"{part.price:g} per {what[part.source].removeprefix('one ')} = {part.cost:.4g}"
+            )
+    return cost.total, f"cost per trial {cost.total:.4g} = " + " + ".join(words)
+
+
+def _price(flag: str, value: float) -> float:
+    if not (math.isfinite(value) and value >= 0):
+        raise InputError(f"{flag} must be a number >= 0")
+    return float(value)
 
 
 def _run_pilot(args: argparse.Namespace) -> int:
@@ -481,6 +508,7 @@ def _run_pilot(args: argparse.Namespace) -> int:
     trials = validate_trials(raw, columns, path=path)
     announce("plan", used)
     money = _money_mode(args)
+    _, pool_note = _task_pool(args, trials["task"].nunique())
     plans = []
     for group, rows in trials.groupby("group", sort=False):
         res = icc_oneway(rows["score"].to_numpy(), rows["task"].to_numpy())
@@ -517,6 +545,7 @@ def _run_pilot(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps({"plans": plans}))
         return 0
+    print(pool_note)
     for i, plan in enumerate(plans):
         if i:
             print()
@@ -539,59 +568,15 @@ def _run_pilot(args: argparse.Namespace) -> int:
 # --- tasks × trials × judge samples (the nested design) ----------------------------------
 
 
-def judge_plan(
-    budget: float,
-    sigma2_task: float,
-    sigma2_trial: float,
-    sigma2_judge: float,
-    *,
-    cost_per_trial: float,
-    cost_per_judge_sample: float,
-    cost_per_task: float = 0.0,
-    max_tasks: int | None = None,
-    max_trials: int | None = None,
-    max_judge_samples: int | None = None,
-) -> tuple[Any, dict[str, float], dict[str, np.ndarray]]:
-    """The D study of tasks × trials × judge samples within a budget.
-
-    The design task / trial:task with judge samples as replicates
-    (:func:`evalnoise.stats.variance_model`), Var(μ̂) = σ²_task/n + σ²_trial/(nT) +
-    σ²_judge/(nTK) at cost n·c_task + nT·c_trial + nTK·c_judge
-    (:func:`evalnoise.stats.best_design`: T up to 4096 and K up to 64 unless capped, n the
-    most the budget buys), the continuous optimum (:func:`evalnoise.stats.nested_optimum`,
-    Cochran 1977 ch. 10) and the best design for each K. Returns (result, optimum, per-K).
-    """
-    from evalnoise.stats import best_design, nested_optimum, variance_model
-
-    model = variance_model(
-        ["task", "trial:task"],
-        {"task": sigma2_task, "trial:task": sigma2_trial, "residual": sigma2_judge},
-        replicate="judge_sample",
-    )
-    if not cost_per_trial > 0:
-        raise ValueError(f"cost_per_trial must be > 0, got {cost_per_trial!r}")
-    costs = {"task": cost_per_task, "trial": cost_per_trial, "judge_sample": cost_per_judge_sample}
-    limits: dict[str, int] = {}
-    caps = {"trial": 4096, "judge_sample": 64}
-    if max_trials is not None:
-        limits["trial"] = max_trials
-    if max_judge_samples is not None:
-        limits["judge_sample"] = max_judge_samples
-    res = best_design(
-        model, budget, costs, free="task", limits=limits, max_free=max_tasks, default_cap=caps
-    )
-    if res.recommended is None:
-        raise ValueError(f"budget {budget:g} cannot buy one task × one trial × one judge sample")
-    return res, nested_optimum(model, costs, budget), res.best_by("judge_sample")
-
-
 def _run_judge_plan(args: argparse.Namespace) -> int:
     """Var(μ̂) = σ²_task/n + σ²_trial/(nT) + σ²_judge/(nTK) under n·c_task + nT·c_trial +
-    nTK·c_judge ≤ B (:func:`judge_plan`, the D study of the G-study engine); σ²_between and
-    σ²_within stand for σ²_task and σ²_trial."""
+    nTK·c_judge ≤ B (:func:`evalnoise.stats.judge_sample_plan`); σ²_between and σ²_within
+    stand for σ²_task and σ²_trial."""
+    from evalnoise.stats import judge_sample_plan
+
     c_trial = args.cost_per_trial if args.cost_per_trial is not None else 1.0
     try:
-        res, optimum, per_k = judge_plan(
+        plan = judge_sample_plan(
             args.budget,
             args.sigma2_between,
             args.sigma2_within,
@@ -604,8 +589,7 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise InputError(str(exc)) from exc
-    base = per_k["variance"][0]
-    ratio = per_k["variance"] / base if base > 0 else np.full(per_k["variance"].size, np.nan)
+    res = plan.design
     rows = [
         {
             "judge_samples": int(k),
@@ -616,15 +600,16 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
             "variance_ratio": float(r),
         }
         for k, n, t, c, e, r in zip(
-            per_k["value"],
-            per_k["n_free"],
-            per_k["trial"],
-            per_k["cost"],
-            per_k["se"],
-            ratio,
+            plan.judge_samples,
+            plan.n_tasks,
+            plan.trials,
+            plan.cost,
+            plan.se,
+            plan.variance_ratio,
             strict=True,
         )
     ]
+    optimum = {"trial": plan.trials_optimum, "judge_sample": plan.judge_samples_optimum}
     rec = res.recommended
     n_tasks, trials, samples = rec.sizes["task"], rec.sizes["trial"], rec.replicates
     out = {
@@ -678,6 +663,7 @@ def _run_pilot_facets(args: argparse.Namespace) -> int:
     (:func:`evalnoise.facets.facet_records`) and the D study's design for ``--budget`` (least
     SE) or ``--target-se`` (least cost), with ``--facet-costs``."""
     from evalnoise.cli._columns import resolved_columns
+    from evalnoise.design_text import choice_text
     from evalnoise.facets import facet_frame, facet_records, parse_costs, parse_facet_specs
 
     if args.from_path is None:
@@ -694,6 +680,7 @@ def _run_pilot_facets(args: argparse.Namespace) -> int:
         raw, task=columns.task, score=columns.score, group=columns.group, specs=specs, path=path
     )
     costs = parse_costs(args.facet_costs) or {"trial": 1.0}
+    pool, pool_note = _task_pool(args, raw[columns.task].nunique())
     records = facet_records(
         frame,
         task=columns.task,
@@ -701,11 +688,13 @@ def _run_pilot_facets(args: argparse.Namespace) -> int:
         costs=costs,
         target_se=args.target_se,
         budget=None if args.budget is None else float(args.budget),
+        max_tasks=pool,
     )
-    plans = [{"group": g, **rec} for g, rec in records.items()]
+    plans = [{"group": g, **rec, "task_pool": pool} for g, rec in records.items()]
     if args.json:
         print(dumps({"plans": plans}))
         return 0
+    print(pool_note)
     for i, plan in enumerate(plans):
         if i:
             print()
@@ -723,16 +712,20 @@ def _run_pilot_facets(args: argparse.Namespace) -> int:
         print(f"{head}pilot G study of {g['design']} ({g['n_obs']} scores): σ² {comps}")
         print(f"total-error SE as ran {te['se']:.4f} (task-clustered {fmt(te['se_clustered'])})")
         choice = d.get("best") or d.get("cheapest")
-        if choice is None or choice["design"] is None:
-            print("no design qualifies: " + "; ".join(choice["warnings"] if choice else []))
-            continue
-        sizes = " × ".join(f"{v} {k}" for k, v in choice["design"].items())
-        goal = (
-            f"the least SE for {choice['budget']:g}"
-            if choice["goal"] == "budget"
-            else f"the cheapest design with SE ≤ {choice['target_se']:g}"
-        )
-        print(f"{goal}: {sizes}, SE {choice['se']:.4f}, cost {choice['cost']:g}")
+        print(choice_text(choice))
         for warning in choice["warnings"]:
             print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _task_pool(args: argparse.Namespace, pilot_tasks: int) -> tuple[int | None, str]:
+    """The tasks that exist, which no design may exceed (``--max-tasks``; a pilot is a
+    sample of its benchmark, so without the flag there is no cap), and a line saying so."""
+    if args.max_tasks is None:
+        return None, (
+            f"task pool: not given — a design may have more tasks than the pilot's "
+            f"{pilot_tasks}; give --max-tasks N, the tasks the benchmark has"
+        )
+    if args.max_tasks < 1:
+        raise InputError(f"--max-tasks must be a positive integer, got {args.max_tasks}")
+    return int(args.max_tasks), f"task pool: {args.max_tasks} tasks (--max-tasks)"
