@@ -258,7 +258,6 @@ def _runs_plan(args: argparse.Namespace, s2b: float, s2w: float) -> dict[str, An
     if args.max_trials is not None:
         raise InputError("--max-trials applies to budgets in money (give --cost-per-trial)")
     res = allocation_table(args.budget, s2b, s2w, max_tasks=args.max_tasks)
-    free = allocation_table(args.budget, s2b, s2w).recommended  # the best with no task cap
     allocations = [
         {"n_tasks": int(n), "trials": int(t), "variance": float(v), "se": float(s)}
         for n, t, v, s in zip(res.n_tasks, res.trials, res.variance, res.se, strict=True)
@@ -271,17 +270,16 @@ def _runs_plan(args: argparse.Namespace, s2b: float, s2w: float) -> dict[str, An
     return {
         "allocations": allocations,
         "recommended": rec,
-        **_pool_bound(args.max_tasks, int(free.n_tasks)),
+        **_pool_bound(res),
     }
 
 
-def _pool_bound(pool: int | None, tasks_without_cap: int) -> dict[str, Any]:
-    """Whether the task pool caps the recommendation: the best design with no cap has more
-    tasks than exist."""
+def _pool_bound(res: Any) -> dict[str, Any]:
+    """The task pool and whether it caps the recommendation (an allocation result's)."""
     return {
-        "max_tasks": pool,
-        "tasks_without_cap": tasks_without_cap,
-        "pool_bound": pool is not None and tasks_without_cap > pool,
+        "max_tasks": res.max_tasks,
+        "tasks_without_cap": res.tasks_without_cap,
+        "pool_bound": res.pool_bound,
     }
 
 
@@ -350,14 +348,6 @@ def _money_plan(args: argparse.Namespace, s2b: float, s2w: float, c_trial: float
             max_tasks=args.max_tasks,
             max_trials=args.max_trials,
         )
-        free = cost_allocation(
-            args.budget,
-            s2b,
-            s2w,
-            cost_per_task=c_task,
-            cost_per_trial=c_trial,
-            max_trials=args.max_trials,
-        ).recommended  # the best with no task cap
     except ValueError as exc:
         raise InputError(str(exc)) from exc
     rec = res.recommended
@@ -392,7 +382,7 @@ def _money_plan(args: argparse.Namespace, s2b: float, s2w: float, c_trial: float
             "cost": rec.cost,
             "se": rec.se,
         },
-        **_pool_bound(args.max_tasks, int(free.n_tasks)),
+        **_pool_bound(res),
     }
 
 
