@@ -74,7 +74,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--budget", type=_number, metavar="B", help="total runs, or money")
     budget.add_argument("--sigma2-between", type=float, metavar="X", help="σ²_between")
     budget.add_argument("--sigma2-within", type=float, metavar="Y", help="σ²_within")
-    budget.add_argument("--max-tasks", type=int, metavar="N", help="tasks available")
+    budget.add_argument(
+        "--max-tasks",
+        type=int,
+        metavar="N",
+        help="tasks the benchmark has (the task pool): no plan, --facets' included, has more, "
+        "and a plan the pool caps says so",
+    )
     budget.add_argument(
         "--max-trials", type=int, metavar="K", help="most trials per task (money budgets)"
     )
