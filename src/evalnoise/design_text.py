@@ -75,11 +75,17 @@ def choice_text(
         if choice.get("design") is None and status == "pool_bound":
             closest = choice["closest"]
             need = f"{needed} tasks" if needed is not None else "more tasks"
+            floor = choice.get("floor_se")
             return (
                 f"{goal} needs {need}, more than the {pool} that exist (the task pool is the "
                 f"limiting cap); the best design inside the pool: "
                 f"{design_text(closest['design'], task=task, as_ran=as_ran)}: "
                 f"{_result(choice, closest, cost_unit)}"
+                + (
+                    f" (with {pool} tasks no number of trials goes below SE {float(floor):.3f})"
+                    if floor is not None
+                    else ""
+                )
             )
         if choice.get("design") is None:
             return (

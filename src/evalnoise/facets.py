@@ -309,6 +309,7 @@ def _choice(res: Any, task: str) -> dict[str, Any]:
         "status": res.status,
         "max_tasks": res.max_free,
         "tasks_needed": res.free_needed,
+        "floor_se": res.floor_se,
         "closest": None
         if closest is None
         else {

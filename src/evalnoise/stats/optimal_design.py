@@ -101,6 +101,9 @@ class OptimalDesignResult(DictResult):
     free_needed : the free facet's size of the best design without the cap (``pool_bound``;
         None when unbounded).
     closest : see ``status``.
+    floor_se : with ``closest``: the least SE any number of replicates (trials per cell)
+        reaches within the cap and the searched sizes of the other facets — the target is
+        out of reach below it.
     """
 
     goal: str
@@ -120,6 +123,7 @@ class OptimalDesignResult(DictResult):
     max_free: int | None = None
     free_needed: int | None = None
     closest: DesignChoice | None = None
+    floor_se: float | None = None
 
     def best_by(self, facet: str) -> dict[str, np.ndarray]:
         """For each searched value of ``facet``, the best grid point with it (same ordering
@@ -406,6 +410,10 @@ def _pool_bound(
         n_int, var, cost, _ = grid.at(np.full(grid.npts, float(max_free)))
         i = int(np.lexsort((cost, var))[0])
         out["closest"] = grid.choice(i, n_int[i], var[i], cost[i])
+        sizes = dict(grid.sizes)
+        sizes[grid.free] = np.full(grid.npts, float(max_free))
+        floor = _grid_variance(grid.m, sizes, np.full(grid.npts, np.inf)) * np.ones(grid.npts)
+        out["floor_se"] = float(math.sqrt(float(np.min(floor))))
     return out
 
 
