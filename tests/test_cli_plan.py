@@ -303,6 +303,25 @@ def test_plan_with_judge_samples(capsys):
     ses = {r["judge_samples"]: r["se"] for r in out["by_judge_samples"]}
     assert ses[out["recommended"]["judge_samples"]] == min(ses.values())
     assert out["recommended"]["cost"] <= 5000
+    assert (out["max_tasks"], out["pool_bound"]) == (None, False)
+
+
+def test_plan_with_judge_samples_within_the_task_pool(capsys):
+    argv = [
+        "plan", "--budget", "1000", "--sigma2-between", "0.04", "--sigma2-within", "0.1",
+        "--sigma2-judge", "0.05", "--cost-per-judge-sample", "0.2",
+    ]  # fmt: skip
+    free = run_json(capsys, argv)
+    capped = run_json(capsys, [*argv, "--max-tasks", "20"])
+    assert free["recommended"]["n_tasks"] > 20 and free["pool_bound"] is False
+    assert capped["recommended"]["n_tasks"] == 20 and capped["pool_bound"] is True
+    assert capped["tasks_without_cap"] == free["recommended"]["n_tasks"]
+    assert main([*argv, "--max-tasks", "20"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        f"the task pool is the limiting cap: the budget would buy "
+        f"{free['recommended']['n_tasks']} tasks, 20 exist (--max-tasks)" in text
+    )
 
 
 def test_pilot_reads_the_group_column_an_import_stored(capsys, pilot, tmp_path):

@@ -619,6 +619,9 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         "trials_opt": float(optimum["trial"]),
         "judge_samples_opt": float(optimum["judge_sample"]),
         "by_judge_samples": rows,
+        "max_tasks": res.max_free,
+        "tasks_without_cap": res.free_needed,
+        "pool_bound": res.status == "pool_bound",
         "warnings": list(res.warnings),
     }
     if args.json:
@@ -630,6 +633,12 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         f"(continuous optimum T* = {optimum['trial']:.3g}, K* = {optimum['judge_sample']:.3g}; "
         "Cochran 1977, ch. 10)"
     )
+    if out["pool_bound"]:
+        buys = out["tasks_without_cap"] or "more"
+        print(
+            f"the task pool is the limiting cap: the budget would buy {buys} tasks, "
+            f"{res.max_free} exist (--max-tasks)"
+        )
     print(
         table(
             [
