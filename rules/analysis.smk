@@ -25,6 +25,7 @@ rule analyze_group:
         infra_policy=infra_policy_param,
         health=config["health"],
         max_tasks=TASK_POOL,
+        imported=IMPORTED,
         code_version=code_version("analysis"),
     run:
         in_process(
@@ -71,6 +72,9 @@ rule attribution:
         groups=plan_groups_param,
         analysis=config["analysis"],
         infra_policy=infra_policy_param,
+        # the D study's designs stay within the tasks that exist
+        task_pool=TASK_POOL,
+        imported=IMPORTED,
         code_version=code_version("analysis"),
     run:
         in_process(

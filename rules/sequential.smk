@@ -41,8 +41,10 @@ rule sequential_summary:
         rounds="results/sequential/rounds.csv",
     log:
         "results/logs/sequential/summary.log",
+    # the decisions' words (evalnoise.stopping_text) in an area of their own: rewording one
+    # reruns this, the summary and the report, never a decision (the checkpoint's "analysis")
     params:
-        code_version=code_version("analysis"),
+        code_version=code_version("sequential_summary"),
     run:
         in_process(
             "../scripts/sequential_summary.py",

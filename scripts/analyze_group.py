@@ -2,6 +2,8 @@
 shards read once; its statistics (overall and per level), ICC convergence, budget table and,
 with a judge stage, its judges' record. Everything is computed before anything is written."""
 
+import pandas as pd
+
 from evalnoise.atomic import write_csv, write_text
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.collect import load_group
@@ -12,12 +14,15 @@ from evalnoise.runner.infra_policies import infra_policy
 log = log_to(snakemake.log[0])
 i, o, p = snakemake.input, snakemake.output, snakemake.params
 data = load_group(i.scores, i.tasks, *p.group, p.infra_policy)
+pool = p.max_tasks  # the benchmark's tasks; an imported table's pool is the tasks it has
+if pool is None and p.imported:
+    pool = len(pd.read_parquet(i.tasks, columns=["task_id"]))
 out = group_outputs(
     data,
     p.analysis,
     policy=infra_policy(p.infra_policy).describe(),
     health=p.health,
-    max_tasks=p.max_tasks,
+    max_tasks=pool,
 )
 judges = None
 if getattr(o, "judge", None):  # declared only when the config has a judge stage

@@ -19,6 +19,8 @@ out = attribution_tables(
     policy=p.infra_policy,
     options=p.analysis,
     groups=[tuple(g) for g in p.groups],
+    task_pool=p.task_pool,
+    imported=p.imported,
 )
 write_text(o.summary, dumps(out["summary"]) + "\n")
 with atomic_path(o.resource) as tmp:

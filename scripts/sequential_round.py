@@ -70,7 +70,16 @@ for unit in units(settings, [tuple(g) for g in p.groups]):
         added = next_rects(record["decision"], settings.target, design[first], round_ + 1)
     for a, r in unit.groups:
         next_design[group_label(a, r)] += added
-    log.info("%s: %s — %s", unit.label, record["status"], record["reason"])
+    # the words are the summary's (evalnoise.stopping_text): the log gives the numbers
+    decision = record["decision"] or {}
+    log.info(
+        "%s: %s (%s); next: %s new tasks, %s trials per task",
+        unit.label,
+        record["status"],
+        decision.get("action", "stop"),
+        decision.get("next_new_tasks", 0),
+        decision.get("next_trials_per_task", 0),
+    )
     record["next"] = [rect.to_list() for rect in added]
 
 out = {

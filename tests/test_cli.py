@@ -177,7 +177,13 @@ def test_plan_both_modes(capsys):
             "150",
         ],
     )
-    assert list(out) == ["allocations", "recommended"]
+    assert list(out) == [
+        "allocations",
+        "recommended",
+        "max_tasks",
+        "tasks_without_cap",
+        "pool_bound",
+    ]
     rec = out["recommended"]
     assert rec["n_tasks"] <= 150 and rec["n_tasks"] * rec["trials"] <= 400
     assert rec["se"] == pytest.approx(min(a["se"] for a in out["allocations"]))

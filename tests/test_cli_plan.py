@@ -70,7 +70,11 @@ def test_money_budget(capsys):
         "n_candidates",
         "allocations",
         "recommended",
+        "max_tasks",
+        "tasks_without_cap",
+        "pool_bound",
     ]
+    assert out["max_tasks"] is None and out["pool_bound"] is False
     rec = out["recommended"]
     assert (rec["n_tasks"], rec["trials"]) == (ref.recommended.n_tasks, ref.recommended.trials)
     assert rec["cost"] <= 500 and rec["se"] == pytest.approx(ref.recommended.se)
@@ -92,6 +96,9 @@ def test_money_budget_with_caps(capsys):
         500.0, 0.1, 0.15, cost_per_task=2.0, cost_per_trial=0.25, max_tasks=50, max_trials=6
     )
     assert out["recommended"]["n_tasks"] == ref.recommended.n_tasks
+    free = cost_allocation(500.0, 0.1, 0.15, cost_per_task=2.0, cost_per_trial=0.25, max_trials=6)
+    assert out["tasks_without_cap"] == free.recommended.n_tasks
+    assert out["pool_bound"] == (free.recommended.n_tasks > 50)
 
 
 def test_pilot_with_container_seconds_and_a_cost_column(capsys, pilot):
@@ -162,7 +169,14 @@ def test_pilot_with_a_budget_in_runs(capsys, pilot, tmp_path):
 def test_runs_mode_is_unchanged(capsys):
     argv = ["plan", "--budget", "400", "--sigma2-between", "5", "--sigma2-within", "1"]
     out = run_json(capsys, argv)
-    assert list(out) == ["allocations", "recommended"]
+    assert list(out) == [
+        "allocations",
+        "recommended",
+        "max_tasks",
+        "tasks_without_cap",
+        "pool_bound",
+    ]
+    assert (out["max_tasks"], out["pool_bound"]) == (None, False)
     assert out["recommended"] == {
         "n_tasks": 400,
         "trials": 1,
@@ -289,6 +303,25 @@ def test_plan_with_judge_samples(capsys):
     ses = {r["judge_samples"]: r["se"] for r in out["by_judge_samples"]}
     assert ses[out["recommended"]["judge_samples"]] == min(ses.values())
     assert out["recommended"]["cost"] <= 5000
+    assert (out["max_tasks"], out["pool_bound"]) == (None, False)
+
+
+def test_plan_with_judge_samples_within_the_task_pool(capsys):
+    argv = [
+        "plan", "--budget", "1000", "--sigma2-between", "0.04", "--sigma2-within", "0.1",
+        "--sigma2-judge", "0.05", "--cost-per-judge-sample", "0.2",
+    ]  # fmt: skip
+    free = run_json(capsys, argv)
+    capped = run_json(capsys, [*argv, "--max-tasks", "20"])
+    assert free["recommended"]["n_tasks"] > 20 and free["pool_bound"] is False
+    assert capped["recommended"]["n_tasks"] == 20 and capped["pool_bound"] is True
+    assert capped["tasks_without_cap"] == free["recommended"]["n_tasks"]
+    assert main([*argv, "--max-tasks", "20"]) == 0
+    text = capsys.readouterr().out
+    assert (
+        f"the task pool is the limiting cap: the budget would buy "
+        f"{free['recommended']['n_tasks']} tasks, 20 exist (--max-tasks)" in text
+    )
 
 
 def test_pilot_reads_the_group_column_an_import_stored(capsys, pilot, tmp_path):

@@ -12,7 +12,11 @@ one must not hide a cycle. Then:
   module or package fails here until it is placed;
 - an import from one unit to another goes to the same layer or a lower one, never higher;
 - no units import each other around a circle (units of one layer may import each other,
-  in one direction).
+  in one direction);
+- no modules import each other around a circle either, inside a unit too (a module is a
+  file: ``stats/stopping.py`` is ``evalnoise.stats.stopping``), counting imports in
+  functions and under ``if TYPE_CHECKING:`` — a circle hidden in a function or a type hint
+  is still two modules that cannot be read, or changed, one without the other.
 
 A failure names each offending import as ``file:line: from-unit (layer) → to-unit (layer)``.
 ``docs/architecture.md`` shows the same layers in its section "Import layers"; the last
@@ -59,8 +63,13 @@ LAYERS: Layers = (
     ("statistics", frozenset({"stats"})),
     ("trial data", frozenset({"outcomes", "facets", "tasks", "importers"})),
     ("execution", frozenset({"runner", "models", "machine"})),
-    ("analysis", frozenset({"scorers", "analysis", "costs", "attribution", "manifest", "archive"})),
-    ("report", frozenset({"report", "group_text"})),
+    (
+        "analysis",
+        frozenset(
+            {"scorers", "analysis", "costs", "attribution", "manifest", "archive", "design_text"}
+        ),
+    ),
+    ("report", frozenset({"report", "group_text", "stopping_text"})),
     ("pipeline", frozenset({"pipeline", "provenance"})),
     ("command line", frozenset({"cli", "__main__"})),
 )
@@ -150,6 +159,34 @@ def imports(package: Path) -> list[Import]:
                 target = _target_unit(package, name, known)
                 if target is not None and target != source:
                     targets.setdefault(target, name if module == package.name else module)
+            found += [Import(path, node.lineno, source, t, m) for t, m in targets.items()]
+    return found
+
+
+def module_name(package: Path, path: Path) -> str:
+    """The dotted name of a file of ``package`` (a package's ``__init__`` is the package)."""
+    parts = [package.name, *path.relative_to(package).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(package: Path) -> list[Import]:
+    """Every import from one module of ``package`` to another, as :class:`Import` with
+    modules for units. ``from a.b import c`` reaches the module ``a.b.c`` when there is one,
+    else ``a.b``; ``import a.b`` reaches ``a.b``. The parent packages Python initialises on
+    the way are not edges: a package's ``__init__`` that gathers its modules would otherwise
+    close a circle with every module importing a sibling by its full name."""
+    modules = {module_name(package, path): path for path in package.rglob("*.py")}
+    found = []
+    for source, path in sorted(modules.items()):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            targets: dict[str, str] = {}
+            for name, module in _imported_names(package, path, node):
+                target = name if name in modules else module if module in modules else None
+                if target is not None and target != source:
+                    targets.setdefault(target, module)
             found += [Import(path, node.lineno, source, t, m) for t, m in targets.items()]
     return found
 
@@ -273,6 +310,16 @@ def test_no_cycle_between_units(package_imports):
     assert not bad, "\n".join(bad)
 
 
+def test_no_cycle_between_modules():
+    found = module_imports(PACKAGE)
+    # the reader sees edges inside a unit, function-local and type-checking ones included
+    pairs = {(imp.source, imp.target) for imp in found}
+    assert ("evalnoise.stats.stopping", "evalnoise.stats._target_decisions") in pairs
+    assert ("evalnoise.pipeline.sequential", "evalnoise.stats.stopping") in pairs  # in a function
+    bad = cycles(PACKAGE, found)
+    assert not bad, "\n".join(bad)
+
+
 # -- the checks themselves, on a small package that breaks each rule ----------------------------
 
 FAKE_LAYERS: Layers = (
@@ -321,6 +368,28 @@ def test_the_checks_name_what_breaks_a_rule(tmp_path):
         "circle peer_a ↔ peer_b: src/evalnoise/peer_a.py:1: peer_a → peer_b "
         "(evalnoise.peer_b); src/evalnoise/peer_b/inner.py:1: peer_b → peer_a "
         "(evalnoise.peer_a)",
+    ]
+
+
+def test_a_circle_of_modules_inside_a_unit_is_named(tmp_path):
+    """Inside one unit, through a function-local import and a type-checking one."""
+    package = tmp_path / "src" / "evalnoise"
+    files = {
+        "__init__.py": "",
+        "stats/__init__.py": "from .rule import Rule\n",
+        "stats/rule.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from evalnoise.stats.decide import plan\n",
+        "stats/decide.py": "def plan():\n    from . import rule\n",
+    }
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text, encoding="utf-8")
+    assert cycles(package, imports(package)) == []  # one unit: no circle of units
+    assert cycles(package, module_imports(package)) == [
+        "circle evalnoise.stats.decide ↔ evalnoise.stats.rule: "
+        "src/evalnoise/stats/decide.py:2: evalnoise.stats.decide → evalnoise.stats.rule "
+        "(evalnoise.stats); src/evalnoise/stats/rule.py:4: evalnoise.stats.rule → "
+        "evalnoise.stats.decide (evalnoise.stats.decide)"
     ]
 
 

@@ -50,8 +50,10 @@ __all__ = [
     "TRIAL_DRIVERS",
     "CostEstimate",
     "CostLine",
+    "CostPart",
     "Driver",
     "DriverTotal",
+    "PilotTrialCost",
     "Prices",
     "column_total",
     "combine_costs",
@@ -59,6 +61,7 @@ __all__ = [
     "driver_label",
     "driver_total",
     "estimate_cost",
+    "pilot_trial_cost",
 ]
 
 
@@ -392,3 +395,97 @@ def estimate_cost(
 def driver_label(name: str) -> str:
     """How a driver reads in text ("prompt tokens")."""
     return _BY_NAME[name].label if name in _BY_NAME else name.replace("_", " ")
+
+
+# ------------------------------------------------------------------- a pilot's cost per trial
+
+
+@dataclass(frozen=True)
+class CostPart:
+    """One term of a pilot's cost per trial (:func:`pilot_trial_cost`).
+
+    ``source`` is ``"per_trial"`` (a price per trial given outright), a priced driver's name
+    (``container_seconds``, ``prompt_tokens``, ``completion_tokens``, ``judge_calls``) or
+    ``"cost_column"`` (a column of money per trial); ``column`` the column read (None for
+    a price per trial); ``mean`` its mean over the ``n`` trials that reported it
+    (``unreported`` did not, left out of the mean; None for a price per trial); ``price``
+    the price as given (per million tokens for tokens; None for a cost column); ``cost``
+    the term's cost per trial."""
+
+    source: str
+    column: str | None
+    mean: float | None
+    n: int
+    unreported: int
+    price: float | None
+    cost: float
+
+
+@dataclass(frozen=True)
+class PilotTrialCost:
+    """A pilot's cost per trial, ``total`` = Σ ``parts``' cost."""
+
+    total: float
+    parts: tuple[CostPart, ...]
+
+
+def _column_mean(frame: Any, column: str, what: str, path: str | None) -> tuple[float, int, int]:
+    """(mean, reported, unreported) of a column of numbers ≥ 0 (a null is unreported);
+    ``InputError`` naming the file, row and column for a value that is not one."""
+    import pandas as pd
+
+    from evalnoise.errors import InputError
+
+    if column not in frame.columns:
+        have = ", ".join(map(str, frame.columns[:12]))
+        raise InputError(
+            f"no such column for {what} (the file has: {have})", path=path, column=column
+        )
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = values.isna() & frame[column].notna()
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise InputError(
+            f"{what} {frame[column].iloc[i]!r} is not a number", path=path, row=i + 1, column=column
+        )
+    v = values.dropna().to_numpy(dtype=float)
+    if v.size == 0:
+        raise InputError(f"no {what} in the column", path=path, column=column)
+    if not np.all(np.isfinite(v)) or v.min() < 0:
+        raise InputError(f"{what} must be finite and >= 0", path=path, column=column)
+    return float(v.mean()), int(v.size), int(len(frame) - v.size)
+
+
+def pilot_trial_cost(
+    frame: Any,
+    *,
+    per_trial: float | None = None,
+    driver_prices: Mapping[str, float] | None = None,
+    duration_column: str = "duration_s",
+    cost_column: str | None = None,
+    path: str | None = None,
+) -> PilotTrialCost:
+    """The cost of one trial from a pilot's trial rows (a DataFrame):
+
+    cost per trial = c_fixed + Σ_k p_k · mean_k + mean(cost column),
+
+    ``per_trial`` the fixed part, ``driver_prices`` the price of each priced driver by name
+    (``container_seconds`` per second, read from ``duration_column``; ``prompt_tokens`` and
+    ``completion_tokens`` per million tokens; ``judge_calls`` per call) with mean_k its
+    column's mean over the trials that reported it (a trial that did not is left out of the
+    mean, never priced as 0), and ``cost_column`` a column of money per trial, averaged. A
+    bad column is an ``InputError`` naming ``path``, the row and the column."""
+    parts = []
+    if per_trial is not None:
+        parts.append(CostPart("per_trial", None, None, len(frame), 0, float(per_trial),
+                              float(per_trial)))  # fmt: skip
+    for name, price in (driver_prices or {}).items():
+        driver = _BY_NAME[name]
+        column = duration_column if name == "container_seconds" else driver.column
+        mean, n, unreported = _column_mean(frame, column, driver.label, path)
+        cost = mean * float(price) / driver.per
+        parts.append(CostPart(name, column, mean, n, unreported, float(price), cost))
+    if cost_column is not None:
+        mean, n, unreported = _column_mean(frame, cost_column, "cost per trial", path)
+        parts.append(CostPart("cost_column", cost_column, mean, n, unreported, None, mean))
+    return PilotTrialCost(sum(p.cost for p in parts), tuple(parts))

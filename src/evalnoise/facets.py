@@ -20,6 +20,7 @@ Bad input is an :class:`~evalnoise.errors.InputError` naming the file, row and c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,7 +30,14 @@ import pandas as pd
 from evalnoise.errors import InputError
 from evalnoise.formatting import jsonable
 
-__all__ = ["facet_frame", "facet_records", "noise_record", "parse_costs", "parse_facet_specs"]
+__all__ = [
+    "facet_frame",
+    "facet_records",
+    "noise_record",
+    "parse_costs",
+    "parse_facet_specs",
+    "trials_per_task",
+]
 
 #: the replicate's name in D-study sizes and costs: a score within a design cell (a trial),
 #: unless a facet is called that
@@ -136,6 +144,7 @@ def facet_records(
     costs: Mapping[str, float] | None = None,
     target_se: float | None = None,
     budget: float | None = None,
+    max_tasks: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per group: ``{"gstudy": …, "dstudy": …}`` (JSON-ready), groups sorted.
 
@@ -145,6 +154,7 @@ def facet_records(
     ``target_se``) or ``best`` (for ``budget``): the design, its SE and cost. ``costs`` are
     per level of each facet (``task`` may name the task column's) and per score (``trial``,
     or ``replicate`` when a facet is called trial; ``observation`` is the same).
+    ``max_tasks`` is the task pool: no design has more tasks (:func:`noise_record`).
     """
     from evalnoise.stats import accuracy, gstudy, parse_facets
 
@@ -168,6 +178,7 @@ def facet_records(
                 costs=costs,
                 target_se=target_se,
                 budget=budget,
+                max_tasks=max_tasks,
             )
         except ValueError as exc:
             raise InputError(str(exc)) from exc
@@ -184,14 +195,18 @@ def noise_record(
     budget: float | None = None,
     limits: Mapping[str, Any] | None = None,
     clip: tuple[float, float] | None = (0.0, 1.0),
+    max_tasks: int | None = None,
 ) -> dict[str, Any]:
     """One group's ``{"gstudy": …, "dstudy": …}`` from its G study ``g`` (see
     :func:`facet_records`): the components; the total-error SE beside the task-clustered
     ``se_clustered`` (:func:`evalnoise.stats.total_error`); the SE with each facet doubled;
     with ``costs`` (per level of a facet, ``trial`` per score), the cheapest design reaching
     ``target_se`` and/or the best one ``budget`` buys, the other facets within ``limits``
-    (per facet a maximum or (min, max)). The total-error interval is cut to ``clip`` (scores
-    lie in [0, 1]). Raises ValueError for costs the model cannot use."""
+    (per facet a maximum or (min, max)) and the tasks within ``max_tasks`` — the task pool,
+    the tasks that exist: a design needing more says so (``status`` ``"pool_bound"``, with
+    the tasks needed and the best design inside the pool; :class:`evalnoise.stats.
+    OptimalDesignResult`). The total-error interval is cut to ``clip`` (scores lie in
+    [0, 1]). Raises ValueError for costs the model cannot use."""
     from evalnoise.stats import best_design, cheapest_design, model_of, total_error
 
     costs = dict(costs or {})
@@ -213,12 +228,14 @@ def noise_record(
     }
     if costs:
         if target_se is not None:
-            res = cheapest_design(model, target_se, costs, free=task, limits=limits)
-            dd["cheapest"] = _choice(res)
+            res = cheapest_design(
+                model, target_se, costs, free=task, limits=limits, max_free=max_tasks
+            )
+            dd["cheapest"] = _choice(res, task)
         if budget is not None:
-            res = best_design(model, budget, costs, free=task, limits=limits)
-            dd["best"] = _choice(res)
-        dd["curve"] = _curve(model, costs, task, limits)
+            res = best_design(model, budget, costs, free=task, limits=limits, max_free=max_tasks)
+            dd["best"] = _choice(res, task)
+        dd["curve"] = _curve(model, costs, task, limits, max_tasks)
     return jsonable({"gstudy": g.to_dict(), "dstudy": dd})
 
 
@@ -227,11 +244,15 @@ CURVE_MULTIPLES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def _curve(
-    model: Any, costs: Mapping[str, float], task: str, limits: Mapping[str, Any] | None
+    model: Any,
+    costs: Mapping[str, float],
+    task: str,
+    limits: Mapping[str, Any] | None,
+    max_tasks: int | None = None,
 ) -> list[dict[str, Any]]:
     """The best design (least SE, :func:`evalnoise.stats.best_design`) at budgets of
     :data:`CURVE_MULTIPLES` × the cost of the design that ran: SE against budget, the
-    D study's chart."""
+    D study's chart (the tasks within the pool ``max_tasks``)."""
     from evalnoise.stats import best_design, dstudy
 
     ran = dstudy(model, costs=costs).to_records()[0]
@@ -240,7 +261,9 @@ def _curve(
         return []
     points = []
     for multiple in CURVE_MULTIPLES:
-        res = best_design(model, multiple * base, costs, free=task, limits=limits)
+        res = best_design(
+            model, multiple * base, costs, free=task, limits=limits, max_free=max_tasks
+        )
         rec = res.recommended
         if rec is None:
             continue
@@ -250,21 +273,50 @@ def _curve(
                 "budget": multiple * base,
                 "se": rec.se,
                 "tasks": rec.sizes.get(task),
-                "trials": rec.replicates,
+                "trials": trials_per_task(_design(rec), task),
             }
         )
     return points
 
 
-def _choice(res) -> dict[str, Any]:
-    rec = res.recommended
+def _design(choice: Any) -> dict[str, int] | None:
+    return None if choice is None else {**choice.sizes, "replicates": choice.replicates}
+
+
+def trials_per_task(design: Mapping[str, int], task: str = "task") -> int:
+    """Scores per task of a balanced design: the replicates (scores per cell) times the
+    levels of every other facet, Π_{f ≠ task} n'_f · r' (a facet nested in another counts
+    its levels per level of that one, so the product holds for nesting too)."""
+    return int(math.prod(v for k, v in design.items() if k != task))
+
+
+def _choice(res: Any, task: str) -> dict[str, Any]:
+    """The search's choice as a record: the design (sizes per facet and ``replicates``, the
+    scores per cell), its SE and cost, the ``status`` and what the task pool cost it
+    (:class:`evalnoise.stats.OptimalDesignResult`); words are
+    :mod:`evalnoise.design_text`'s."""
+    rec, closest = res.recommended, res.closest
     return {
         "goal": res.goal,
         "target_se": res.target_se,
         "budget": res.budget,
         "costs": res.costs,
-        "design": None if rec is None else {**rec.sizes, "replicates": rec.replicates},
+        "task": task,
+        "design": _design(rec),
+        "trials_per_task": None if rec is None else trials_per_task(_design(rec), task),
         "se": None if rec is None else rec.se,
         "cost": None if rec is None else rec.cost,
+        "status": res.status,
+        "max_tasks": res.max_free,
+        "tasks_needed": res.free_needed,
+        "floor_se": res.floor_se,
+        "closest": None
+        if closest is None
+        else {
+            "design": _design(closest),
+            "trials_per_task": trials_per_task(_design(closest), task),
+            "se": closest.se,
+            "cost": closest.cost,
+        },
         "warnings": list(res.warnings),
     }

@@ -313,7 +313,7 @@ WHEN_TEXT = re.compile(r"infrastructure share of variance[^\n<]*|per trial attem
 #: model of task × time block, present only where the trials spread over time blocks.
 NOISE_LINES = re.compile(
     r"^ *(noise, one model|components: |D study, SE if doubled: |cheapest design to SE "
-    r"|no design within ).*\n",
+    r"|no design within |SE [0-9.]+ needs ).*\n",
     re.M,
 )
 

@@ -259,6 +259,7 @@ WORDING = (
     "src/evalnoise/group_text.py",
     "src/evalnoise/attribution/text.py",
     "src/evalnoise/report/judge_text.py",
+    "src/evalnoise/design_text.py",
 )
 
 
@@ -271,6 +272,9 @@ def test_the_numbers_do_not_hash_the_wording():
         assert rules[name].areas == ("analysis",)
     for name in ("summarize", "check"):
         assert rules[name].areas == ("summary",)
+    # the adaptive run's reasons: worded by the rule that writes summary.json, not the checkpoint
+    assert rules["sequential_summary"].areas == ("sequential_summary",)
+    assert "src/evalnoise/stopping_text.py" in area_modules("sequential_summary")
     analysis, summary = set(area_modules("analysis")), set(area_modules("summary"))
     assert not {m for m in analysis if m.startswith("src/evalnoise/report/")}
     assert not analysis & set(WORDING)
@@ -294,6 +298,49 @@ def test_rewording_a_line_reruns_the_summary_not_a_statistic(checkout, module):
     )
     assert provenance.code_version("analysis") == before["analysis"]
     assert provenance.code_version("summary") != before["summary"]
+
+
+#: A sentence of each text module that words a statistic's result: (module, old, new, the
+#: areas that hash it). The decisions' reasons reach summary.txt and the report through
+#: results/sequential/summary.json, which sequential_summary writes; the D study's lines are
+#: printed by the summary and the report alike.
+SENTENCES = (
+    (
+        "src/evalnoise/stopping_text.py",
+        "task limit reached: all",
+        "task cap reached: all",
+        {"sequential_summary"},
+    ),
+    (
+        "src/evalnoise/design_text.py",
+        '"cheapest design to {goal}"',
+        '"least costly design to {goal}"',
+        {"summary", "report"},
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new", "areas"), SENTENCES, ids=[m for m, *_ in SENTENCES]
+)
+def test_rewording_a_reason_changes_only_the_summary_and_report_versions(
+    checkout, module, old, new, areas
+):
+    """A sentence of the stopping decisions' or the D study's words, reworded in a copy of
+    the checkout, changes the code version of the summary (summarize and check; the
+    reasons' own area, sequential_summary, the rule that writes them) and of the report
+    where it prints them, and of no other area: the adaptive checkpoint (sequential_round) and every
+    analysis carry code_version("analysis"), which stays as it was, so none of them reruns."""
+    root = checkout
+    before = {area: provenance.code_version(area) for area in AREAS}
+    path = root / module
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{module}: the sentence to reword is not there once"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    after = {area: provenance.code_version(area) for area in AREAS}
+    assert {area for area in AREAS if after[area] != before[area]} == areas
+    assert after["analysis"] == before["analysis"]
+    assert workflow_rules()["sequential_round"].areas == ("analysis",)
 
 
 #: The judge's model code: the HTTP client, the managed server, the LLM judge. The judge

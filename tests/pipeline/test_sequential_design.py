@@ -31,6 +31,7 @@ from evalnoise.pipeline.sequential import (
 )
 from evalnoise.pipeline.settings import ConfigError, _check_sequential
 from evalnoise.pipeline.shard_plan import parse_range
+from evalnoise.stopping_text import unit_reason
 
 
 def settings(**overrides) -> SequentialSettings:
@@ -153,7 +154,12 @@ def test_a_decision_continues_with_the_planned_block_then_stops_at_the_round_lim
         unit, [trials_of("a@3x", rows)], design, task_rows, settings(max_rounds=3), 2
     )
     assert late["stopped"] and late["status"] == "round_limit"
-    assert "round limit" in late["reason"] and late["decision"]["next_new_tasks"] == 0
+    assert late["decision"]["next_new_tasks"] == 0 and late["decision"]["max_rounds"] == 3
+    # the record holds the numbers, the words are the text module's
+    assert "reason" not in late and "reason" not in late["decision"]
+    words = unit_reason(late)
+    assert words.startswith("round limit: 3 rounds run (sequential.max_rounds); the next ")
+    assert words.endswith(unit_reason(rec))  # what the same data said to run in round 0
 
 
 def test_failed_attempts_are_paid_for():
@@ -175,7 +181,11 @@ def test_a_group_with_nothing_counted_stops_as_no_data_never_as_a_score():
                         {"oom_killed": 8})  # fmt: skip
     rec = decide_unit(Unit("a@1x", (("a", "1x"),)), [empty], {"a@1x": []}, {}, settings(), 0)
     assert rec["stopped"] and rec["status"] == "no_data" and rec["decision"] is None
-    assert "oom_killed 8" in rec["reason"]
+    assert rec["outcomes"] == {"oom_killed": 8} and rec["attempts"] == 8
+    assert unit_reason(rec) == (
+        "a@1x: no trial counted after round 0 (8 attempts; outcomes: oom_killed 8); "
+        "nothing to plan on"
+    )
 
 
 def test_a_trial_outside_the_design_is_an_error():
@@ -230,6 +240,10 @@ def test_summary_and_round_table_from_records():
         [0, "continue", 4],
         [1, "target_met", 0],
     ]
+    assert "reason" not in table  # numbers only, unless the words are asked for
+    worded = round_rows(records, reason=lambda u: u["reason"])
+    assert worded["reason"].tolist() == ["go", "met"]
+    assert summary_record(records, reason=lambda u: u["reason"])["units"][0]["reason"] == "met"
     summary = summary_record(records)
     assert summary["groups"]["a@3x"] == {
         "rounds": 2,

@@ -104,6 +104,9 @@ def test_each_agent_stops_and_the_steady_one_first(run):
         "steady@3x": steady["round"],
     }
     assert (table.loc[table["status"] == "continue", "next_new_tasks"] > 0).all()
+    # the checkpoint's records hold statuses and numbers; the words are the summary's
+    assert table["reason"].notna().all()
+    assert not any("reason" in u for rec in records(ws) for u in rec["units"])
 
 
 def test_the_journals_hold_exactly_the_final_design(run):

@@ -5,7 +5,7 @@ The tests of ``stats/nested.py`` (``nested_components``, ``nested_allocation``),
 engine replaced: the same reference values, now against the judge table's record
 (:func:`evalnoise.pipeline.judging.nested_record`, the G study of task / trial:task with judge
 samples as replicates) and the D study behind ``evalnoise plan --sigma2-judge``
-(:func:`evalnoise.cli.plan.judge_plan`).
+(:func:`evalnoise.stats.judge_sample_plan`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from statsmodels.stats.anova import anova_lm
 
-from evalnoise.cli.plan import judge_plan
 from evalnoise.pipeline.judging import nested_record
-from evalnoise.stats import dstudy, variance_model
+from evalnoise.stats import dstudy, judge_sample_plan, variance_model
 from evalnoise.stats._gmoments import mls_interval
 from evalnoise.stats.planning import allocation_table, cost_allocation
 
@@ -58,9 +57,10 @@ def nested_mean_variance(n, t, k, s_a, s_b, s_e):
 
 
 class _Plan:
-    """judge_plan's result in the shape of the old NestedAllocationResult."""
+    """judge_sample_plan's result in the shape of the old NestedAllocationResult."""
 
-    def __init__(self, res, optimum, per_k):
+    def __init__(self, plan):
+        res = plan.design
         rec = res.recommended
         self.recommended = type("Rec", (), {})()
         self.recommended.n_tasks = rec.sizes["task"]
@@ -69,18 +69,18 @@ class _Plan:
         self.recommended.cost = rec.cost
         self.recommended.variance = rec.variance
         self.recommended.se = rec.se
-        self.trials_opt = optimum["trial"]
-        self.judge_samples_opt = optimum["judge_sample"]
-        self.n_tasks_opt = optimum["task"]
-        self.judge_samples = per_k["value"]
-        self.variance = per_k["variance"]
-        self.variance_ratio = per_k["variance"] / per_k["variance"][0]
+        self.trials_opt = plan.trials_optimum
+        self.judge_samples_opt = plan.judge_samples_optimum
+        self.n_tasks_opt = plan.tasks_optimum
+        self.judge_samples = plan.judge_samples
+        self.variance = plan.variance
+        self.variance_ratio = plan.variance_ratio
         self.warnings = res.warnings
         self.result = res
 
 
 def nested_allocation(budget, s_a, s_b, s_e, **kw):
-    return _Plan(*judge_plan(budget, s_a, s_b, s_e, **kw))
+    return _Plan(judge_sample_plan(budget, s_a, s_b, s_e, **kw))
 
 
 def _normal(rng, a=20, b=5, c=3, s=(0.04, 0.08, 0.05), keep=1.0):

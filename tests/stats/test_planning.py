@@ -468,3 +468,23 @@ def test_plan_from_pilot_floors_a_negative_component_and_needs_two_trials():
         plan_from_pilot(scores, tasks, budget=50.0, cost_per_task=1.0, cost_per_trial=1.0)
     with pytest.raises(ValueError, match="two trials"):
         plan_from_pilot(np.array([1.0, 0.0]), np.array([0, 1]), budget=10.0)
+
+
+def test_the_results_say_when_the_task_pool_binds():
+    # eq. 10: with n·T = B fixed more tasks always win, so a pool below B binds
+    capped = allocation_table(400, 5.0, 1.0, max_tasks=50)
+    assert (capped.recommended.n_tasks, capped.recommended.trials) == (50, 8)
+    assert (capped.tasks_without_cap, capped.pool_bound) == (400, True)
+    loose = allocation_table(400, 5.0, 1.0, max_tasks=1000)
+    assert (loose.recommended.n_tasks, loose.pool_bound) == (400, False)
+    assert allocation_table(400, 5.0, 1.0).pool_bound is False
+    # money: the pool binds exactly when the uncapped optimum has more tasks than exist
+    free = cost_allocation(500.0, 0.1, 0.15, cost_per_task=2.0, cost_per_trial=0.25)
+    n_free = free.recommended.n_tasks
+    assert (free.tasks_without_cap, free.pool_bound) == (n_free, False)
+    for pool in (n_free - 10, n_free, n_free + 10):
+        res = cost_allocation(
+            500.0, 0.1, 0.15, cost_per_task=2.0, cost_per_trial=0.25, max_tasks=pool
+        )
+        assert res.recommended.n_tasks <= pool
+        assert res.tasks_without_cap == n_free and res.pool_bound == (n_free > pool)

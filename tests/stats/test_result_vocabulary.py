@@ -118,6 +118,11 @@ def _instances() -> dict[str, list]:
         "DStudyResult": [stats.dstudy(model, {"task": [8, 16]}, costs=costs)],
         "OptimalDesignResult": [optimal],
         "DesignChoice": [optimal.recommended],
+        "JudgeSamplePlan": [
+            stats.judge_sample_plan(
+                200.0, 0.04, 0.1, 0.05, cost_per_trial=1.0, cost_per_judge_sample=0.2
+            )
+        ],
         "MeanCSResult": [stats.mean_confidence_sequence(SCORES)],
         "ConfidenceSequenceResult": [stats.confidence_sequence(SCORES, TASKS, blocks)],
         "StoppingDecision": [

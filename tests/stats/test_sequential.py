@@ -17,6 +17,7 @@ from evalnoise.stats import (
     paired_confidence_sequence,
     stopping_decision,
 )
+from evalnoise.stopping_text import decision_text
 
 
 def _units(rng, shape, mu, icc, trials):
@@ -317,7 +318,7 @@ def test_stop_when_the_target_is_met():
     y, t, b = _trial_table(rng, 2000, 2, 0.9, 0.9, 100)
     d = _decide(y, t, b, half_width=0.05)
     assert d.stop and d.status == "target_met" and d.action == "stop"
-    assert d.achieved <= 0.05 and "target met" in d.reason
+    assert d.achieved <= 0.05 and "target met" in decision_text(d.to_dict())
     assert d.ci_low <= d.estimate <= d.ci_high
     assert d.next_new_tasks == 0
 
@@ -331,9 +332,9 @@ def test_stop_when_the_budget_is_spent_or_the_tasks_run_out():
     assert not d.stop and d.next_new_tasks == 1 and d.next_block_cost == pytest.approx(3.0)
     d = _decide(y, t, b, budget=spent + 2.9, cost_per_task=2.0, cost_per_trial=0.5)
     assert d.spent == pytest.approx(spent) and d.remaining == pytest.approx(2.9)
-    assert d.stop and d.status == "budget_spent" and "budget spent" in d.reason
+    assert d.stop and d.status == "budget_spent" and "budget spent" in decision_text(d.to_dict())
     d = _decide(y, t, b, max_tasks=40)
-    assert d.stop and d.status == "limit_reached" and "cannot narrow" in d.reason
+    assert d.stop and d.status == "limit_reached" and "cannot narrow" in decision_text(d.to_dict())
     d = _decide(y, t, b, budget=1e6, spent=1e6)
     assert d.stop and d.status == "budget_spent"
 
@@ -347,7 +348,7 @@ def test_more_tasks_when_tasks_cost_nothing_extra():
     assert d.optimal_trials == 0.0 and d.next_trials_per_task == 1
     assert d.next_new_tasks == 10
     assert d.gain_per_cost_task > d.gain_per_cost_trial
-    assert "fewer than the current 4" in d.reason
+    assert "fewer than the current 4" in decision_text(d.to_dict())
 
 
 def test_more_trials_when_tasks_are_expensive_and_trials_are_noisy():
@@ -360,7 +361,7 @@ def test_more_trials_when_tasks_are_expensive_and_trials_are_noisy():
     assert d.action == "more_trials" and d.next_trials_per_task > 2
     assert d.next_trials_per_task in (min(math.floor(t_star), 16), min(math.ceil(t_star), 16))
     assert d.gain_per_cost_trial > d.gain_per_cost_task  # T = 2 < T*
-    assert "keep their entry trials" in d.reason
+    assert "keep their entry trials" in decision_text(d.to_dict())
     assert d.next_block_cost == pytest.approx(10 * (40.0 + d.next_trials_per_task))
     capped = _decide(y, t, b, cost_per_task=40.0, cost_per_trial=1.0, max_trials_per_task=3)
     assert capped.next_trials_per_task == 3
@@ -397,8 +398,8 @@ def test_icc_target_with_no_variation_and_no_task_left_tops_up_and_says_why():
     t = np.repeat(np.arange(24), 2)
     d = _decide(y, t, np.zeros_like(t), target="icc", half_width=None, se=0.1, max_tasks=24)
     assert d.action == "more_trials" and d.next_trials_per_task == 3
-    assert "no task can be added" in d.reason
-    assert "a second trial per task is needed" not in d.reason
+    assert "no task can be added" in decision_text(d.to_dict())
+    assert "a second trial per task is needed" not in decision_text(d.to_dict())
 
 
 def test_difference_target():
@@ -410,7 +411,7 @@ def test_difference_target():
     assert d.estimate == pytest.approx(ya.mean() - yb.mean())
     assert d.n_trials == ya.size + yb.size
     assert d.spent == pytest.approx(ya.size + yb.size)  # c_task = 0, c_trial = 1 per agent
-    assert "difference A − B" in d.reason
+    assert "difference A − B" in decision_text(d.to_dict())
 
 
 @pytest.mark.parametrize(

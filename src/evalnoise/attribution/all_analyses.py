@@ -351,6 +351,7 @@ def attribution_for_trials(
     quantile: str = "normal",
     groups: Sequence[tuple[str, str]] | None = None,
     memory_mb: Mapping[str, float] | pd.Series | None = None,
+    max_tasks: int | None = None,
 ) -> AttributionTables:
     """Every attribution analysis of a trial table, with the checks that could not run.
 
@@ -371,6 +372,8 @@ def attribution_for_trials(
         in the table, sorted); a pair with no rows is skipped.
     memory_mb : each task's declared memory need in MiB (the tasks table's ``memory_mb``),
         used when the trials carry no measured peaks.
+    max_tasks : the task pool, the tasks the benchmark has: no D-study design has more
+        (:func:`evalnoise.facets.noise_record`; None: no cap).
 
     Returns
     -------
@@ -387,7 +390,7 @@ def attribution_for_trials(
     :attr:`AttributionTables.not_run`. A group whose analyses raise (one task, every score
     equal) gets ``{"not_computed": reason}``; the others stand.
     """
-    from evalnoise.attribution import resource_sensitivity
+    from evalnoise.attribution.resource import resource_sensitivity
     from evalnoise.formatting import jsonable
 
     cols = TrialColumns.of(columns)
@@ -398,7 +401,12 @@ def attribution_for_trials(
         pairs = frame[["agent", "resource_profile"]].drop_duplicates()
         groups = sorted(map(tuple, pairs.to_numpy().tolist()))
     groups = [(str(a), str(r)) for a, r in groups]
-    options = {"confidence": confidence, "cluster_se": cluster_se, "quantile": quantile}
+    options = {
+        "confidence": confidence,
+        "cluster_se": cluster_se,
+        "quantile": quantile,
+        "max_tasks": max_tasks,
+    }
 
     summary: dict[str, Any] = {}
     flaky_frames, resource_frames = [], []
@@ -492,7 +500,9 @@ def _group_summary(
 ) -> dict[str, Any]:
     """Policy sensitivity, time effects and flaky tasks of one group (its flaky-task rows
     are appended to ``flaky_frames``)."""
-    from evalnoise.attribution import flaky_tasks, policy_sensitivity, time_effects
+    from evalnoise.attribution.flaky import flaky_tasks
+    from evalnoise.attribution.policy_sensitivity import policy_sensitivity
+    from evalnoise.attribution.time_effects import time_effects
 
     sensitivity = policy_sensitivity(
         rows,
@@ -547,6 +557,7 @@ def _group_summary(
                 costs=costs,
                 target_se=target if target else times.se_clustered / 2,
                 limits=limits,
+                max_tasks=options.get("max_tasks"),
             )
         except ValueError as exc:  # a model the D study cannot use: the rest stands
             noise_note = str(exc)

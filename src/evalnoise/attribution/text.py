@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from evalnoise.design_text import choice_text, facet_count
+
 __all__ = [
     "attribution_lines",
     "infra_components_text",
@@ -80,7 +82,9 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
     where = (
         # the same words as the report's share line when the model kept no infra term
         f"{' + '.join(a['infra_components']) or 'no infrastructure component'}; "
-        f"{a['time_blocks']} time blocks, {a['hosts']} host{'s' if a['hosts'] != 1 else ''}"
+        f"{facet_count('time_block', a['time_blocks'])}"
+        # a table with no host column has no host count to give
+        + (f", {facet_count('host', a['hosts'])}" if a["hosts"] else "")
     )
     decisions = infra_components_text(a)
     test = (
@@ -160,20 +164,8 @@ def noise_lines(noise: Mapping[str, Any] | None) -> list[str]:
             + ", ".join(f"{p['change'].replace(' ×2', '')} → {_f(p['se'], '.3f')}" for p in doubled)
         )
     cheapest = d.get("cheapest")
-    if cheapest and cheapest.get("design"):
-        design = dict(cheapest["design"])
-        tasks, trials = design.pop("task", None), design.pop("replicates", None)
-        others = ", ".join(f"{v} {k}{'s' if v != 1 else ''}" for k, v in design.items())
-        lines.append(
-            f"  cheapest design to SE {_f(cheapest['target_se'], '.3f')}: {tasks} tasks × "
-            f"{trials} trial{'s' if trials != 1 else ''} per task"
-            + (f" ({others}, as ran)" if others else "")
-            + f": SE {_f(cheapest['se'], '.3f')}, {_f(cheapest['cost'], '.4g')} trials"
-        )
-    elif cheapest:
-        lines.append(
-            f"  no design within the searched sizes reaches SE {_f(cheapest['target_se'], '.3f')}"
-        )
+    if cheapest:
+        lines.append("  " + choice_text(cheapest, as_ran=True, cost_unit="trials"))
     return lines
 
 

@@ -91,6 +91,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--target-se", type=float, metavar="S", help="the SE the cheapest design must reach"
     )
     p.add_argument(
+        "--max-tasks",
+        type=int,
+        metavar="N",
+        help="tasks the benchmark has: no D-study design (the attribution's, --facets') has "
+        "more, and one a target needs more for says so (default: the tasks of the table)",
+    )
+    p.add_argument(
         "--max-failure-rate",
         type=float,
         default=0.5,
@@ -193,7 +200,18 @@ def attribution_of(source: pd.DataFrame, columns: Columns, status: str, args: An
         confidence=args.confidence,
         cluster_se=args.cluster_se,
         quantile=args.quantile,
+        max_tasks=task_pool(source, columns, args),
     )
+
+
+def task_pool(source: pd.DataFrame, columns: Columns, args: Any) -> int:
+    """The tasks that exist, which no D-study design may exceed: ``--max-tasks``, else the
+    tasks the table has."""
+    if args.max_tasks is not None:
+        if args.max_tasks < 1:
+            raise InputError(f"--max-tasks must be a positive integer, got {args.max_tasks}")
+        return int(args.max_tasks)
+    return int(source[columns.task].nunique())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -361,6 +379,7 @@ def _facets(raw: pd.DataFrame, columns: Columns, args: Any) -> tuple[pd.DataFram
         confidence=args.confidence,
         costs=parse_costs(args.facet_costs),
         target_se=args.target_se,
+        max_tasks=task_pool(raw, columns, args),
     )
     standard = frame[["group", "task", "score"]].copy()
     standard["trial"] = standard.groupby(["group", "task"]).cumcount().astype(str)
@@ -368,6 +387,7 @@ def _facets(raw: pd.DataFrame, columns: Columns, args: Any) -> tuple[pd.DataFram
 
 
 def _print_facets(facet_out: dict, confidence: float) -> None:
+    from evalnoise.design_text import choice_text
     from evalnoise.formatting import fmt, table
     from evalnoise.trial_table import shown_group
 
@@ -393,3 +413,6 @@ def _print_facets(facet_out: dict, confidence: float) -> None:
             f"{confidence:.0%} CI [{fmt(te['ci_low'])}, {fmt(te['ci_high'])}]) vs "
             f"task-clustered SE {fmt(te['se_clustered'], '.4f')}"
         )
+        cheapest = rec["dstudy"].get("cheapest")
+        if cheapest:
+            print(choice_text(cheapest))

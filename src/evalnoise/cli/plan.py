@@ -9,7 +9,10 @@ Four modes:
 * the same with ``--cost-per-task`` / ``--cost-per-trial``: B is money (Cochran 1977, §10.6);
 * ``--from PILOT --budget B [costs]``: the variance components (and, with
   ``--price-per-container-second`` or ``--cost-column``, the cost of a trial) come from a
-  pilot's trial table, one plan per group.
+  pilot's trial table, one plan per group (:mod:`evalnoise.cli.plan_pilot`).
+
+This module reads the flags and says which mode runs; the budgets' records and text are
+:mod:`evalnoise.cli.plan_budgets`'s, the plans the package's.
 """
 
 from __future__ import annotations
@@ -17,26 +20,23 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from evalnoise.cli._columns import add_column_options, announce, resolved_columns
-from evalnoise.errors import InputError
-from evalnoise.formatting import dumps, fmt, table
-from evalnoise.stats import (
-    allocation_table,
-    cost_allocation,
-    icc_oneway,
-    tasks_for_icc_precision,
+from evalnoise.cli._columns import add_column_options
+from evalnoise.cli.plan_budgets import (
+    DRIVER_PRICES,
+    driver_prices,
+    fixed_trial_cost,
+    money_mode,
+    money_plan,
+    print_money,
+    run_runs,
 )
-from evalnoise.trial_table import read_any, validate_trials
+from evalnoise.cli.plan_pilot import run_pilot, run_pilot_facets
+from evalnoise.errors import InputError
+from evalnoise.formatting import dumps, table
+from evalnoise.stats import tasks_for_icc_precision
 
 HELP = "plan an evaluation: tasks needed for a precise ICC, or a budget's best allocation"
-
-# Rows shown of a money budget's frontier: every T up to this, then roughly doubling steps.
-_SHOW_ALL_TRIALS_UP_TO = 10
 
 
 def _number(text: str) -> int | float:
@@ -74,7 +74,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     budget.add_argument("--budget", type=_number, metavar="B", help="total runs, or money")
     budget.add_argument("--sigma2-between", type=float, metavar="X", help="σ²_between")
     budget.add_argument("--sigma2-within", type=float, metavar="Y", help="σ²_within")
-    budget.add_argument("--max-tasks", type=int, metavar="N", help="tasks available")
+    budget.add_argument(
+        "--max-tasks",
+        type=int,
+        metavar="N",
+        help="tasks the benchmark has (the task pool): no plan, --facets' included, has more, "
+        "and a plan the pool caps says so",
+    )
     budget.add_argument(
         "--max-trials", type=int, metavar="K", help="most trials per task (money budgets)"
     )
@@ -107,7 +113,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="the pilot's column of container seconds per trial (default: %(default)s)",
     )
-    for flag, column, what in _DRIVER_PRICES:
+    for flag, column, what in DRIVER_PRICES:
         costs.add_argument(
             flag,
             type=float,
@@ -166,30 +172,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _driver_prices(args: argparse.Namespace) -> list[tuple[str, str, str, float | None]]:
-    """(flag, column, what, price given or None) of every per-driver price flag."""
-    return [
-        (flag, column, what, getattr(args, flag.lstrip("-").replace("-", "_")))
-        for flag, column, what in _DRIVER_PRICES
-    ]
-
-
-def _money_mode(args: argparse.Namespace) -> bool:
-    return any(
-        v is not None
-        for v in (
-            args.cost_per_task,
-            args.cost_per_trial,
-            args.price_per_container_second,
-            args.cost_column,
-            *(price for *_, price in _driver_prices(args)),
-        )
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     if args.facets is not None:
-        return _run_pilot_facets(args)
+        return run_pilot_facets(args)
     if args.facet_costs is not None or args.target_se is not None:
         raise InputError("--facet-costs and --target-se plan with --from PILOT --facets")
     if args.from_path is not None:
@@ -200,11 +185,11 @@ def run(args: argparse.Namespace) -> int:
                 "--from estimates σ²_between and σ²_within from the pilot: drop "
                 "--sigma2-between/--sigma2-within"
             )
-        return _run_pilot(args)
+        return run_pilot(args)
     if (
         args.price_per_container_second is not None
         or args.cost_column is not None
-        or any(price is not None for *_, price in _driver_prices(args))
+        or any(price is not None for *_, price in driver_prices(args))
     ):
         raise InputError(
             "--price-per-container-second, the token and judge-call prices and --cost-column "
@@ -216,15 +201,15 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--budget needs --sigma2-between and --sigma2-within (or --from)")
         if args.sigma2_judge is not None:
             return _run_judge_plan(args)
-        if _money_mode(args):
-            c_trial = _fixed_trial_cost(args)
-            out = _money_plan(args, args.sigma2_between, args.sigma2_within, c_trial)
+        if money_mode(args):
+            c_trial = fixed_trial_cost(args)
+            out = money_plan(args, args.sigma2_between, args.sigma2_within, c_trial)
             if args.json:
                 print(dumps(out))
             else:
-                _print_money(out)
+                print_money(out)
             return 0
-        return _run_runs(args, args.sigma2_between, args.sigma2_within)
+        return run_runs(args, args.sigma2_between, args.sigma2_within)
     if args.icc is None or args.trials is None or (args.ci_width is None and args.se is None):
         raise InputError(
             "give either --icc R --trials K with --ci-width W or --se S, "
@@ -246,352 +231,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- budgets in runs (paper eq. 9–10) ---------------------------------------------------------
-
-
-def _runs_plan(args: argparse.Namespace, s2b: float, s2w: float) -> dict[str, Any]:
-    if not isinstance(args.budget, int):
-        raise InputError(
-            f"--budget {args.budget} counts runs and must be a whole number; for a budget in "
-            "money give --cost-per-trial (and --cost-per-task)"
-        )
-    if args.max_trials is not None:
-        raise InputError("--max-trials applies to budgets in money (give --cost-per-trial)")
-    res = allocation_table(args.budget, s2b, s2w, max_tasks=args.max_tasks)
-    allocations = [
-        {"n_tasks": int(n), "trials": int(t), "variance": float(v), "se": float(s)}
-        for n, t, v, s in zip(res.n_tasks, res.trials, res.variance, res.se, strict=True)
-    ]
-    rec = {
-        "n_tasks": int(res.recommended.n_tasks),
-        "trials": int(res.recommended.trials),
-        "se": float(res.recommended.se),
-    }
-    return {"allocations": allocations, "recommended": rec}
-
-
-def _print_runs(out: dict[str, Any]) -> None:
-    print(
-        table(
-            [[a["n_tasks"], a["trials"], fmt(a["se"], ".4f")] for a in out["allocations"]],
-            ["tasks", "trials", "SE(accuracy)"],
-        )
-    )
-    rec = out["recommended"]
-    print(f"\nrecommended: {rec['n_tasks']} tasks × {rec['trials']} trials (SE {rec['se']:.4f})")
-
-
-def _run_runs(args: argparse.Namespace, s2b: float, s2w: float) -> int:
-    out = _runs_plan(args, s2b, s2w)
-    if args.json:
-        print(dumps(out))
-    else:
-        _print_runs(out)
-    return 0
-
-
-# --- budgets in money (Cochran 1977, §10.6) ---------------------------------------------------
-
-
-def _fixed_trial_cost(args: argparse.Namespace) -> float:
-    if args.cost_per_trial is None:
-        raise InputError(
-            "a budget in money needs the cost of a trial: --cost-per-trial, or --from PILOT "
-            "with --price-per-container-second or --cost-column"
-        )
-    return float(args.cost_per_trial)
-
-
-def _shown_rows(trials: np.ndarray, best: int) -> np.ndarray:
-    """Indices of the frontier rows worth printing: small T, doubling steps, the optimum."""
-    t = trials.astype(np.int64)
-    # Past the small ones, T on a roughly geometric grid: 12, 16, 24, 32, 48, 64, …
-    odd = t // (t & -t)  # t without its factors of 2
-    show = (t <= _SHOW_ALL_TRIALS_UP_TO) | (odd == 1) | (odd == 3)
-    show[best] = True
-    show[np.argmax(trials)] = show[np.argmin(trials)] = True
-    return np.flatnonzero(show)
-
-
-def _money_plan(args: argparse.Namespace, s2b: float, s2w: float, c_trial: float) -> dict:
-    c_task = 0.0 if args.cost_per_task is None else float(args.cost_per_task)
-    try:
-        res = cost_allocation(
-            args.budget,
-            s2b,
-            s2w,
-            cost_per_task=c_task,
-            cost_per_trial=c_trial,
-            max_tasks=args.max_tasks,
-            max_trials=args.max_trials,
-        )
-    except ValueError as exc:
-        raise InputError(str(exc)) from exc
-    rec = res.recommended
-    best = int(np.flatnonzero((res.n_tasks == rec.n_tasks) & (res.trials == rec.trials))[0])
-    rows = _shown_rows(res.trials, best)
-    allocations = [
-        {
-            "n_tasks": int(res.n_tasks[i]),
-            "trials": int(res.trials[i]),
-            "cost": float(res.cost[i]),
-            "variance": float(res.variance[i]),
-            "se": float(res.se[i]),
-        }
-        for i in rows
-    ]
-    return {
-        "budget": float(res.budget),
-        "cost_per_task": res.cost_per_task,
-        "cost_per_trial": res.cost_per_trial,
-        "sigma2_between": res.sigma2_between,
-        "sigma2_within": res.sigma2_within,
-        "optimum": {
-            "trials": res.trials_exact,
-            "n_tasks": res.n_tasks_exact,
-            "se": math.sqrt(res.variance_exact),
-        },
-        "n_candidates": int(res.n_tasks.size),
-        "allocations": allocations,
-        "recommended": {
-            "n_tasks": rec.n_tasks,
-            "trials": rec.trials,
-            "cost": rec.cost,
-            "se": rec.se,
-        },
-    }
-
-
-def _print_money(out: dict[str, Any]) -> None:
-    if out.get("cost_per_trial_derivation"):
-        print(out["cost_per_trial_derivation"])
-    shown = out["allocations"]
-    print(
-        table(
-            [
-                [a["n_tasks"], a["trials"], fmt(a["cost"], ",.2f"), fmt(a["se"], ".4f")]
-                for a in shown
-            ],
-            ["tasks", "trials", "cost", "SE(accuracy)"],
-        )
-    )
-    rec, opt = out["recommended"], out["optimum"]
-    more = out["n_candidates"] - len(shown)
-    if more > 0:
-        print(f"({more} more allocations on the frontier not shown)")
-    t_star = opt["trials"]
-    if not math.isfinite(t_star):
-        star = "T* is unbounded (σ²_between = 0)"
-    else:
-        star = f"T* = sqrt(c_task/c_trial · σ²_w/σ²_b) = {t_star:.3g} trials per task"
-        if t_star < 1:
-            star += " (below 1: one trial per task, as many tasks as the budget buys)"
-    print(
-        f"\nrecommended: {rec['n_tasks']} tasks × {rec['trials']} trials, cost "
-        f"{rec['cost']:,.2f} of {out['budget']:,.2f} (SE {rec['se']:.4f}; "
-        f"95% CI ± {1.959964 * rec['se']:.4f})"
-    )
-    print(f"continuous optimum (Cochran 1977, §10.6): {star}, SE {opt['se']:.4f}")
-
-
-# --- from a pilot -----------------------------------------------------------------------------
-
-#: Per-driver prices read off a pilot's trial table (the cost drivers every trial records,
-#: evalnoise.costs): flag, column, what one unit of the price buys. Token prices are per
-#: million tokens, as providers quote them.
-_DRIVER_PRICES = (
-    ("--price-per-million-prompt-tokens", "prompt_tokens", "one million prompt tokens"),
-    ("--price-per-million-completion-tokens", "completion_tokens", "one million completion tokens"),
-    ("--price-per-judge-call", "judge_calls", "one call to the LLM judge"),
-)
-
-
-def _mean_column(raw: pd.DataFrame, column: str, path: str, what: str) -> tuple[float, int]:
-    if column not in raw.columns:
-        have = ", ".join(map(str, raw.columns[:12]))
-        raise InputError(
-            f"no such column for {what} (the file has: {have})", path=path, column=column
-        )
-    values = pd.to_numeric(raw[column], errors="coerce")
-    bad = values.isna() & raw[column].notna()
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise InputError(
-            f"{what} {raw[column].iloc[i]!r} is not a number", path=path, row=i + 1, column=column
-        )
-    v = values.dropna().to_numpy(dtype=float)
-    if v.size == 0:
-        raise InputError(f"no {what} in the column", path=path, column=column)
-    if not np.all(np.isfinite(v)) or v.min() < 0:
-        raise InputError(f"{what} must be finite and >= 0", path=path, column=column)
-    return float(v.mean()), int(v.size)
-
-
-def _trial_cost(args: argparse.Namespace, raw: pd.DataFrame, path: str) -> tuple[float, str]:
-    """The per-trial cost and how it was derived, from the flags and the group's rows."""
-    parts: list[str] = []
-    total = 0.0
-    if args.cost_per_trial is not None:
-        total += float(args.cost_per_trial)
-        parts.append(f"{args.cost_per_trial:g} per trial (--cost-per-trial)")
-    if args.price_per_container_second is not None:
-        price = float(args.price_per_container_second)
-        if not (math.isfinite(price) and price >= 0):
-            raise InputError("--price-per-container-second must be a number >= 0")
-        secs, n = _mean_column(raw, args.duration_column, path, "container seconds")
-        total += secs * price
-        parts.append(
-            f"{secs:,.1f} s mean container time ({args.duration_column}, {n} trials) × "
-            f"{price:g} per container-second = {secs * price:.4g}"
-        )
-    for flag, column, what, price in _driver_prices(args):
-        if price is None:
-            continue
-        if not (math.isfinite(price) and price >= 0):
-            raise InputError(f"{flag} must be a number >= 0")
-        per_unit = price / 1e6 if "million" in flag else price
-        mean, n = _mean_column(raw, column, path, column.replace("_", " "))
-        total += mean * per_unit
-        unreported = len(raw) - n
-        parts.append(
-            f"{mean:,.4g} mean {column} ({n} trials"
-            + (f"; {unreported} did not report it, left out of the mean" if unreported else "")
-            + f") × {price:g} per {what.removeprefix('one ')} = {mean * per_unit:.4g}"
-        )
-    if args.cost_column is not None:
-        money, n = _mean_column(raw, args.cost_column, path, "cost per trial")
-        total += money
-        parts.append(f"{money:.4g} mean of {args.cost_column} ({n} trials)")
-    if not parts:
-        raise InputError(
-            "a budget in money needs the cost of a trial: --cost-per-trial, "
-            "--price-per-container-second, a token or judge-call price, or --cost-column"
-        )
-    if not total > 0:
-        raise InputError(f"the cost of a trial came to {total:g}; it must be > 0")
-    return total, f"cost per trial {total:.4g} = " + " + ".join(parts)
-
-
-def _run_pilot(args: argparse.Namespace) -> int:
-    path = str(args.from_path)
-    raw = read_any(path)
-    # the roles a file stores (evalnoise import: the group column among them) as analyze
-    # reads them, so a multi-agent table plans per agent, each plan named
-    columns, used = resolved_columns(raw, args, path=path)
-    trials = validate_trials(raw, columns, path=path)
-    announce("plan", used)
-    money = _money_mode(args)
-    plans = []
-    for group, rows in trials.groupby("group", sort=False):
-        res = icc_oneway(rows["score"].to_numpy(), rows["task"].to_numpy())
-        s2b_raw, s2w = float(res.sigma2_between), float(res.sigma2_within)
-        if not (math.isfinite(s2b_raw) and math.isfinite(s2w)):
-            raise InputError(
-                f"group {group!r}: the pilot cannot estimate both variance components (it "
-                "needs at least two tasks and two trials of some task)",
-                path=path,
-            )
-        pilot = {
-            "n_tasks": res.n_tasks,
-            "n_obs": res.n_obs,
-            "sigma2_between": s2b_raw,
-            "sigma2_within": s2w,
-            "icc": float(res.icc),
-        }
-        notes = []
-        s2b = s2b_raw
-        if s2b < 0:
-            notes.append(f"σ²_between is negative in the pilot ({s2b:.4g}); planned as 0")
-            s2b = 0.0
-        if res.n_tasks < 10:
-            notes.append(f"only {res.n_tasks} pilot tasks: σ²_between is rough")
-        plan: dict[str, Any] = {"group": group, "pilot": pilot, "warnings": notes}
-        if money:
-            # validate_trials keeps the file's rows in order, so positions match the raw table.
-            c_trial, derivation = _trial_cost(args, raw.iloc[rows.index], path)
-            plan["cost_per_trial_derivation"] = derivation
-            plan.update(_money_plan(args, s2b, s2w, c_trial))
-        else:
-            plan.update(_runs_plan(args, s2b, s2w))
-        plans.append(plan)
-    if args.json:
-        print(dumps({"plans": plans}))
-        return 0
-    for i, plan in enumerate(plans):
-        if i:
-            print()
-        pl = plan["pilot"]
-        head = f"group {plan['group']}: " if columns.group else ""
-        print(
-            f"{head}pilot of {pl['n_tasks']} tasks, {pl['n_obs']} trials: σ²_between = "
-            f"{pl['sigma2_between']:.4g}, σ²_within = {pl['sigma2_within']:.4g}, "
-            f"ICC = {fmt(pl['icc'])}"
-        )
-        for note in plan["warnings"]:
-            print(f"warning: {note}")
-        if money:
-            _print_money(plan)
-        else:
-            _print_runs(plan)
-    return 0
-
-
 # --- tasks × trials × judge samples (the nested design) ----------------------------------
-
-
-def judge_plan(
-    budget: float,
-    sigma2_task: float,
-    sigma2_trial: float,
-    sigma2_judge: float,
-    *,
-    cost_per_trial: float,
-    cost_per_judge_sample: float,
-    cost_per_task: float = 0.0,
-    max_tasks: int | None = None,
-    max_trials: int | None = None,
-    max_judge_samples: int | None = None,
-) -> tuple[Any, dict[str, float], dict[str, np.ndarray]]:
-    """The D study of tasks × trials × judge samples within a budget.
-
-    The design task / trial:task with judge samples as replicates
-    (:func:`evalnoise.stats.variance_model`), Var(μ̂) = σ²_task/n + σ²_trial/(nT) +
-    σ²_judge/(nTK) at cost n·c_task + nT·c_trial + nTK·c_judge
-    (:func:`evalnoise.stats.best_design`: T up to 4096 and K up to 64 unless capped, n the
-    most the budget buys), the continuous optimum (:func:`evalnoise.stats.nested_optimum`,
-    Cochran 1977 ch. 10) and the best design for each K. Returns (result, optimum, per-K).
-    """
-    from evalnoise.stats import best_design, nested_optimum, variance_model
-
-    model = variance_model(
-        ["task", "trial:task"],
-        {"task": sigma2_task, "trial:task": sigma2_trial, "residual": sigma2_judge},
-        replicate="judge_sample",
-    )
-    if not cost_per_trial > 0:
-        raise ValueError(f"cost_per_trial must be > 0, got {cost_per_trial!r}")
-    costs = {"task": cost_per_task, "trial": cost_per_trial, "judge_sample": cost_per_judge_sample}
-    limits: dict[str, int] = {}
-    caps = {"trial": 4096, "judge_sample": 64}
-    if max_trials is not None:
-        limits["trial"] = max_trials
-    if max_judge_samples is not None:
-        limits["judge_sample"] = max_judge_samples
-    res = best_design(
-        model, budget, costs, free="task", limits=limits, max_free=max_tasks, default_cap=caps
-    )
-    if res.recommended is None:
-        raise ValueError(f"budget {budget:g} cannot buy one task × one trial × one judge sample")
-    return res, nested_optimum(model, costs, budget), res.best_by("judge_sample")
 
 
 def _run_judge_plan(args: argparse.Namespace) -> int:
     """Var(μ̂) = σ²_task/n + σ²_trial/(nT) + σ²_judge/(nTK) under n·c_task + nT·c_trial +
-    nTK·c_judge ≤ B (:func:`judge_plan`, the D study of the G-study engine); σ²_between and
-    σ²_within stand for σ²_task and σ²_trial."""
+    nTK·c_judge ≤ B (:func:`evalnoise.stats.judge_sample_plan`); σ²_between and σ²_within
+    stand for σ²_task and σ²_trial."""
+    from evalnoise.stats import judge_sample_plan
+
     c_trial = args.cost_per_trial if args.cost_per_trial is not None else 1.0
     try:
-        res, optimum, per_k = judge_plan(
+        plan = judge_sample_plan(
             args.budget,
             args.sigma2_between,
             args.sigma2_within,
@@ -604,8 +255,7 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise InputError(str(exc)) from exc
-    base = per_k["variance"][0]
-    ratio = per_k["variance"] / base if base > 0 else np.full(per_k["variance"].size, np.nan)
+    res = plan.design
     rows = [
         {
             "judge_samples": int(k),
@@ -616,15 +266,16 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
             "variance_ratio": float(r),
         }
         for k, n, t, c, e, r in zip(
-            per_k["value"],
-            per_k["n_free"],
-            per_k["trial"],
-            per_k["cost"],
-            per_k["se"],
-            ratio,
+            plan.judge_samples,
+            plan.n_tasks,
+            plan.trials,
+            plan.cost,
+            plan.se,
+            plan.variance_ratio,
             strict=True,
         )
     ]
+    optimum = {"trial": plan.trials_optimum, "judge_sample": plan.judge_samples_optimum}
     rec = res.recommended
     n_tasks, trials, samples = rec.sizes["task"], rec.sizes["trial"], rec.replicates
     out = {
@@ -638,6 +289,9 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         "trials_opt": float(optimum["trial"]),
         "judge_samples_opt": float(optimum["judge_sample"]),
         "by_judge_samples": rows,
+        "max_tasks": res.max_free,
+        "tasks_without_cap": res.free_needed,
+        "pool_bound": res.status == "pool_bound",
         "warnings": list(res.warnings),
     }
     if args.json:
@@ -649,6 +303,12 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
         f"(continuous optimum T* = {optimum['trial']:.3g}, K* = {optimum['judge_sample']:.3g}; "
         "Cochran 1977, ch. 10)"
     )
+    if out["pool_bound"]:
+        buys = out["tasks_without_cap"] or "more"
+        print(
+            f"the task pool is the limiting cap: the budget would buy {buys} tasks, "
+            f"{res.max_free} exist (--max-tasks)"
+        )
     print(
         table(
             [
@@ -667,72 +327,4 @@ def _run_judge_plan(args: argparse.Namespace) -> int:
     )
     for warning in res.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return 0
-
-
-# --- every facet of a pilot (the G study and its D study) -------------------------------------
-
-
-def _run_pilot_facets(args: argparse.Namespace) -> int:
-    """Per group of the pilot: its G study over the task and ``--facets``
-    (:func:`evalnoise.facets.facet_records`) and the D study's design for ``--budget`` (least
-    SE) or ``--target-se`` (least cost), with ``--facet-costs``."""
-    from evalnoise.cli._columns import resolved_columns
-    from evalnoise.facets import facet_frame, facet_records, parse_costs, parse_facet_specs
-
-    if args.from_path is None:
-        raise InputError("--facets plans from a pilot: give --from PILOT")
-    if (args.budget is None) == (args.target_se is None):
-        raise InputError("--facets plans for one goal: give --budget B or --target-se S")
-    if args.target_se is not None and not args.target_se > 0:
-        raise InputError("--target-se must be > 0")
-    path = str(args.from_path)
-    raw = read_any(path)
-    columns, _ = resolved_columns(raw, args, path=path)
-    specs = parse_facet_specs(args.facets)
-    frame = facet_frame(
-        raw, task=columns.task, score=columns.score, group=columns.group, specs=specs, path=path
-    )
-    costs = parse_costs(args.facet_costs) or {"trial": 1.0}
-    records = facet_records(
-        frame,
-        task=columns.task,
-        specs=specs,
-        costs=costs,
-        target_se=args.target_se,
-        budget=None if args.budget is None else float(args.budget),
-    )
-    plans = [{"group": g, **rec} for g, rec in records.items()]
-    if args.json:
-        print(dumps({"plans": plans}))
-        return 0
-    for i, plan in enumerate(plans):
-        if i:
-            print()
-        head = f"group {plan['group']}: " if args.group else ""
-        if plan["gstudy"] is None:
-            print(f"{head}no G study ({plan['not_computed']})")
-            continue
-        g, d = plan["gstudy"], plan["dstudy"]
-        te = d["total_error"]
-        comps = ", ".join(
-            f"{c['component']} {fmt(c['sigma2'], '.3g')}"
-            + ("" if c["detected"] else " (not detected)")
-            for c in g["components"]
-        )
-        print(f"{head}pilot G study of {g['design']} ({g['n_obs']} scores): σ² {comps}")
-        print(f"total-error SE as ran {te['se']:.4f} (task-clustered {fmt(te['se_clustered'])})")
-        choice = d.get("best") or d.get("cheapest")
-        if choice is None or choice["design"] is None:
-            print("no design qualifies: " + "; ".join(choice["warnings"] if choice else []))
-            continue
-        sizes = " × ".join(f"{v} {k}" for k, v in choice["design"].items())
-        goal = (
-            f"the least SE for {choice['budget']:g}"
-            if choice["goal"] == "budget"
-            else f"the cheapest design with SE ≤ {choice['target_se']:g}"
-        )
-        print(f"{goal}: {sizes}, SE {choice['se']:.4f}, cost {choice['cost']:g}")
-        for warning in choice["warnings"]:
-            print(f"warning: {warning}", file=sys.stderr)
     return 0

@@ -33,12 +33,17 @@ def attribution_tables(
     policy: Mapping[str, Any],
     options: Mapping[str, Any],
     groups: Sequence[tuple[str, str]],
+    task_pool: int | None = None,
+    imported: bool = False,
 ) -> dict[str, Any]:
     """``{"summary": {...per group...}, "resource": DataFrame, "flaky": DataFrame}``.
 
     ``groups`` are the run's (agent, resource profile) pairs; ``options`` its ``analysis``
     section; ``policy`` the infra policy; ``tasks`` the tasks table (its ``memory_mb`` is
-    each task's declared memory need, used when no peak was measured).
+    each task's declared memory need, used when no peak was measured). The D study's
+    designs stay within the task pool: ``task_pool`` (the benchmark's tasks, a Harbor set or
+    a file), or for an ``imported`` table the tasks it has (the tasks table's rows); none
+    for the generated benchmark, which has as many as asked for.
     """
     from evalnoise.attribution.all_analyses import attribution_for_trials
 
@@ -53,5 +58,6 @@ def attribution_tables(
         quantile=options["quantile"],
         groups=groups,
         memory_mb=memory,
+        max_tasks=task_pool if task_pool is not None else len(tasks) if imported else None,
     )
     return {"summary": dict(out.summary), "resource": out.resource, "flaky": out.flaky}

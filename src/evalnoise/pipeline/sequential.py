@@ -23,15 +23,18 @@ Ramdas 2024, Theorem 3): the interval reported at the data-dependent stop still 
 the stated confidence, however many rounds were checked.
 
 The round record (``results/sequential/round-NNN.json``) holds the design each group ran,
-every unit's decision with the numbers behind it, and the design of the next round; the
-last record (every unit stopped) gives the shards the statistics read.
+every unit's decision (its status and the numbers behind it), and the design of the next
+round; the last record (every unit stopped) gives the shards the statistics read. The
+decisions' words (:mod:`evalnoise.stopping_text`) are written by ``sequential_summary``
+into ``summary.json`` and ``rounds.csv``, not by the checkpoint: a rewording reruns no
+decision.
 
 Everything here is pure (no file I/O): the rule scripts read and write the records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -316,26 +319,23 @@ def decide_unit(
     trials topped up later count for the variance components only. The money
     spent is c_task · (tasks attempted) + c_trial · (attempts), failed attempts included.
     The decision is :func:`evalnoise.stats.stopping_decision`'s, with one more stop: the round
-    limit (``max_rounds``). A unit whose group counted no trial at all stops with status
-    ``no_data`` — a failure is never planned on as if it were a score.
+    limit (``max_rounds``, status ``round_limit``; ``would_have_been`` keeps what the
+    decision planned). A unit whose group counted no trial at all stops with status
+    ``no_data`` (with the group, its attempts and outcome counts) — a failure is never
+    planned on as if it were a score. The record holds statuses and numbers; its words are
+    :func:`evalnoise.stopping_text.unit_reason`'s, written by the summary.
     """
     from evalnoise.stats.stopping import AgentTrials, stopping_decision
 
     labels = [group_label(a, r) for a, r in unit.groups]
     record: dict[str, Any] = {"unit": unit.label, "groups": labels, "round": round_}
     if not unit.decides:
-        return record | _stopped(
-            "not_compared",
-            "not one of the compared agents: ran the first round only",
-        )
+        return record | _stopped("not_compared")
     empty = [g for g in trials if g.frame.empty]
     if empty:
         g = empty[0]
-        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(g.statuses.items())) or "none"
         return record | _stopped(
-            "no_data",
-            f"{g.label}: no trial counted after round {round_} ({g.attempts} attempts; "
-            f"outcomes: {outcomes}); nothing to plan on",
+            "no_data", group=g.label, attempts=g.attempts, outcomes=dict(g.statuses)
         )
     agent_trials = []
     for g in trials:
@@ -369,12 +369,14 @@ def decide_unit(
         raise ValueError(f"{unit.label}, round {round_}: {error}") from None
     fields = decision.to_dict()  # NaN → None, tuples → lists: as written
     if not decision.stop and round_ + 1 >= settings.max_rounds:
+        planned = ("action", "next_new_tasks", "next_trials_per_task", "next_block_cost")
         fields |= {
             "stop": True,
             "status": "round_limit",
             "action": "stop",
-            "reason": f"round limit: {settings.max_rounds} rounds run (sequential.max_rounds); "
-            f"the next would have been: {decision.reason}",
+            "max_rounds": settings.max_rounds,
+            # what the decision would have run: its words are the round limit's reason
+            "would_have_been": {k: fields[k] for k in planned},
             "next_new_tasks": 0,
             "next_trials_per_task": 0,
             "next_block_cost": 0.0,
@@ -382,13 +384,14 @@ def decide_unit(
     return record | {
         "stopped": bool(fields["stop"]),
         "status": fields["status"],
-        "reason": fields["reason"],
         "decision": fields,
     }
 
 
-def _stopped(status: str, reason: str) -> dict[str, Any]:
-    return {"stopped": True, "status": status, "reason": reason, "decision": None}
+def _stopped(status: str, **numbers: Any) -> dict[str, Any]:
+    """A stop of the pipeline's own (``not_compared``, ``no_data``), with the numbers its
+    words (:func:`evalnoise.stopping_text.unit_reason`) need."""
+    return {"stopped": True, "status": status, "decision": None, **numbers}
 
 
 #: The decision's numbers that rounds.csv and summary.json carry (StoppingDecision fields).
@@ -413,13 +416,17 @@ ROUND_COLUMNS = (
     *DECISION_FIELDS,
     "next_new_tasks",
     "next_trials_per_task",
-    "reason",
 )
 
 
-def round_rows(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+def round_rows(
+    records: Iterable[Mapping[str, Any]],
+    reason: Callable[[Mapping[str, Any]], str] | None = None,
+) -> pd.DataFrame:
     """The round records as one table (ROUND_COLUMNS): each unit's decision in each round it
-    was decided in (a stopped unit's decision is carried, not repeated)."""
+    was decided in (a stopped unit's decision is carried, not repeated); with ``reason``
+    (a unit record's words, :func:`evalnoise.stopping_text.unit_reason`) a last column
+    ``reason``."""
     import pandas as pd  # the checkpoint's, not the DAG build's (settings only need numpy)
 
     rows = []
@@ -438,16 +445,20 @@ def round_rows(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                     **{k: d.get(k) for k in DECISION_FIELDS},
                     "next_new_tasks": d.get("next_new_tasks", 0),
                     "next_trials_per_task": d.get("next_trials_per_task", 0),
-                    "reason": u["reason"],
+                    **({} if reason is None else {"reason": reason(u)}),
                 }
             )
-    return pd.DataFrame(rows, columns=list(ROUND_COLUMNS))
+    return pd.DataFrame(rows, columns=[*ROUND_COLUMNS, *([] if reason is None else ["reason"])])
 
 
-def summary_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """What the report says about an adaptive run: per unit, why and after which round it
+def summary_record(
+    records: Sequence[Mapping[str, Any]],
+    reason: Callable[[Mapping[str, Any]], str] | None = None,
+) -> dict[str, Any]:
+    """What the report says about an adaptive run: per unit, how and after which round it
     stopped, its final precision, and the trials its groups ran against the fixed design
-    (``max_tasks × max_trials_per_task`` per group).
+    (``max_tasks × max_trials_per_task`` per group); with ``reason`` (a unit record's words,
+    :func:`evalnoise.stopping_text.unit_reason`) each unit's ``reason``.
 
     ``records`` are the round records in order; the last one has every unit stopped.
     """
@@ -478,7 +489,7 @@ def summary_record(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 "groups": u["groups"],
                 "round": u["round"],
                 "status": u["status"],
-                "reason": u["reason"],
+                **({} if reason is None else {"reason": reason(u)}),
                 **{k: d.get(k) for k in (*DECISION_FIELDS, "remaining", "icc")},
                 "warnings": list(d.get("warnings") or []),
             }

@@ -30,6 +30,7 @@ from evalnoise.attribution.all_analyses import (
 from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
 from evalnoise.attribution.policy_sensitivity import POLICIES
 from evalnoise.attribution.text import infra_components_text, resource_finding
+from evalnoise.design_text import facet_count
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through, value_cell
@@ -413,7 +414,9 @@ def _share_text(g: Mapping[str, Any]) -> str:
         f"[{pct(_num(g.get('infra_share_ci_low')))}, {pct(_num(g.get('infra_share_ci_high')))}]"
         + (f": {decisions}" if decisions and g.get("infra_share_detected") is not False else ""),
         f" ({' + '.join(g.get('infra_components') or ()) or 'no infrastructure component'}"
-        f"; {g.get('time_blocks') or 0} time blocks, {hosts} host{'s' if hosts != 1 else ''}",
+        f"; {facet_count('time_block', int(g.get('time_blocks') or 0))}"
+        # a table with no host column has no host count to give
+        + (f", {facet_count('host', hosts)}" if hosts else ""),
     ]
     if comps:
         parts.append("; σ² " + ", ".join(f"{k} {fmt(_num(v), '.3g')}" for k, v in comps.items()))

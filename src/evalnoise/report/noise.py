@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalnoise.design_text import choice_text
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 
@@ -90,14 +91,9 @@ def _group_html(title: str, noise: Mapping[str, Any], struck: bool) -> str:
         )
         parts.append(f"<p>D study — the SE with one facet doubled: {items}.</p>")
     cheapest = d.get("cheapest")
-    if cheapest and cheapest.get("design"):
-        design = dict(cheapest["design"])
-        tasks, trials = design.pop("task", None), design.pop("replicates", None)
-        parts.append(
-            f"<p>Cheapest design reaching SE {fmt(_num(cheapest.get('target_se')), '.3f')}: "
-            f"{tasks} tasks × {trials} trials per task (SE {fmt(_num(cheapest.get('se')), '.3f')}, "
-            f"{fmt(_num(cheapest.get('cost')), '.4g')} trials).</p>"
-        )
+    if cheapest:
+        line = choice_text(cheapest, as_ran=True, cost_unit="trials")
+        parts.append(f"<p>{html.escape(line[0].upper() + line[1:])}.</p>")
     return "\n".join(parts)
 
 

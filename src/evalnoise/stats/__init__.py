@@ -19,16 +19,11 @@ from evalnoise.stats.agreement import AgreementResult, judge_agreement, judge_ag
 from evalnoise.stats.confidence_sequences import MeanCSResult, mean_confidence_sequence
 from evalnoise.stats.convergence import ConvergenceResult, icc_convergence
 from evalnoise.stats.dstudy import (
-    DesignChoice,
     DStudyResult,
-    OptimalDesignResult,
     TotalErrorResult,
     VarianceModel,
-    best_design,
-    cheapest_design,
     dstudy,
     model_of,
-    nested_optimum,
     total_error,
     variance_model,
 )
@@ -42,6 +37,16 @@ from evalnoise.stats.misclassification import (
     corrected_accuracy,
     ppi_mean,
     rogan_gladen,
+)
+from evalnoise.stats.optimal_design import (
+    DesignChoice,
+    DesignStatus,
+    JudgeSamplePlan,
+    OptimalDesignResult,
+    best_design,
+    cheapest_design,
+    judge_sample_plan,
+    nested_optimum,
 )
 from evalnoise.stats.paired import (
     ComparisonResult,
@@ -91,10 +96,12 @@ __all__ = [
     "DStudyResult",
     "Design",
     "DesignChoice",
+    "DesignStatus",
     "Facet",
     "GStudyResult",
     "ICCBatch",
     "ICCResult",
+    "JudgeSamplePlan",
     "MDDResult",
     "McNemarResult",
     "MeanCSResult",
@@ -131,6 +138,7 @@ __all__ = [
     "interpret_icc",
     "judge_agreement",
     "judge_agreement_by_level",
+    "judge_sample_plan",
     "mcnemar",
     "mcnemar_exact_p",
     "mean_confidence_sequence",

@@ -5,7 +5,8 @@ sequence over new tasks, Cochran's trials per task for the money); :func:`icc_de
 icc target (Bonett's SE from every trial). Each returns the fields of a
 :class:`evalnoise.stats.stopping.StoppingDecision` as a dict, which ``stopping_decision``
 turns into the result (the result class lives with the public function, which imports this
-module). The formulas are in ``stopping_decision``'s docstring.
+module). The formulas are in ``stopping_decision``'s docstring. The fields are codes and
+numbers; :mod:`evalnoise.stopping_text` words them.
 """
 
 from __future__ import annotations
@@ -23,20 +24,12 @@ from evalnoise.stats.accuracy_sequences import (
 )
 from evalnoise.stats.icc import icc_oneway
 from evalnoise.stats.planning import _max_count, optimal_trials_per_task
+from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule
 
 if TYPE_CHECKING:
     from evalnoise.stats.icc import ICCResult
-    from evalnoise.stats.stopping import StoppingRule
 
-__all__ = ["icc_decision", "sequence_decision"]
-
-
-def _n(k: int, word: str) -> str:
-    return f"{k} {word}" if k == 1 else f"{k} {word}s"
-
-
-def _money(x: float) -> str:
-    return f"{x:,.4g}" if abs(x) < 1e4 else f"{x:,.0f}"
+__all__ = ["icc_decision", "last_block_design", "sequence_decision"]
 
 
 def last_block_design(entry: np.ndarray, count: np.ndarray) -> tuple[int, int]:
@@ -45,12 +38,11 @@ def last_block_design(entry: np.ndarray, count: np.ndarray) -> tuple[int, int]:
     return int(sel.sum()), max(1, round(float(np.median(count[sel]))))
 
 
-def _stop(base: dict, status: str, reason: str, warnings: list[str]) -> dict[str, Any]:
+def _stop(base: dict, status: Status, warnings: list[str]) -> dict[str, Any]:
     return dict(
         stop=True,
         status=status,
         action="stop",
-        reason=reason,
         next_new_tasks=0,
         next_trials_per_task=0,
         next_block_cost=0.0,
@@ -60,13 +52,12 @@ def _stop(base: dict, status: str, reason: str, warnings: list[str]) -> dict[str
 
 
 def _go(
-    base: dict, action: str, reason: str, new: int, trials: int, cost: float, warnings: list[str]
+    base: dict, action: Action, new: int, trials: int, cost: float, warnings: list[str]
 ) -> dict[str, Any]:
     return dict(
         stop=False,
         status="continue",
         action=action,
-        reason=reason,
         next_new_tasks=new,
         next_trials_per_task=trials,
         next_block_cost=cost,
@@ -88,7 +79,7 @@ def sequence_decision(
 
     ``agents`` holds (scores, tasks, blocks) per agent, checked; ``u`` their entry units;
     ``t_cur`` the trials per task of the last entry block; ``ctx`` the state of the run
-    (``remaining``, ``n_tasks``, ``last_new``, ``level``); ``base`` the decision's fields so far.
+    (``remaining``, ``n_tasks``, ``last_new``); ``base`` the decision's fields so far.
     """
     paired = len(agents) == 2
     c1, c2 = rule.cost_per_task, rule.cost_per_trial
@@ -129,66 +120,31 @@ def sequence_decision(
             "keeping the current trials per task"
         )
     gain_task, gain_trial = _accuracy_gains(s2b, s2w, n_units, t_cur, c1, c2, n_agents)
+    basis: Basis = "not_estimable" if not components_ok else "no_variance" if flat else "components"
+    unit_cost = n_agents * (c1 + t_next * c2)
     base = dict(
         base, achieved=achieved, estimate=cs.mean, ci_low=cs.ci_low, ci_high=cs.ci_high,
         sigma2_between=s2b, sigma2_within=s2w, trials_per_task=float(t_cur),
         optimal_trials=t_star, gain_per_cost_task=gain_task, gain_per_cost_trial=gain_trial,
+        basis=basis, dominant=("within" if t_star > t_cur else "between") if (
+            basis == "components") else None,
+        sequence_tasks=n_units, most_trials_per_task=t_cur,
+        planned_trials_per_task=t_next, planned_task_cost=unit_cost,
+        planned_top_up_cost=math.nan,
     )  # fmt: skip
-    what = "the difference A − B" if paired else "accuracy"
-    now = (
-        f"the {ctx['level']} anytime-valid interval for {what} is "
-        f"[{cs.ci_low:.4f}, {cs.ci_high:.4f}], half-width {achieved:.4f}"
-    )
     if achieved <= goal:
-        return _stop(
-            base, "target_met", f"target met: {now} <= {goal:g} ({_n(n_units, 'task')})", warnings
-        )
+        return _stop(base, "target_met", warnings)
     if n_cap is not None and ctx["n_tasks"] >= n_cap:
-        reason = (
-            f"task limit reached: all {n_cap} tasks are in, and trials added to tasks already in "
-            f"the sequence cannot narrow an anytime-valid interval over tasks; {now} > {goal:g}"
-        )
-        return _stop(base, "limit_reached", reason, warnings)
-    unit_cost = n_agents * (c1 + t_next * c2)
+        # trials added to tasks already in the sequence cannot narrow an interval over tasks
+        return _stop(base, "limit_reached", warnings)
     remaining = ctx["remaining"]
     k = min(ctx["last_new"], int(_max_count(remaining, unit_cost)))
     if n_cap is not None:
         k = min(k, n_cap - ctx["n_tasks"])
     if k < 1:
-        reason = (
-            f"budget spent: {_money(max(remaining, 0.0))} left of {_money(rule.budget)}, and "
-            f"one more task with {t_next} trials costs {_money(unit_cost)}; {now} > {goal:g}"
-        )
-        return _stop(base, "budget_spent", reason, warnings)
-
-    action = "more_trials" if t_next > t_cur else "more_tasks"
-    if not components_ok:
-        why = "The variance components cannot be estimated yet (one task, or one trial each)"
-    elif flat:
-        why = "No variance observed yet (every task mean is equal): keeping the design"
-    else:
-        dom = "Within-task" if t_star > t_cur else "Between-task"
-        why = (
-            f"{dom} variance dominates for the cost (σ²_b = {s2b:.4g}, σ²_w = {s2w:.4g} per "
-            f"trial, c_task = {_money(c1)}, c_trial = {_money(c2)}): one more task cuts Var by "
-            f"{gain_task:.3g} per unit of money, one more trial on every task by "
-            f"{gain_trial:.3g}; Cochran's optimum is T* = {t_star:.3g} trials per task"
-        )
-    if t_next > t_cur:
-        change = f"raise the trials per new task from {t_cur} to {t_next}"
-    elif t_next < t_cur:
-        change = f"add tasks with {_n(t_next, 'trial')} each (fewer than the current {t_cur})"
-    else:
-        change = f"add tasks with {_n(t_next, 'trial')} each"
-    label = "more trials per task" if action == "more_trials" else "more tasks"
-    reason = (
-        f"continue with {label}: {now} > {goal:g} after {_n(n_units, 'task')}. {why}. Next "
-        f"block: {change} — {_n(k, 'new task')} (cost {_money(k * unit_cost)}, "
-        f"{_money(remaining)} left)"
-    )
-    if action == "more_trials":
-        reason += "; tasks already in the sequence keep their entry trials"
-    return _go(base, action, reason, k, t_next, k * unit_cost, warnings)
+        return _stop(base, "budget_spent", warnings)
+    action: Action = "more_trials" if t_next > t_cur else "more_tasks"
+    return _go(base, action, k, t_next, k * unit_cost, warnings)
 
 
 def _accuracy_gains(s2b, s2w, n, t, c1, c2, n_agents) -> tuple[float, float]:
@@ -243,72 +199,35 @@ def icc_decision(
         g_trial = f * (1 / k + 1 / (k - 1) - 2 * rho / (1 + (k - 1) * rho)) / (n * c2)
     else:
         g_task = g_trial = math.nan
+    if math.isfinite(g_task):
+        basis: Basis = "components"
+        prefer_trials = g_trial > g_task
+    else:
+        # Too little data for Bonett's SE: a second trial per task first, else more tasks
+        # (with two trials per task an undefined ICC means no variation between tasks yet).
+        basis = "not_estimable" if k < 2 else "no_variance"
+        prefer_trials = k < 2
     base = dict(
         base, achieved=achieved, estimate=float(res.icc), ci_low=float(res.ci_low),
         ci_high=float(res.ci_high), sigma2_between=max(s2b, 0.0) if math.isfinite(s2b) else s2b,
         sigma2_within=float(res.sigma2_within), trials_per_task=k, optimal_trials=math.nan,
-        gain_per_cost_task=g_task, gain_per_cost_trial=g_trial,
+        gain_per_cost_task=g_task, gain_per_cost_trial=g_trial, basis=basis, dominant=None,
+        sequence_tasks=n, most_trials_per_task=max_t, planned_trials_per_task=t_new,
+        planned_task_cost=task_cost, planned_top_up_cost=cost_trials,
     )  # fmt: skip
-    now = f"SE(ICC) = {achieved:.4f}" if math.isfinite(achieved) else "SE(ICC) is not estimable"
-    short = f"{now} > {goal:g}" if math.isfinite(achieved) else now
     if math.isfinite(achieved) and achieved <= goal:
-        reason = (
-            f"target met: {now} <= {goal:g} (ICC = {res.icc:.3f}, {n} tasks, {k:.3g} trials "
-            "per task)"
-        )
-        return _stop(base, "target_met", reason, warnings)
+        return _stop(base, "target_met", warnings)
     can_trials = t_cap is None or t_top <= t_cap
     can_tasks = n_cap is None or n < n_cap
     if not (can_trials or can_tasks):
-        reason = (
-            f"limits reached: {n} tasks (max {n_cap}) with up to {max_t} trials each (max "
-            f"{t_cap}); {short}"
-        )
-        return _stop(base, "limit_reached", reason, warnings)
-    if math.isfinite(g_task):
-        prefer_trials = g_trial > g_task
-        cmp_trials = (
-            f"one more trial on every task cuts Var(ICC) by {g_trial:.3g} per unit of money, "
-            f"one more task by {g_task:.3g}"
-        )
-        cmp_tasks = (
-            f"one more task cuts Var(ICC) by {g_task:.3g} per unit of money, one more trial on "
-            f"every task by {g_trial:.3g}"
-        )
-    else:
-        # Too little data for Bonett's SE: a second trial per task first, else more tasks
-        # (with two trials per task an undefined ICC means no variation between tasks yet).
-        prefer_trials = k < 2
-        cmp_tasks = "the ICC is undefined so far (no variation yet): more tasks are needed"
-        cmp_trials = (
-            "a second trial per task is needed to estimate the ICC"
-            if prefer_trials
-            else "the ICC is undefined so far (no variation yet) and no task can be added: "
-            "more trials per task instead"
-        )
+        return _stop(base, "limit_reached", warnings)
     order = ("more_trials", "more_tasks") if prefer_trials else ("more_tasks", "more_trials")
     for action in order:
         if action == "more_trials" and can_trials and int(_max_count(remaining, cost_trials)):
-            reason = (
-                f"continue with more trials per task: {short}; {cmp_trials}. Next "
-                f"block: top every task up to {t_top} trials (cost {_money(cost_trials)}, "
-                f"{_money(remaining)} left)"
-            )
-            return _go(base, action, reason, 0, t_top, cost_trials, warnings)
+            return _go(base, action, 0, t_top, cost_trials, warnings)
         if action == "more_tasks" and can_tasks and int(_max_count(remaining, task_cost)):
             kk = min(ctx["last_new"], int(_max_count(remaining, task_cost)))
             if n_cap is not None:
                 kk = min(kk, n_cap - n)
-            reason = (
-                f"continue with more tasks: {short}; {cmp_tasks}. Next block: "
-                f"{_n(kk, 'new task')} with {_n(t_new, 'trial')} each (cost "
-                f"{_money(kk * task_cost)}, "
-                f"{_money(remaining)} left)"
-            )
-            return _go(base, action, reason, kk, t_new, kk * task_cost, warnings)
-    reason = (
-        f"budget spent: {_money(max(remaining, 0.0))} left of {_money(rule.budget)} buys "
-        f"neither a new task ({_money(task_cost)}) nor a trial on every task "
-        f"({_money(cost_trials)}); {short}"
-    )
-    return _stop(base, "budget_spent", reason, warnings)
+            return _go(base, action, kk, t_new, kk * task_cost, warnings)
+    return _stop(base, "budget_spent", warnings)

@@ -73,6 +73,9 @@ class AllocationResult(DictResult):
     variance : Var(μ̂) = σ²_b/n + σ²_w/(nT) (paper eq. 9).
     se : sqrt(variance).
     recommended : the row with the smallest variance (ties: the one with more tasks).
+    tasks_without_cap : the recommended tasks with no ``max_tasks``.
+    pool_bound : whether the task pool binds: ``tasks_without_cap`` > ``max_tasks``, so the
+        recommendation spends the rest on more trials per task.
     """
 
     budget: int
@@ -85,6 +88,8 @@ class AllocationResult(DictResult):
     variance: np.ndarray
     se: np.ndarray
     recommended: Allocation
+    tasks_without_cap: int
+    pool_bound: bool
 
 
 @dataclass(frozen=True)
@@ -215,7 +220,11 @@ def allocation_table(
     se = np.sqrt(variance)
     best = int(np.lexsort((-n, variance))[0])
     rec = Allocation(int(n[best]), int(trials[best]), float(variance[best]), float(se[best]))
-    return AllocationResult(b, s2b, s2w, n_max, n, trials, used, variance, se, rec)
+    free = rec.n_tasks
+    if n_max is not None:
+        free = allocation_table(b, s2b, s2w, trials_grid=trials_grid).recommended.n_tasks
+    bound = n_max is not None and free > n_max
+    return AllocationResult(b, s2b, s2w, n_max, n, trials, used, variance, se, rec, free, bound)
 
 
 def tasks_for_icc_precision(
@@ -432,6 +441,8 @@ class CostAllocationResult(DictResult):
     variance : Var(μ̂) = σ²_b/n + σ²_w/(nT) (paper eq. 9).
     se : sqrt(variance).
     recommended : the row with the smallest variance (ties: the one with more tasks).
+    tasks_without_cap : the recommended tasks with no ``max_tasks`` (``max_trials`` kept).
+    pool_bound : whether the task pool binds: ``tasks_without_cap`` > ``max_tasks``.
     """
 
     budget: float
@@ -450,6 +461,8 @@ class CostAllocationResult(DictResult):
     variance: np.ndarray
     se: np.ndarray
     recommended: CostAllocation
+    tasks_without_cap: int
+    pool_bound: bool
 
 
 @dataclass(frozen=True)
@@ -691,6 +704,11 @@ def cost_allocation(
     else:
         n_exact = b / (c1 + t_c * c2)
         var_exact = (s2b + s2w / t_c) * (c1 + t_c * c2) / b
+    free = rec.n_tasks
+    if n_cap is not None:
+        free = cost_allocation(
+            b, s2b, s2w, cost_per_task=c1, cost_per_trial=c2, max_trials=t_cap
+        ).recommended.n_tasks
     return CostAllocationResult(
         budget=b,
         cost_per_task=c1,
@@ -708,6 +726,8 @@ def cost_allocation(
         variance=variance,
         se=se,
         recommended=rec,
+        tasks_without_cap=int(free),
+        pool_bound=n_cap is not None and free > n_cap,
     )
 
 

@@ -21,96 +21,20 @@ desired precision. Statistics in Medicine 21(9), 1331–1335.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from evalnoise.stats._checks import (
-    check_finite_number,
-    check_probability,
-    finite_scores,
-    optional_positive_int,
-)
+from evalnoise.stats._checks import check_finite_number, finite_scores
 from evalnoise.stats._results import DictResult
 from evalnoise.stats._target_decisions import icc_decision, last_block_design, sequence_decision
 from evalnoise.stats.accuracy_sequences import _entry_units
-from evalnoise.stats.confidence_sequences import Method
 from evalnoise.stats.icc import icc_oneway
+from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule, Target
 
 __all__ = ["AgentTrials", "StoppingDecision", "StoppingRule", "stopping_decision"]
-
-Target = Literal["accuracy", "icc", "difference"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoppingRule:
-    """The stopping rule of an adaptive evaluation, fixed before its first block.
-
-    Checked when made (ValueError): the goal must match the target and be a finite number
-    > 0, the costs and the budget finite (c_trial and the budget > 0), the caps positive
-    integers. The numbers are stored as floats and ints.
-
-    Attributes
-    ----------
-    target : ``"accuracy"``, ``"icc"`` or ``"difference"``.
-    half_width : target half-width h of the anytime-valid interval (accuracy, difference).
-        The bets are tuned to it, so it must not change between blocks.
-    se : target SE of the ICC (icc); the paper's guideline is 0.03.
-    budget : total money for the evaluation, including what is spent.
-    cost_per_task : c_task, paid once per task (per agent).
-    cost_per_trial : c_trial > 0, paid per trial.
-    max_trials_per_task, max_tasks : caps (None: unlimited).
-    confidence : level of the intervals.
-    method : the CS method, see
-        :func:`evalnoise.stats.confidence_sequences.mean_confidence_sequence`.
-    """
-
-    target: Target = "accuracy"
-    half_width: float | None = None
-    se: float | None = None
-    budget: float
-    cost_per_task: float = 0.0
-    cost_per_trial: float = 1.0
-    max_trials_per_task: int | None = None
-    max_tasks: int | None = None
-    confidence: float = 0.95
-    method: Method = "betting"
-
-    def __post_init__(self) -> None:
-        put = object.__setattr__  # frozen: store the checked values once, here
-        put(self, "confidence", check_probability(self.confidence))
-        target = self.target
-        if target not in ("accuracy", "icc", "difference"):
-            raise ValueError(f"target must be 'accuracy', 'icc' or 'difference', got {target!r}")
-        if target == "icc":
-            if self.se is None or self.half_width is not None:
-                raise ValueError("the icc target takes se= (and no half_width)")
-            put(self, "se", float(self.se))
-        else:
-            if self.half_width is None or self.se is not None:
-                raise ValueError(f"the {target} target takes half_width= (and no se)")
-            put(self, "half_width", float(self.half_width))
-        if not (math.isfinite(self.goal) and self.goal > 0):
-            raise ValueError("the target must be a finite number > 0")
-        put(self, "budget", check_finite_number(self.budget, "budget", positive=True))
-        put(self, "cost_per_task", check_finite_number(self.cost_per_task, "cost_per_task"))
-        c2 = check_finite_number(self.cost_per_trial, "cost_per_trial", positive=True)
-        put(self, "cost_per_trial", c2)
-        t_cap = optional_positive_int(self.max_trials_per_task, "max_trials_per_task")
-        put(self, "max_trials_per_task", t_cap)
-        put(self, "max_tasks", optional_positive_int(self.max_tasks, "max_tasks"))
-        if self.method not in ("betting", "empirical_bernstein"):
-            raise ValueError(
-                f"method must be 'betting' or 'empirical_bernstein', got {self.method!r}"
-            )
-
-    @property
-    def goal(self) -> float:
-        """The target's goal: ``se`` for the icc target, else ``half_width``."""
-        return float(self.se if self.target == "icc" else self.half_width)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,16 +60,26 @@ class AgentTrials:
 
 @dataclass(frozen=True)
 class StoppingDecision(DictResult):
-    """Stop or continue an adaptive evaluation, what to run next, and why.
+    """Stop or continue an adaptive evaluation, what to run next, and the numbers why.
+
+    The decision holds codes and numbers only; :func:`evalnoise.stopping_text.decision_text`
+    words it (outside the statistics, so rewording a reason reruns no decision).
 
     Attributes
     ----------
     stop : True when the evaluation should stop.
-    status : ``"target_met"``, ``"budget_spent"``, ``"limit_reached"`` or ``"continue"``.
+    status : ``"target_met"``, ``"budget_spent"``, ``"limit_reached"`` or ``"continue"``
+        (:data:`evalnoise.stats.stopping_rule.Status`).
     action : ``"stop"``, ``"more_tasks"`` or ``"more_trials"``.
-    reason : the decision in words, with the numbers behind it.
+    basis : what the plan rests on (:data:`evalnoise.stats.stopping_rule.Basis`): the
+        variance components (``"components"``), none estimable yet (``"not_estimable"``:
+        one task, or one trial per task) or no variance observed yet (``"no_variance"``).
     target : ``"accuracy"``, ``"icc"`` or ``"difference"``.
     goal : the target half-width (accuracy, difference) or SE (icc).
+    confidence : the level of the intervals.
+    budget : the rule's budget.
+    cost_per_task, cost_per_trial : the rule's costs (per agent).
+    max_tasks, max_trials_per_task : the rule's caps (None: unlimited).
     achieved : the current half-width of the anytime-valid interval, or the current
         Bonett SE of the ICC.
     estimate, ci_low, ci_high : the current estimate and interval (anytime-valid CS for
@@ -158,22 +92,39 @@ class StoppingDecision(DictResult):
     trials_per_task : the current design's trials per task (the last entry block's; n0 for
         the icc target).
     optimal_trials : Cochran's T* = sqrt((c_task/c_trial)(σ²_w/σ²_b)) (accuracy and
-        difference targets).
+        difference targets; inf when σ²_b = 0 < c_task, NaN when both are 0: any T).
+    dominant : which variance dominates for the cost (accuracy and difference targets with
+        basis ``"components"``): ``"within"`` when T* exceeds the current trials per task
+        (more trials per new task pay), else ``"between"``; None otherwise.
     gain_per_cost_task, gain_per_cost_trial : the marginal reduction of the target's
         variance per unit of money from one more task, and from one more trial on every task.
     next_new_tasks : new tasks to draw in the next block (0 if none).
     next_trials_per_task : trials each new task gets in the next block, or (action
         ``"more_trials"`` with the icc target) the trial count to top every task up to.
     next_block_cost : the cost of that block.
+    sequence_tasks : the tasks in the anytime-valid sequence (accuracy, difference; the
+        tasks for icc).
+    most_trials_per_task : the most trials any task has (icc; the trials per task of the
+        last entry block for the other targets).
+    planned_trials_per_task : the trials a new task would get next (also when the budget
+        stops the evaluation).
+    planned_task_cost : the cost of one more task with them (both agents' for a difference).
+    planned_top_up_cost : the cost of one more trial on every task (icc; NaN otherwise).
     warnings : caveats (e.g. the icc target is not anytime-valid).
     """
 
     stop: bool
-    status: str
-    action: str
-    reason: str
-    target: str
+    status: Status
+    action: Action
+    basis: Basis
+    target: Target
     goal: float
+    confidence: float
+    budget: float
+    cost_per_task: float
+    cost_per_trial: float
+    max_tasks: int | None
+    max_trials_per_task: int | None
     achieved: float
     estimate: float
     ci_low: float
@@ -187,11 +138,17 @@ class StoppingDecision(DictResult):
     icc: float
     trials_per_task: float
     optimal_trials: float
+    dominant: Literal["within", "between"] | None
     gain_per_cost_task: float
     gain_per_cost_trial: float
     next_new_tasks: int
     next_trials_per_task: int
     next_block_cost: float
+    sequence_tasks: int
+    most_trials_per_task: int
+    planned_trials_per_task: int
+    planned_task_cost: float
+    planned_top_up_cost: float
     warnings: tuple[str, ...] = ()
 
 
@@ -283,13 +240,12 @@ def stopping_decision(
     n_tasks = int(u.labels.size)
     last_new, t_cur = last_block_design(u.entry, u.count[:, 0])
     icc_res = icc_oneway(y, agents[0][1], confidence=rule.confidence)
-    ctx = dict(
-        remaining=remaining, n_tasks=n_tasks, last_new=last_new,
-        level=f"{100 * rule.confidence:g}%",
-    )  # fmt: skip
+    ctx = dict(remaining=remaining, n_tasks=n_tasks, last_new=last_new)
     base = dict(
-        target=rule.target, goal=rule.goal, n_tasks=n_tasks, n_trials=n_trials, spent=spent_v,
-        remaining=remaining, icc=float(icc_res.icc),
+        target=rule.target, goal=rule.goal, confidence=rule.confidence, budget=rule.budget,
+        cost_per_task=c1, cost_per_trial=c2, max_tasks=rule.max_tasks,
+        max_trials_per_task=rule.max_trials_per_task, n_tasks=n_tasks, n_trials=n_trials,
+        spent=spent_v, remaining=remaining, icc=float(icc_res.icc),
     )  # fmt: skip
     if rule.target == "icc":
         fields = icc_decision(rule, icc_res, u, ctx, base)
