@@ -126,6 +126,12 @@ TRIALS = pa.schema(
         pa.field("oom_kills", pa.int64()),
         pa.field("agent_steps", pa.int64()),
         pa.field("task_digest", pa.string()),
+        # the verdict after an agent failure (evalnoise.verified_after): the agent outcome
+        # (timeout, agent_error) a trial had before its verifier's valid reward decided it
+        # (status ok), null otherwise; and whether a process was OOM-killed in the agent
+        # phase while the container lived on (the task's own event, not an infra outcome)
+        pa.field("verified_after", pa.string()),
+        pa.field("oom_in_agent", pa.bool_()),
     ]
 )
 

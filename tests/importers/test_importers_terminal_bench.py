@@ -78,7 +78,17 @@ def test_every_record_lands_on_its_stated_trial_with_mapped_status_and_score(tb:
     for key, rec in raw.items():
         row = rows[key]
         seen_modes.add(rec["failure_mode"])
-        assert row["status"] == EXPECTED_STATUS[rec["failure_mode"]], key
+        status = EXPECTED_STATUS[rec["failure_mode"]]
+        if (
+            rec["is_resolved"] is not None
+            and rec["failure_mode"] != "test_timeout"
+            and status in ("timeout", "agent_error")
+        ):
+            # the tests ran after the agent failed and gave a verdict: it decides (a
+            # resolved trial is resolved, as the leaderboard counts it), the failure a flag
+            assert (row["status"], row["verified_after"]) == ("ok", status), key
+        else:
+            assert (row["status"], row["verified_after"]) == (status, None), key
         assert row["score"] == (1.0 if rec["is_resolved"] is True else 0.0), key
         assert row["error"] == (None if rec["failure_mode"] == "unset" else rec["failure_mode"])
         if "trial_started_at" in rec:

@@ -138,4 +138,6 @@ def run(args: argparse.Namespace) -> int:
     status = ", ".join(f"{k} {v}" for k, v in c["status"].items())
     print(f"status: {status}")
     print(f"trial numbering: {result.metadata['rule']}")
+    for line in result.metadata.get("warnings") or ():
+        print(f"warning: {line}")
     return 0

@@ -130,6 +130,10 @@ def import_trials(
         **rules,
         "counts": counts(tbl, info.get("counts")),
     }
+    if info.get("warnings"):
+        # what the import could not take as it was (an incomplete job, folders that are not
+        # trials): one line each, printed by `evalnoise import` and `evalnoise analyze`
+        metadata["warnings"] = list(info["warnings"])
     return ImportResult(table=tbl, metadata=metadata)
 
 

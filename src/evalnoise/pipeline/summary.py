@@ -228,7 +228,8 @@ def summarize(
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
         shown = readings_text(s["overall"].get("readings"))
-        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"])):
+        verified = "verified_as_failures" in (s["overall"].get("readings") or {})
+        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"]) or verified):
             lines.append(f"  readings: {shown}")
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']], confidence)}")
