@@ -232,6 +232,9 @@ def run(args: argparse.Namespace) -> int:
     from evalnoise.trial_table import read_any, shown_group, validate_trials
 
     source = read_any(args.path)
+    # what the import that made the table could not take as it was (an incomplete job,
+    # folders that are no trials): said here too, never left to the file's metadata alone
+    import_warnings = [str(w) for w in (source.attrs.get("evalnoise") or {}).get("warnings") or ()]
     columns, used = resolved_columns(source, args, path=str(args.path))
     raw, per_group = with_outcomes(
         source, columns, args.status, str(args.path), args.after_agent_failure
@@ -282,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         out: dict[str, Any] = {"groups": records}
+        if import_warnings:
+            out["import_warnings"] = import_warnings
         if conv is not None:
             out["convergence"] = conv
         if attribution is not None:
@@ -308,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
         ]
         for r in records
     ]
+    for line in import_warnings:
+        print(f"warning: {line}")
     print(
         table(
             rows,
