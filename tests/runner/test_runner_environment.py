@@ -138,9 +138,7 @@ def test_agent_timeout_still_runs_the_verifier(env_backend, tmp_path):
 
 def test_agent_timeout_without_a_valid_reward_stays_a_timeout(env_backend, tmp_path):
     folder = make_env_task(
-        tmp_path, "slownoreward", solve_sh="sleep 300
-", test_sh="true
-", agent_timeout=1.0
+        tmp_path, "slownoreward", solve_sh="sleep 300\n", test_sh="true\n", agent_timeout=1.0
     )
     row = env_trial(env_backend, folder, "oracle")
     assert (row["status"], row["phase"], row["reward"]) == ("timeout", "agent", None)
@@ -184,13 +182,16 @@ def test_oom_in_the_agent_phase(env_backend, tmp_path):
 #: the container's main process (the idle ``sleep infinity`` under the engine's init) made
 #: the OOM killer's first choice, then memory allocated past the limit: the kill ends the
 #: container, as a kill of the container's own process does
-KILL_THE_MAIN_PROCESS = """\
+KILL_THE_MAIN_PROCESS = (
+    """\
 for p in /proc/[0-9]*; do
   if tr '\\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q '^sleep infinity'; then
     echo 1000 > "$p/oom_score_adj"
   fi
 done
-""" + ALLOCATE
+"""
+    + ALLOCATE
+)
 
 
 def test_oom_that_ends_the_container_is_oom_killed(env_backend, docker_engine, tmp_path):
