@@ -180,18 +180,20 @@ def test_oom_in_the_agent_phase(env_backend, tmp_path):
 
 
 #: the container's main process (the idle ``sleep infinity`` under the engine's init) made
-#: the OOM killer's first choice, then memory allocated past the limit: the kill ends the
-#: container, as a kill of the container's own process does
-KILL_THE_MAIN_PROCESS = (
-    """\
+#: the OOM killer's first choice (``oom_score_adj`` 1000: a process may raise it unprivileged),
+#: then memory allocated past the limit by several small processes, each a smaller choice:
+#: the kill ends the container, as any kill of the container's own process does
+KILL_THE_MAIN_PROCESS = """\
 for p in /proc/[0-9]*; do
   if tr '\\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q '^sleep infinity'; then
     echo 1000 > "$p/oom_score_adj"
   fi
 done
+for i in 1 2 3 4 5 6 7 8; do
+  python3 -c 'import time; x = bytearray(12 << 20); x[::4096] = b"x" * 3072; time.sleep(9)' &
+done
+wait
 """
-    + ALLOCATE
-)
 
 
 def test_oom_that_ends_the_container_is_oom_killed(env_backend, docker_engine, tmp_path):
