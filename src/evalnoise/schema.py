@@ -28,6 +28,9 @@ from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 #: a 0) until a rerun.
 STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error", "verifier_error")
 INFRA_STATUSES = ("timeout", "oom_killed", "infra_error")
+#: The agent outcomes a verifier's valid verdict may follow (then the trial is ``ok``, the
+#: outcome kept in the column ``verified_after``: evalnoise.verified_after).
+VERIFIED_AFTER = ("timeout", "agent_error")
 #: Task kinds: a question with a reference answer, or a task that brings its environment and
 #: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor`).
 TASK_KINDS = ("question", "environment")

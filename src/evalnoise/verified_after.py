@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.schema import VERIFIED_AFTER
+
 __all__ = [
     "AFTER_AGENT_FAILURE",
     "FLAGS",
@@ -46,8 +48,6 @@ __all__ = [
 
 #: The rules of ``scoring.after_agent_failure``; the first is the default.
 AFTER_AGENT_FAILURE = ("verdict", "failure")
-#: The agent outcomes a verdict can follow (values of the ``verified_after`` column).
-VERIFIED_AFTER = ("timeout", "agent_error")
 #: The flags :func:`flag_counts` counts, in print order.
 FLAGS = ("verified_after_timeout", "verified_after_agent_error", "oom_in_agent")
 

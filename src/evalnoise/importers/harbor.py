@@ -79,7 +79,7 @@ from evalnoise.importers._common import (
     parse_timestamp,
     path_key,
 )
-from evalnoise.verified_after import VERIFIED_AFTER
+from evalnoise.schema import VERIFIED_AFTER
 
 FORMAT = "harbor"
 OPTIONS = ("agent", "reward")

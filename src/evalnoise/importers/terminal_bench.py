@@ -36,7 +36,7 @@ from evalnoise.importers._common import (
     path_key,
     require,
 )
-from evalnoise.verified_after import VERIFIED_AFTER
+from evalnoise.schema import VERIFIED_AFTER
 
 FORMAT = "terminal-bench"
 OPTIONS = ("agent",)

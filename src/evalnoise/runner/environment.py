@@ -138,7 +138,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalnoise.outcomes import crash_signal
 from evalnoise.runner import contract
 from evalnoise.runner.docker_backend import (
     CGROUP_ROOT,
@@ -169,6 +168,7 @@ from evalnoise.runner.trial import (
     utc_now,
 )
 from evalnoise.runner.trial_container import TrialContainer, read_tail, tar_dir
+from evalnoise.schema import VERIFIED_AFTER
 from evalnoise.tasks.harbor import (
     HarborTask,
     HarborTaskError,
@@ -683,9 +683,11 @@ def verdict_after_agent_failure(row: dict[str, Any], reward: float) -> bool:
     crash) by the verifier's valid ``reward``: ``status`` ``ok``, ``reward`` set, the agent's
     outcome kept in ``verified_after`` (:mod:`evalnoise.verified_after`). Returns whether the
     row was such a trial; any other row is left as it is."""
-    from evalnoise.verified_after import VERIFIED_AFTER
+    if row["status"] not in VERIFIED_AFTER:
+        return False
+    from evalnoise.outcomes import crash_signal  # pandas: only on this path
 
-    if row["status"] not in VERIFIED_AFTER or crash_signal(row.get("exit_code")) is not None:
+    if crash_signal(row.get("exit_code")) is not None:
         return False
     row.update(verified_after=row["status"], status="ok", reward=reward)
     return True
