@@ -212,3 +212,73 @@ def test_an_oom_kill_is_the_task_s_own_while_the_container_lives():
         "late",
         False,
     )
+
+
+def test_the_pipeline_group_reads_the_rule_from_the_policy():
+    """collect.group_data + stages.group_health: the frame the statistics take and the
+    health under each rule; the attempts stay as recorded (the readings need both)."""
+    from evalnoise.pipeline.collect import group_data
+    from evalnoise.pipeline.stages import group_health
+
+    scores = _trials()
+    levels = {"t1": "easy", "t2": "hard"}
+    verdict = group_data(scores, levels, "a", "p", {"mode": "as_incorrect"})
+    assert verdict.after_agent_failure == "verdict"
+    assert verdict.frame["score"].tolist() == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+    failure = group_data(
+        scores, levels, "a", "p", {"mode": "as_incorrect", "after_agent_failure": "failure"}
+    )
+    assert failure.after_agent_failure == "failure"
+    assert failure.frame["score"].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert failure.attempts["status"].tolist() == scores["status"].tolist()  # as recorded
+    outcomes, health, _ = group_health(verdict, {"max_failure_rate": 0.5, "expected_failures": []})
+    assert (outcomes["ok"], outcomes["verified_after_timeout"], health.valid) == (5, 2, True)
+    outcomes, health, _ = group_health(failure, {"max_failure_rate": 0.5, "expected_failures": []})
+    assert (outcomes["ok"], health.valid) == (2, False)  # 4 of 6 failed: today's reading
+    assert outcomes["verified_after_timeout"] == 2
+
+
+def test_the_card_counts_the_flags_and_shows_both_readings():
+    from evalnoise.report.card_text import card_fields
+    from evalnoise.report.cards import CardContext, evaluation_card
+
+    readings = failure_readings(_trials())
+    record = {
+        "group": "a@p",
+        "n_tasks": 2,
+        "n_obs": 6,
+        "mean": readings["failures_as_incorrect"]["mean"],
+        "ci_low": 0.0,
+        "ci_high": 1.0,
+        "se_clustered": 0.2,
+        "icc": 0.5,
+        "icc_ci_low": 0.1,
+        "icc_ci_high": 0.9,
+        "icc_se": 0.2,
+        "interpretation": "moderate",
+        "warnings": [],
+        "readings": readings,
+        "outcomes": {
+            "ok": 5,
+            "timeout": 1,
+            "trials": 6,
+            "attempts": 6,
+            "verified_after_timeout": 2,
+            "verified_after_agent_error": 1,
+            "oom_in_agent": 1,
+        },
+    }
+    card = evaluation_card(record, CardContext(benchmark="b", infra_policy="as incorrect"))
+    assert card["flags"] == {
+        "verified_after_timeout": 2,
+        "verified_after_agent_error": 1,
+        "oom_in_agent": 1,
+    }
+    fields = {name: value for name, value, _ in card_fields(card)}
+    assert fields["Flags"] == (
+        "2 verified after timeout, 1 verified after agent_error, 1 oom_in_agent"
+    )
+    assert "verdicts after agent failures as incorrect" in fields["Readings"]
+    # a card without flags is as it was
+    plain = {**record, "outcomes": {"ok": 6, "trials": 6, "attempts": 6}}
+    assert "flags" not in evaluation_card(plain, CardContext(benchmark="b", infra_policy="x"))
