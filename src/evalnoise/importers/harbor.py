@@ -301,7 +301,8 @@ def _status_rule() -> str:
         + "; ".join(parts)
         + "; any other type by the phase the trial was in (the last phase that had started "
         f"by exception_info.occurred_at): {phases}. The type is kept in `error`, the phase "
-        "in `error_phase`"
+        "in `error_phase`. A timeout or agent_error whose verifier then left its rewards → "
+        "ok, decided by them as Harbor's mean decides it, the failure kept in `verified_after`"
     )
 
 
