@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from evalnoise.cli import main
 
@@ -90,3 +91,27 @@ def test_tables_without_status_are_analysed_as_before(tmp_path, capsys):
     assert main(["analyze", str(path), "--json"]) == 0
     (record,) = json.loads(capsys.readouterr().out)["groups"]
     assert "outcomes" not in record and record["mean"] == 0.75
+
+
+def test_a_trial_without_a_verdict_is_never_a_zero_in_the_headline(tmp_path, capsys):
+    """3 of 15 trials whose verifier left no reward (verifier_error, no score): the headline
+    is over the 12 with a verdict, as its failures-as-incorrect reading is — never the 15
+    with three zeros averaged in."""
+    rows = [
+        ("a", f"t{k}", trial, "ok", 0, float(trial < 2)) for k in range(3) for trial in (0, 1, 2)
+    ]
+    rows += [("a", "t3", trial, "agent_error", 1, None) for trial in (0, 1, 2)]
+    rows += [("a", "t4", trial, "verifier_error", 0, None) for trial in (0, 1, 2)]
+    frame = pd.DataFrame(
+        rows, columns=["agent", "task_id", "trial", "status", "exit_code", "score"]
+    )
+    path = tmp_path / "noverdict.csv"
+    frame.to_csv(path, index=False)
+    assert main(["analyze", str(path), "--group", "agent", "--score", "score", "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    assert group["outcomes"]["verifier_error"] == 3
+    assert (group["n_obs"], group["n_tasks"]) == (12, 4)
+    # by hand: tasks t0–t2 at 2/3 each, t3 (agent errors) at 0: mean of task means 0.5
+    assert group["mean"] == pytest.approx(0.5)
+    assert group["readings"]["failures_as_incorrect"]["mean"] == pytest.approx(0.5)
+    assert group["readings"]["failures_as_incorrect"]["n_trials"] == 12

@@ -61,7 +61,7 @@ LAYERS: Layers = (
         ),
     ),
     ("statistics", frozenset({"stats"})),
-    ("trial data", frozenset({"outcomes", "facets", "tasks", "importers"})),
+    ("trial data", frozenset({"outcomes", "verified_after", "facets", "tasks", "importers"})),
     ("execution", frozenset({"runner", "models", "machine"})),
     (
         "analysis",

@@ -116,7 +116,8 @@ def undefined_group_record(group: str, reason: str) -> dict[str, Any]:
 
 
 #: The labelled readings of a group with failures (:func:`failure_readings`), in print order.
-READINGS = ("answered", "failures_as_incorrect")
+#: ``verified_as_failures`` is there only when a trial was verified after an agent failure.
+READINGS = ("answered", "failures_as_incorrect", "verified_as_failures")
 
 
 def failure_readings(
@@ -132,12 +133,16 @@ def failure_readings(
     that ended ``ok`` with a score. ``failures_as_incorrect``: every trial that ended in a
     failure (crashed, no answer, timeout, oom_killed, infra_error) counted as 0 beside the
     answered ones; trials waiting for a grader's verdict (``unscored``, ``verifier_error``)
-    are left out of both.
+    are left out of both. When a trial was verified after an agent failure
+    (``verified_after``, :mod:`evalnoise.verified_after`; scored by its verdict in the first
+    two), a third: ``verified_as_failures``, the stricter reading — as
+    ``failures_as_incorrect``, but those trials counted as the failures they were (0).
     ``trials`` holds the group's final attempts (``task_id``, ``status``, ``score``,
-    ``exit_code`` when known). Each reading: ``mean``, ``ci_low``, ``ci_high``,
-    ``n_trials``, ``n_tasks`` (None estimates when no trial is in it).
+    ``exit_code``, ``verified_after`` when known). Each reading: ``mean``, ``ci_low``,
+    ``ci_high``, ``n_trials``, ``n_tasks`` (None estimates when no trial is in it).
     """
     from evalnoise.outcomes import UNDECIDED, final_attempts, outcome_of
+    from evalnoise.verified_after import verified_mask
 
     last = final_attempts(trials)
     outcome = outcome_of(last).astype(str)
@@ -146,11 +151,16 @@ def failure_readings(
     answered = outcome == "ok"
     # a trial waiting for its grader (unscored, verifier_error) is no failure of the agent
     failed = ~answered & ~np.isin(outcome, UNDECIDED)
-    out = {}
-    for name, keep, values in (
+    readings = [
         ("answered", answered, score),
         ("failures_as_incorrect", answered | failed, np.where(failed, 0.0, score)),
-    ):
+    ]
+    verified = verified_mask(last) & answered
+    if verified.any():
+        strict = failed | verified
+        readings.append(("verified_as_failures", answered | failed, np.where(strict, 0.0, score)))
+    out = {}
+    for name, keep, values in readings:
         if not keep.any():
             out[name] = {
                 "mean": None,

@@ -22,6 +22,7 @@ __all__ = ["READING_LABELS", "readings_text", "reporting_line"]
 READING_LABELS = {
     "answered": "over the trials that answered",
     "failures_as_incorrect": "failures as incorrect",
+    "verified_as_failures": "verdicts after agent failures as incorrect",
 }
 
 

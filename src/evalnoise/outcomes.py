@@ -274,7 +274,13 @@ def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
         if attempts is not None and attempts != outcomes.get("trials")
         else ""
     )
-    return f"{count('trials')} trials{extra}: " + ", ".join(parts)
+    line = f"{count('trials')} trials{extra}: " + ", ".join(parts)
+    # the flags a count of outcomes may carry (trials verified after an agent failure,
+    # OOM kills the task lived through): evalnoise.verified_after.flag_counts
+    from evalnoise.verified_after import flag_text
+
+    flags = flag_text(outcomes)
+    return line + (f"; {flags}" if flags else "")
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,9 @@ from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 #: a 0) until a rerun.
 STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error", "verifier_error")
 INFRA_STATUSES = ("timeout", "oom_killed", "infra_error")
+#: The agent outcomes a verifier's valid verdict may follow (then the trial is ``ok``, the
+#: outcome kept in the column ``verified_after``: evalnoise.verified_after).
+VERIFIED_AFTER = ("timeout", "agent_error")
 #: Task kinds: a question with a reference answer, or a task that brings its environment and
 #: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor`).
 TASK_KINDS = ("question", "environment")
@@ -126,6 +129,12 @@ TRIALS = pa.schema(
         pa.field("oom_kills", pa.int64()),
         pa.field("agent_steps", pa.int64()),
         pa.field("task_digest", pa.string()),
+        # the verdict after an agent failure (evalnoise.verified_after): the agent outcome
+        # (timeout, agent_error) a trial had before its verifier's valid reward decided it
+        # (status ok), null otherwise; and whether a process was OOM-killed in the agent
+        # phase while the container lived on (the task's own event, not an infra outcome)
+        pa.field("verified_after", pa.string()),
+        pa.field("oom_in_agent", pa.bool_()),
     ]
 )
 

@@ -91,9 +91,15 @@ def test_every_trial_matches_its_result_json(jobs: Path) -> None:
             assert row["score"] is None and row["rewards"] is None
         if exc is None:
             assert row["status"] == "ok" and row["error"] is None
+            assert row["verified_after"] is None
         else:
             assert row["error"] == exc["exception_type"]
-            assert row["status"] == hb.STATUS_OF_EXCEPTION[exc["exception_type"]]
+            mapped = hb.STATUS_OF_EXCEPTION[exc["exception_type"]]
+            if rewards and mapped in ("timeout", "agent_error"):
+                # the verifier's verdict after the agent failed decides; the failure a flag
+                assert (row["status"], row["verified_after"]) == ("ok", mapped)
+            else:
+                assert (row["status"], row["verified_after"]) == (mapped, None)
             assert row["exception_message"] == exc["exception_message"]
         start, end = _ts(raw["started_at"]), _ts(raw["finished_at"])
         assert row["started_at"] == start and row["ended_at"] == end
@@ -116,12 +122,14 @@ def test_outcomes_of_the_three_fixture_tasks(jobs: Path) -> None:
         greet = by[("oracle", "evalnoise/greet", trial)]
         assert (greet["status"], greet["score"]) == ("ok", 1.0)
         # the oracle's solve.sh sleeps past the agent's 5 s: a timeout, and the verifier
-        # still found its work — the reward is kept, the status says what happened
+        # still found its work — its verdict scores the trial (as Harbor's mean does), the
+        # timeout stays a flag
         late = by[("oracle", "evalnoise/agent-timeout", trial)]
-        assert (late["status"], late["score"], late["error"]) == (
-            "timeout",
+        assert (late["status"], late["score"], late["error"], late["verified_after"]) == (
+            "ok",
             1.0,
             "AgentTimeoutError",
+            "timeout",
         )
         assert late["error_phase"] == "agent_execution"
         broken = by[("oracle", "evalnoise/no-reward", trial)]
@@ -259,7 +267,12 @@ def test_an_unknown_exception_takes_the_status_of_its_phase(
     _edit(path, change)
     result = import_trials("harbor", [path])
     row = result.table.to_pylist()[0]
-    assert (row["status"], row["error"], row["error_phase"]) == (status, "RuntimeError", phase)
+    assert (row["error"], row["error_phase"]) == ("RuntimeError", phase)
+    if status == "agent_error":
+        # the verifier ran after the agent's failure and left its verdict: it decides
+        assert (row["status"], row["verified_after"]) == ("ok", "agent_error")
+    else:
+        assert (row["status"], row["verified_after"]) == (status, None)
     assert row["score"] == 1.0  # the verifier's reward stays; the status flags the trial
     assert result.metadata["counts"]["unclassified_exception_types"] == {"RuntimeError": 1}
 
@@ -371,7 +384,9 @@ def test_multi_step_trial_first_exception_and_summed_usage(job_copy: Path) -> No
     row = import_trials("harbor", [path]).table.to_pylist()[0]
     assert (row["prompt_tokens"], row["cache_tokens"], row["completion_tokens"]) == (150, 40, 10)
     assert row["cost_usd"] == 0.25
-    assert (row["status"], row["error"]) == ("agent_error", "ContextWindowExceededError")
+    assert row["error"] == "ContextWindowExceededError"
+    # the trial's verifier left its rewards after the step's agent failed: they decide
+    assert (row["status"], row["verified_after"]) == ("ok", "agent_error")
 
 
 # --- how the folders are found --------------------------------------------------------------

@@ -5,8 +5,10 @@ container passes and ``sort-numbers``, whose reference solution needs more memor
 task declares — plus Harbor's ``no-reward`` fixture, whose verifier writes no reward. The
 oracle runs under 1x and 3x, the null agent (``nop``) under 3x:
 
-- the oracle scores 1 on every task it can finish at 3x; at 1x ``sort-numbers`` is
-  OOM-killed (declared as the experiment), and the resource-sensitivity table names it;
+- the oracle scores 1 on every task it can finish at 3x; at 1x ``sort-numbers``'s solution
+  is OOM-killed while the container lives on: the task's own event, so the verifier's
+  verdict (0: nothing sorted) decides and the kill is the flag ``oom_in_agent``; the
+  resource-sensitivity table names the task;
 - the null agent scores 0;
 - ``no-reward``'s trials are ``verifier_error``: no score (never a 0), counted and flagged
   in every output, the group incomplete, the run failing its check; a plain rerun runs
@@ -84,9 +86,10 @@ def test_environment_tasks_end_to_end(tmp_path, engine):
     assert any("verifier_error" in r for r in oracle3["incomplete"])
 
     oracle1 = groups["oracle@1x"]
-    assert oracle1["outcomes"]["oom_killed"] == 2  # sort-numbers, both trials
+    assert oracle1["outcomes"]["oom_killed"] == 0
+    assert oracle1["outcomes"]["oom_in_agent"] == 2  # sort-numbers, both trials
     assert oracle1["expected_failures"] is True
-    assert oracle1["accuracy"] == pytest.approx(2 / 3)  # as_incorrect: an OOM kill is a 0
+    assert oracle1["accuracy"] == pytest.approx(2 / 3)  # the verifier's verdict: not sorted
     assert groups["nop@3x"]["accuracy"] == 0.0
 
     scores = pd.concat(pd.read_parquet(p) for p in (ws / "results" / "scores").rglob("*.parquet"))
@@ -95,11 +98,14 @@ def test_environment_tasks_end_to_end(tmp_path, engine):
     assert unverified["score"].isna().all() and unverified["reward"].isna().all()
     ok = scores[scores["status"] == "ok"]
     assert ok["score"].eq(ok["reward"]).all() and ok["phase"].isna().all()
-    oom = scores[scores["status"] == "oom_killed"]
-    assert set(oom["phase"]) == {"agent"} and oom["resource_profile"].eq("1x").all()
+    oom = scores[scores["oom_in_agent"].fillna(False).astype(bool)]
+    assert len(oom) == 2 and oom["resource_profile"].eq("1x").all()
+    assert oom["status"].eq("ok").all() and oom["score"].eq(0.0).all()
+    assert not (scores["status"] == "oom_killed").any()
 
     summary = (ws / "results" / "analysis" / "summary.txt").read_text()
     assert "verifier_error" in summary
+    assert "flags: 2 oom_in_agent" in summary
     resource = json.loads((ws / "results" / "analysis" / "attribution.json").read_text())
     (pair,) = resource["_resource"]
     sort_numbers = tasks.loc[tasks["task_dir"].str.endswith("sort-numbers"), "task_id"].item()

@@ -110,7 +110,8 @@ def test_verifier_timeout_is_verifier_error(env_backend, docker_engine, tmp_path
 
 def test_agent_timeout_still_runs_the_verifier(env_backend, tmp_path):
     """The agent's processes are killed at its deadline (the verifier sees none of them);
-    the verifier's rewards are kept in rewards_json, never in reward."""
+    the verifier's valid reward then decides the trial, as the benchmarks score it: ok, the
+    timeout kept as the flag verified_after."""
     folder = make_env_task(
         tmp_path,
         "slowagent",
@@ -128,10 +129,21 @@ def test_agent_timeout_still_runs_the_verifier(env_backend, tmp_path):
     t0 = time.monotonic()
     row = env_trial(env_backend, folder, "oracle")
     assert time.monotonic() - t0 < 15
-    assert (row["status"], row["phase"], row["reward"]) == ("timeout", "agent", None)
+    assert (row["status"], row["phase"], row["reward"]) == ("ok", "agent", 1.0)
+    assert row["verified_after"] == "timeout"
     assert row["rewards_json"] == '{"leftover":0.0,"reward":1.0}'
     assert 1.4 < row["agent_duration_s"] < 10
     assert "past its 1.5s limit" in row["error"]
+
+
+def test_agent_timeout_without_a_valid_reward_stays_a_timeout(env_backend, tmp_path):
+    folder = make_env_task(
+        tmp_path, "slownoreward", solve_sh="sleep 300\n", test_sh="true\n", agent_timeout=1.0
+    )
+    row = env_trial(env_backend, folder, "oracle")
+    assert (row["status"], row["phase"], row["reward"]) == ("timeout", "agent", None)
+    assert row["verified_after"] is None
+    assert "verifier: " in row["error"]  # what the verifier failed at, as a note
 
 
 def test_time_limits_scale_with_the_profile(env_backend, tmp_path):
@@ -148,6 +160,8 @@ ALLOCATE = "python3 -c 'x = bytearray(200 * 1024 * 1024); x[::4096] = b\"x\" * l
 
 
 def test_oom_in_the_agent_phase(env_backend, tmp_path):
+    """A process of the agent phase OOM-killed while the container lives on is the task's
+    own event: the verifier's verdict decides, the kill is the flag oom_in_agent."""
     folder = make_env_task(
         tmp_path,
         "oomagent",
@@ -156,12 +170,45 @@ def test_oom_in_the_agent_phase(env_backend, tmp_path):
         test_sh=REWARD_IF_DONE,
     )
     row = env_trial(env_backend, folder, "oracle", "1x")
-    assert (row["status"], row["phase"]) == ("oom_killed", "agent")
+    assert (row["status"], row["reward"], row["oom_in_agent"]) == ("ok", 1.0, True)
+    assert row["verified_after"] is None  # the oracle's own exit is not judged
     assert row["memory_limit_bytes"] == 64 * 1024 * 1024
-    assert row["rewards_json"] == '{"reward":1.0}'  # the verifier still ran
-    assert row["reward"] is None
+    assert row["rewards_json"] == '{"reward":1.0}'
+    assert "container lived on" in row["error"]
     if row["oom_kills"] is not None:
         assert row["oom_kills"] >= 1
+
+
+#: the container's main process (the idle ``sleep infinity`` under the engine's init) made
+#: the OOM killer's first choice (``oom_score_adj`` 1000: a process may raise it unprivileged),
+#: then memory allocated past the limit by several small processes, each a smaller choice:
+#: the kill ends the container, as any kill of the container's own process does
+KILL_THE_MAIN_PROCESS = """\
+for p in /proc/[0-9]*; do
+  if tr '\\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q '^sleep infinity'; then
+    echo 1000 > "$p/oom_score_adj"
+  fi
+done
+for i in 1 2 3 4 5 6 7 8; do
+  python3 -c 'import time; x = bytearray(12 << 20); x[::4096] = b"x" * 3072; time.sleep(9)' &
+done
+wait
+"""
+
+
+def test_oom_that_ends_the_container_is_oom_killed(env_backend, docker_engine, tmp_path):
+    folder = make_env_task(
+        tmp_path,
+        "oommain",
+        memory_mb=64,
+        solve_sh=KILL_THE_MAIN_PROCESS + "touch /app/done\n",
+        test_sh=REWARD_IF_DONE,
+    )
+    row = env_trial(env_backend, folder, "oracle", "1x")
+    assert (row["status"], row["phase"], row["reward"]) == ("oom_killed", "agent", None)
+    assert not row["oom_in_agent"]
+    assert "ended the container" in row["error"]
+    assert row["rewards_json"] is None  # no verifier without the container
 
 
 def test_oom_in_the_verifier_phase(env_backend, tmp_path):

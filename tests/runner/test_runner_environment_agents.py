@@ -86,11 +86,13 @@ def test_agent_deadline_covers_the_whole_exchange(env_backend, tmp_path):
     t0 = time.monotonic()
     row = env_trial(env_backend, folder, thinking)
     assert time.monotonic() - t0 < 15
-    assert (row["status"], row["phase"], row["reward"]) == ("timeout", "agent", None)
-    assert row["rewards_json"] == '{"reward":1.0}'  # the verifier still ran
+    # the verifier still ran, and its verdict decides; the timeout stays a flag
+    assert (row["status"], row["phase"], row["reward"]) == ("ok", "agent", 1.0)
+    assert row["verified_after"] == "timeout"
+    assert row["rewards_json"] == '{"reward":1.0}'
     running = scripted_agent([{"exec": "echo hello > hello.txt; sleep 60"}])
     row = env_trial(env_backend, folder, running)
-    assert (row["status"], row["phase"]) == ("timeout", "agent")
+    assert (row["status"], row["phase"], row["verified_after"]) == ("ok", "agent", "timeout")
     assert row["rewards_json"] == '{"reward":1.0}'
 
 
@@ -107,9 +109,15 @@ def test_agent_deadline_covers_the_whole_exchange(env_backend, tmp_path):
 def test_agent_failures(env_backend, tmp_path, steps, status, message):
     folder = make_env_task(tmp_path, "failing", test_sh=REWARD_IF_HELLO)
     row = env_trial(env_backend, folder, scripted_agent(steps))
-    assert (row["status"], row["phase"]) == (status, "agent")
-    assert message in row["error"]
-    assert row["reward"] is None and row["rewards_json"] == '{"reward":0.0}'
+    assert message in row["error"] and row["rewards_json"] == '{"reward":0.0}'
+    if status == "agent_error":
+        # the verifier ran after the agent failed and gave its verdict (0): it decides, the
+        # agent's failure is the flag
+        assert (row["status"], row["phase"], row["reward"]) == ("ok", "agent", 0.0)
+        assert row["verified_after"] == "agent_error"
+    else:  # the infrastructure's outcome keeps its policy, whatever the verifier said
+        assert (row["status"], row["phase"], row["reward"]) == (status, "agent", None)
+        assert row["verified_after"] is None
 
 
 def test_missing_command_is_infra_error(env_backend, tmp_path):

@@ -1,7 +1,9 @@
 """Every example Harbor task (examples/harbor-tasks) through the environment runner against
 the real engine: the oracle earns reward 1 at the roomiest profile (3x), the null agent 0;
-the oracle of each resource-sensitive task fails at the tightest (1x: OOM-killed or timed
-out). All trials run; every miss is reported at once."""
+the oracle of each resource-sensitive task meets its resources at the tightest (1x): it is
+OOM-killed or times out — an infra outcome, or, when the container lived on and the
+verifier then gave its verdict, the flag ``oom_in_agent`` or ``verified_after = timeout``
+(evalnoise.verified_after). All trials run; every miss is reported at once."""
 
 from __future__ import annotations
 
@@ -51,7 +53,10 @@ def test_example_tasks_oracle_null_and_resource_sensitivity(env_backend):
             misses.append(f"{task_id} oracle@3x: {outcome} {row['error']}")
         if profile == "3x" and agent == "null" and outcome != ("ok", 0.0):
             misses.append(f"{task_id} null@3x: {outcome} {row['error']}")
-        if profile == "1x" and row["status"] not in ("oom_killed", "timeout"):
-            misses.append(f"{task_id} oracle@1x should fail for resources: {outcome}")
+        met_its_resources = row["status"] in ("oom_killed", "timeout") or (
+            row["status"] == "ok" and (row["oom_in_agent"] or row["verified_after"] == "timeout")
+        )
+        if profile == "1x" and not met_its_resources:
+            misses.append(f"{task_id} oracle@1x should meet its resources: {outcome}")
     assert not misses, "\n".join(misses)
     assert len(sensitive) >= 5

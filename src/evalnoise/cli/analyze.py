@@ -98,6 +98,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "more, and one a target needs more for says so (default: the tasks of the table)",
     )
     p.add_argument(
+        "--after-agent-failure",
+        choices=["verdict", "failure"],
+        default="verdict",
+        help="a trial the verifier decided after its agent timed out or failed (the table's "
+        "verified_after column): scored by that verdict, as the benchmarks do, or counted as "
+        "the failure it was; the other reading is printed beside it",
+    )
+    p.add_argument(
         "--max-failure-rate",
         type=float,
         default=0.5,
@@ -107,17 +115,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def with_outcomes(
-    raw: pd.DataFrame, columns: Columns, status: str, path: str
+    raw: pd.DataFrame, columns: Columns, status: str, path: str, rule: str = "verdict"
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The rows that count (a failed trial without a score counts as incorrect, as the
-    pipeline's ``as_incorrect`` policy does; an ``ok`` trial without a score is unscored and
-    left out), and each group's rows with the columns :func:`outcome_counts` and
-    :func:`evalnoise.analysis.failure_readings` read (``task_id``, ``status``,
-    ``exit_code``, ``score``)."""
+    pipeline's ``as_incorrect`` policy does; a trial without a verdict — ``ok`` without a
+    score, ``verifier_error`` — is left out, never a 0), read under the ``after_agent_failure``
+    ``rule`` (:func:`evalnoise.verified_after.apply_rule`), and each group's rows as recorded
+    with the columns :func:`outcome_counts` and :func:`evalnoise.analysis.failure_readings`
+    read (``task_id``, ``status``, ``exit_code``, ``score``, ``verified_after``)."""
     import numpy as np
     import pandas as pd
 
+    from evalnoise.outcomes import UNDECIDED
     from evalnoise.trial_table import _to_scores
+    from evalnoise.verified_after import apply_rule
 
     if status not in raw.columns:
         return raw, {}
@@ -133,11 +144,19 @@ def with_outcomes(
             "status": state.to_numpy(),
             "exit_code": raw["exit_code"].to_numpy() if "exit_code" in raw else np.nan,
             "score": values,
+            "verified_after": raw["verified_after"].to_numpy() if "verified_after" in raw else None,
+            "oom_in_agent": raw["oom_in_agent"].to_numpy() if "oom_in_agent" in raw else None,
         }
     )
     groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
     per_group = {str(g): view[(groups == g).to_numpy()] for g in groups.unique()}
-    counted = raw[~(missing & state.eq("ok")).to_numpy()].copy()
+    ruled = apply_rule(view, rule)
+    state = pd.Series(ruled["status"].to_numpy(), index=raw.index)
+    no_verdict = (missing & state.eq("ok")) | state.isin(UNDECIDED)
+    counted = raw[~no_verdict.to_numpy()].copy()
+    if rule != "verdict":  # the verdicts the rule overrides: the failures' scores
+        counted[status] = state[~no_verdict].to_numpy()
+        counted[columns.score] = ruled["score"][~no_verdict.to_numpy()].to_numpy()
     failed = counted[columns.score].isna() & counted[status].astype(str).ne("ok")
     if failed.any():
         counted[columns.score] = counted[columns.score].astype(object)
@@ -226,12 +245,18 @@ def run(args: argparse.Namespace) -> int:
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
     from evalnoise.group_text import readings_text, reporting_line
-    from evalnoise.outcomes import assess_health, outcome_counts, outcome_line
+    from evalnoise.outcomes import assess_health, outcome_line
+    from evalnoise.pipeline.stages import outcomes_with_flags
     from evalnoise.trial_table import read_any, shown_group, validate_trials
 
     source = read_any(args.path)
+    # what the import that made the table could not take as it was (an incomplete job,
+    # folders that are no trials): said here too, never left to the file's metadata alone
+    import_warnings = [str(w) for w in (source.attrs.get("evalnoise") or {}).get("warnings") or ()]
     columns, used = resolved_columns(source, args, path=str(args.path))
-    raw, per_group = with_outcomes(source, columns, args.status, str(args.path))
+    raw, per_group = with_outcomes(
+        source, columns, args.status, str(args.path), args.after_agent_failure
+    )
     facet_out = None
     if args.facets is not None:
         frame, facet_out = _facets(raw, columns, args)
@@ -251,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
             explain_fixed_seed(record, seeded[record["group"]])
         if record["group"] in per_group:
             view = per_group[record["group"]]
-            outcomes = outcome_counts(view)
+            outcomes = outcomes_with_flags(view, args.after_agent_failure)
             health = assess_health(outcomes, max_failure_rate=args.max_failure_rate)
             readings = failure_readings(
                 view,
@@ -278,6 +303,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.json:
         out: dict[str, Any] = {"groups": records}
+        if import_warnings:
+            out["import_warnings"] = import_warnings
         if conv is not None:
             out["convergence"] = conv
         if attribution is not None:
@@ -304,6 +331,8 @@ def run(args: argparse.Namespace) -> int:
         ]
         for r in records
     ]
+    for line in import_warnings:
+        print(f"warning: {line}")
     print(
         table(
             rows,
@@ -331,7 +360,8 @@ def run(args: argparse.Namespace) -> int:
             if not r["health"]["valid"]:
                 print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
             o = r["outcomes"]
-            if r.get("withheld") or o["trials"] - o["ok"] - o["unscored"] - o["verifier_error"]:
+            failed = o["trials"] - o["ok"] - o["unscored"] - o["verifier_error"]
+            if r.get("withheld") or failed or "verified_as_failures" in r["readings"]:
                 print(f"  readings: {readings_text(r['readings'])}")
         summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:

@@ -31,15 +31,18 @@ formats:
                   scorer when a log has several
   terminal-bench  results.json files or leaderboard submission folders: the agent is the
                   submission folder; failure_mode gives the status; is_resolved null
-                  counts as unresolved
+                  counts as unresolved; an agent timeout or error whose tests gave a
+                  verdict is ok, the failure kept in verified_after
   harbor          Harbor job folders (harbor run / harbor job start; Terminal-Bench 2.0's
                   harness), or trial result.json files: each trial folder's result.json
                   is one trial; the agent is agent_info.name[__model]; the score is the
                   reward named by --reward (default 'reward', or the only one); the
                   exception type gives the status (agent timeout → timeout, environment
                   and sandbox failures → infra_error, verifier failures →
-                  verifier_error, agent failures → agent_error), never a score of 0;
-                  tokens, cost and phase times kept
+                  verifier_error, agent failures → agent_error), never a score of 0; an
+                  agent timeout or failure the verifier then decided is ok, the failure
+                  kept in verified_after; an incomplete job or a folder that is no trial
+                  is said in a warning; tokens, cost and phase times kept
   tau-bench       result JSON lists {task_id, trial, reward, info, traj}: score = reward;
                   the agent is the file name unless --agent
   metr            runs.jsonl: the agent is alias; human baselines dropped unless
@@ -138,4 +141,6 @@ def run(args: argparse.Namespace) -> int:
     status = ", ".join(f"{k} {v}" for k, v in c["status"].items())
     print(f"status: {status}")
     print(f"trial numbering: {result.metadata['rule']}")
+    for line in result.metadata.get("warnings") or ():
+        print(f"warning: {line}")
     return 0

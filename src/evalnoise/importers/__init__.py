@@ -24,7 +24,9 @@ imported table needs no column flags), ``format``, ``sources`` (files read, in t
 ``score_rule``, ``status_rule`` (plus ``task_rule`` or ``column_mapping`` where they apply),
 and ``counts`` (``rows``, ``agents``, ``tasks``, ``status``, ``score_null``, ``by_agent``
 with rows/tasks/trials per task, ``files``, and per-format counts such as
-``dropped_human_runs``).
+``dropped_human_runs``); ``warnings`` (only when there are any): one line for each thing the
+import could not take as it was — a Harbor job holding fewer trials than it declared, folders
+that are no trials — printed by ``evalnoise import`` and ``evalnoise analyze``.
 
 A malformed input raises :class:`~evalnoise.errors.InputError` naming the file and, where
 known, the record and the field; nothing is written.
@@ -130,6 +132,10 @@ def import_trials(
         **rules,
         "counts": counts(tbl, info.get("counts")),
     }
+    if info.get("warnings"):
+        # what the import could not take as it was (an incomplete job, folders that are not
+        # trials): one line each, printed by `evalnoise import` and `evalnoise analyze`
+        metadata["warnings"] = list(info["warnings"])
     return ImportResult(table=tbl, metadata=metadata)
 
 

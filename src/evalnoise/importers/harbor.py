@@ -20,7 +20,11 @@ What is read (:func:`find_results`): a trial's ``result.json`` given as a file; 
 a job folder (its trial folders; a trial folder without ``result.json`` is a trial that never
 finished: counted as ``unfinished_trials``, not imported); any folder holding job folders.
 Only when a job folder has no finished trial folder are the ``trial_results`` embedded in its
-``result.json`` read instead.
+``result.json`` read instead. A job that holds fewer trials than it declared
+(``n_total_trials``: a job killed before all its trials were written) is *incomplete*, and a
+folder of the tree that holds no Harbor trial or job is *not a trial*: each is said in one
+line of the import's ``warnings`` (printed by ``evalnoise import`` and ``evalnoise analyze``),
+never skipped silently.
 
 Mapping, per trial:
 
@@ -30,6 +34,9 @@ Mapping, per trial:
   with rewards has it, else the only name they use) from ``verifier_result.rewards``; it must
   be in [0, 1]. No rewards → no score (null), never 0. All rewards are kept as JSON text in
   the ``rewards`` column.
+- a trial whose agent failed (status ``timeout`` or ``agent_error``, below) but whose
+  verifier then left its rewards is decided by them, as Harbor's mean decides it: status
+  ``ok``, the agent's failure kept in ``verified_after`` (:mod:`evalnoise.verified_after`).
 - ``status`` from ``exception_info.exception_type`` (for multi-step trials, the first
   exception recorded, the trial's then the steps', as Harbor's ``failure_cause`` does):
   :data:`STATUS_OF_EXCEPTION`, one table drawn from Harbor's own taxonomy
@@ -44,7 +51,8 @@ Mapping, per trial:
 - ``started_at``/``ended_at``/``duration_s`` from ``started_at``/``finished_at``; each phase's
   seconds in ``environment_setup_s``, ``agent_setup_s``, ``agent_execution_s``,
   ``verifier_s``. A timestamp without a zone (Harbor 0.1.2 wrote local times so) is read as
-  UTC.
+  UTC; an exception's ``occurred_at`` without a zone beside phase times with one (Harbor
+  0.6–0.25 wrote it as local time) is placed by :func:`_local_offset`.
 
 Verifier failures get :data:`VERIFIER_ERROR`, the trial table's ``verifier_error``: no score,
 never a 0, counted and flagged like an unscored trial.
@@ -54,7 +62,8 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
+from collections import Counter
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +79,7 @@ from evalnoise.importers._common import (
     parse_timestamp,
     path_key,
 )
+from evalnoise.schema import VERIFIED_AFTER
 
 FORMAT = "harbor"
 OPTIONS = ("agent", "reward")
@@ -291,7 +301,8 @@ def _status_rule() -> str:
         + "; ".join(parts)
         + "; any other type by the phase the trial was in (the last phase that had started "
         f"by exception_info.occurred_at): {phases}. The type is kept in `error`, the phase "
-        "in `error_phase`"
+        "in `error_phase`. A timeout or agent_error whose verifier then left its rewards → "
+        "ok, decided by them as Harbor's mean decides it, the failure kept in `verified_after`"
     )
 
 
@@ -349,6 +360,8 @@ class _Found:
         self.unfinished: list[str] = []
         self.jobs: list[dict[str, Any]] = []
         self.seen: dict[Path, str] = {}
+        #: folders of a walked tree that held no trial, job or unfinished trial
+        self.not_trials: list[str] = []
 
     def add_file(self, path: Path, data: dict) -> None:
         key = path.resolve()
@@ -363,6 +376,22 @@ def _subfolders(folder: Path) -> list[Path]:
         (p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")),
         key=lambda p: natural_key(p.name),
     )
+
+
+def _found_anything(found: _Found) -> tuple[int, int]:
+    return len(found.records), len(found.unfinished)
+
+
+def _walk_children(folder: Path, found: _Found) -> None:
+    """Walk ``folder``'s subfolders; name each that held nothing Harbor wrote."""
+    for sub in _subfolders(folder):
+        before = _found_anything(found)
+        skipped = len(found.not_trials)
+        _walk(sub, found)
+        if _found_anything(found) == before:
+            # one line for the folder, not one for each of its empty subfolders
+            del found.not_trials[skipped:]
+            found.not_trials.append(str(sub))
 
 
 def _walk(folder: Path, found: _Found) -> None:
@@ -383,15 +412,13 @@ def _walk(folder: Path, found: _Found) -> None:
     if _is_unfinished_trial(folder):
         found.unfinished.append(str(folder))
         return
-    for sub in _subfolders(folder):
-        _walk(sub, found)
+    _walk_children(folder, found)
 
 
 def _walk_job(folder: Path, result: Path, data: dict, found: _Found) -> None:
     before = len(found.records)
     unfinished_before = len(found.unfinished)
-    for sub in _subfolders(folder):
-        _walk(sub, found)
+    _walk_children(folder, found)
     from_folders = len(found.records) - before
     embedded = data.get("trial_results") or []
     if not isinstance(embedded, list):
@@ -559,25 +586,38 @@ def _phase_of(info: dict, holder: dict, where: Where, prefix: str) -> str | None
 
     The last phase (in :data:`PHASES` order) that had started by ``occurred_at``: Harbor stops
     a phase's clock in a ``finally`` and records the exception just after (measured: 2–17 ms
-    later), so the phase that raised has always finished by then. Harbor 0.9 and before wrote
-    ``occurred_at`` in local time without a zone (``datetime.now()``) beside phase times in
-    UTC; when the two do not both carry a zone they cannot be compared, and the phase is the
-    last one that started at all (an exception the table does not know ends the trial in the
-    phase that raised it). None: no phase had started.
+    later), so the phase that raised has always finished by then. Harbor 0.6 to 0.25 wrote
+    ``occurred_at`` in local time without a zone (``ExceptionInfo.from_exception``:
+    ``datetime.now()``) beside phase times in UTC (``datetime.now(timezone.utc)``); such a
+    stamp is first moved to UTC by the local clock's offset (:func:`_local_offset`). When
+    that offset cannot be found, the phase is the last one that started at all (an exception
+    the table does not know ends the trial in the phase that raised it). None: no phase had
+    started.
     """
     raw = info.get("occurred_at")
     occurred = parse_timestamp(raw, where, prefix + "exception_info.occurred_at")
     starts: list[tuple[str, datetime, Any]] = []
+    ends: list[datetime] = []
     for phase in PHASES:
         timing = _obj(holder, phase, where, prefix + phase) or {}
-        start, _ = _timing(holder, phase, where, prefix)
+        start, end = _timing(holder, phase, where, prefix)
         if start is not None:
             starts.append((phase, start, timing.get("started_at")))
+        if end is not None and _has_zone(timing.get("finished_at")):
+            ends.append(end)
     if not starts:
         return None
     comparable = occurred is not None and all(
         _has_zone(text) == _has_zone(raw) for _, _, text in starts
     )
+    if occurred is not None and not comparable and not _has_zone(raw):
+        span = (
+            parse_timestamp(holder.get("started_at"), where, prefix + "started_at"),
+            parse_timestamp(holder.get("finished_at"), where, prefix + "finished_at"),
+        )
+        offset = _local_offset(occurred, ends, span)
+        if offset is not None:
+            occurred, comparable = occurred - offset, True
     if not comparable:
         return starts[-1][0]
     current = None
@@ -585,6 +625,51 @@ def _phase_of(info: dict, holder: dict, where: Where, prefix: str) -> str | None
         if start <= occurred:  # type: ignore[operator]
             current = phase
     return current
+
+
+#: UTC offsets a local clock can have: every time zone's is a multiple of 15 minutes, from
+#: −12:00 to +14:00
+_OFFSET_STEP = timedelta(minutes=15)
+_OFFSETS = tuple(k * _OFFSET_STEP for k in range(-48, 57))
+#: how far a trial's exception may be recorded from the end of the phase that raised it,
+#: when the trial's own span cannot single out the local clock's offset
+_RECORD_SLACK = timedelta(seconds=60)
+
+
+def _local_offset(
+    occurred: datetime,
+    phase_ends: list[datetime],
+    span: tuple[datetime | None, datetime | None],
+) -> timedelta | None:
+    """The UTC offset of the local clock a zone-less ``occurred_at`` was written by (read as
+    if it were UTC: ``occurred``), or None when it cannot be told.
+
+    Harbor records an exception just after the clock of the phase that raised it stops
+    (:func:`_phase_of`), and the trial's ``started_at``/``finished_at`` (``span``, UTC)
+    enclose it. Of the offsets a zone can have (:data:`_OFFSETS`, multiples of 15 minutes)
+    those that put ``occurred − offset`` inside the span (±1 minute) are candidates; a trial
+    shorter than 15 minutes leaves one. Among several, the one that puts the stamp nearest a
+    phase's end (``phase_ends``, UTC) wins; without a span, only when that is within
+    :data:`_RECORD_SLACK` of a phase's end."""
+    start, end = span
+    margin = timedelta(minutes=1)
+    candidates = [
+        d
+        for d in _OFFSETS
+        if (start is None or occurred - d >= start - margin)
+        and (end is None or occurred - d <= end + margin)
+    ]
+    if start is None or end is None:
+        candidates = [
+            d for d in candidates if any(abs(occurred - d - e) <= _RECORD_SLACK for e in phase_ends)
+        ]
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0]
+    if not phase_ends:
+        return None
+    return min(candidates, key=lambda d: min(abs(occurred - d - e) for e in phase_ends))
 
 
 def _usage(record: dict, where: Where) -> tuple[int | None, int | None, int | None, float | None]:
@@ -765,6 +850,9 @@ def read(
                     "verifier_result.rewards",
                 )
             t.score = check_score(p.rewards[key], t.where, f"verifier_result.rewards.{key}")
+            if t.status in VERIFIED_AFTER:
+                # the verifier decided after the agent failed: Harbor's mean counts it
+                t.extra["verified_after"], t.status = t.status, "ok"
         if agent is not None:
             t.agent = agent
         if t.error is not None:
@@ -780,10 +868,42 @@ def read(
         "no_reward": sum(1 for p in parsed if not p.rewards),
         "exception_types": dict(sorted(exception_types.items())),
         "unclassified_exception_types": dict(sorted(unclassified.items())),
+        "verified_after": dict(
+            sorted(
+                Counter(
+                    str(t.extra["verified_after"]) for t in trials if t.extra.get("verified_after")
+                ).items()
+            )
+        ),
+        "not_trials": found.not_trials,
     }
     return trials, {
         "rules": RULES,
         "counts": extra,
         "sources": sources,
         "extra_types": EXTRA_TYPES,
+        "warnings": import_warnings(found),
     }
+
+
+def import_warnings(found: _Found) -> list[str]:
+    """One line per job that holds fewer trials than it declared (``n_total_trials``: killed
+    before all its trials were written), and one line naming the folders that hold no Harbor
+    trial: what an import must never leave to its Parquet metadata alone."""
+    lines = []
+    for job in found.jobs:
+        declared, read = job.get("n_total_trials"), int(job.get("trials_read") or 0)
+        if isinstance(declared, bool) or not isinstance(declared, int) or read >= declared:
+            continue
+        unfinished = int(job.get("unfinished_trials") or 0)
+        lines.append(
+            f"incomplete Harbor job {job['job']}: {declared} trials declared, {read} found "
+            f"({unfinished} started but never finished, {declared - read - unfinished} never "
+            "started): the job was stopped before all its trials were written"
+        )
+    if found.not_trials:
+        lines.append(
+            f"not Harbor trials (no trial or job result.json), skipped: "
+            f"{', '.join(found.not_trials)}"
+        )
+    return lines

@@ -11,7 +11,11 @@ Mapping, per trial record:
 - ``score`` = 1 if ``is_resolved`` is true, else 0 (null counts as unresolved, as the
   leaderboard does).
 - ``status`` from ``failure_mode``: see :data:`STATUS_OF_FAILURE_MODE`; the source's own
-  ``failure_mode`` is kept in ``error`` when it is not ``unset``/``none``.
+  ``failure_mode`` is kept in ``error`` when it is not ``unset``/``none``. A trial whose
+  agent failed (``agent_timeout`` or an agent error) but whose tests then ran and gave a
+  verdict (``is_resolved`` true or false) is decided by it, as the leaderboard counts it: a
+  resolved trial is resolved. Its status is ``ok`` and the agent's failure is kept in
+  ``verified_after`` (:mod:`evalnoise.verified_after`).
 - ``started_at``/``ended_at``/``duration_s`` from ``trial_started_at``/``trial_ended_at``
   when present (the single-file submissions carry none).
 """
@@ -32,6 +36,7 @@ from evalnoise.importers._common import (
     path_key,
     require,
 )
+from evalnoise.schema import VERIFIED_AFTER
 
 FORMAT = "terminal-bench"
 OPTIONS = ("agent",)
@@ -73,7 +78,9 @@ RULES = {
     "status_rule": "failure_mode: unset/none → ok; agent_timeout/test_timeout → timeout; "
     "agent_installation_failed → infra_error; parse_error, unknown_agent_error, "
     "fatal_llm_parse_error, context_length_exceeded, output_length_exceeded, unknown → "
-    "agent_error; the source value is kept in `error`",
+    "agent_error; the source value is kept in `error`. An agent timeout or agent error "
+    "whose tests gave a verdict (is_resolved true or false) → ok, the failure kept in "
+    "`verified_after` (the leaderboard counts such a trial by its verdict)",
 }
 
 _ATTEMPT = re.compile(r"^(?P<i>\d+)-of-(?P<n>\d+)(?:\.(?P<run>.+))?$")
@@ -138,6 +145,11 @@ def read(paths: list[str | Path], *, agent: str | None = None) -> tuple[list[Tri
                     f"unknown failure_mode {mode!r} (known: {', '.join(STATUS_OF_FAILURE_MODE)})",
                     "failure_mode",
                 )
+            status = STATUS_OF_FAILURE_MODE[mode]
+            verified_after = None
+            if resolved is not None and mode != "test_timeout" and status in VERIFIED_AFTER:
+                # the tests ran after the agent failed and gave their verdict
+                status, verified_after = "ok", status
             started = parse_timestamp(rec.get("trial_started_at"), where, "trial_started_at")
             ended = parse_timestamp(rec.get("trial_ended_at"), where, "trial_ended_at")
             duration = (ended - started).total_seconds() if started and ended else None
@@ -146,12 +158,13 @@ def read(paths: list[str | Path], *, agent: str | None = None) -> tuple[list[Tri
                 task_id=task_id,
                 order=(),
                 where=where,
-                status=STATUS_OF_FAILURE_MODE[mode],
+                status=status,
                 score=1.0 if resolved is True else 0.0,
                 error=None if mode in ("unset", "none") else mode,
                 started_at=started,
                 ended_at=ended,
                 duration_s=duration,
+                extra={"verified_after": verified_after},
             )
             file_trials.append((t, i))
         submission = _submission_of(path, ns)

@@ -78,6 +78,10 @@ class GroupData:
     #: task's ``level``
     attempts: pd.DataFrame
     counts: dict[str, Any] = field(default_factory=dict)
+    #: how a trial verified after an agent failure counts (the infra policy's
+    #: ``after_agent_failure``, :mod:`evalnoise.verified_after`): ``frame`` is read so;
+    #: ``attempts`` are kept as recorded
+    after_agent_failure: str = "verdict"
 
     @property
     def group(self) -> str:
@@ -114,7 +118,7 @@ def group_data(
 ) -> GroupData:
     """:func:`load_group` on score shards already read (:func:`read_scores`): a caller
     that needs every group reads the shards once."""
-    from evalnoise.runner.infra_policies import apply_infra_policy
+    from evalnoise.runner.infra_policies import apply_infra_policy, infra_policy
 
     mine = scores[(scores["agent"] == agent) & (scores["resource_profile"] == resource_profile)]
     if mine.empty:
@@ -141,7 +145,8 @@ def group_data(
     counts["statuses"] = {str(k): int(v) for k, v in sorted(mine["status"].value_counts().items())}
     attempts = mine.reset_index(drop=True)
     attempts["level"] = _levels_of(attempts["task_id"], levels, str)
-    return GroupData(agent, resource_profile, frame, attempts, counts)
+    rule = infra_policy(dict(policy)).after_agent_failure
+    return GroupData(agent, resource_profile, frame, attempts, counts, rule)
 
 
 def _levels_of(tasks: pd.Series, levels: Mapping[str, Any], key: Any) -> list[Any]:

@@ -506,15 +506,22 @@ def resource_profile_spec(config: Mapping[str, Any], name: str) -> dict[str, Any
 
 
 def infra_policy_spec(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The runner's infra policy mapping (``max_attempts`` only for mode ``retry``)."""
+    """The runner's infra policy mapping (``max_attempts`` only for mode ``retry``;
+    ``after_agent_failure`` only when ``scoring.after_agent_failure`` is not the default
+    ``verdict``, so the default run's params stay as they were)."""
     policy = config["infra_policy"]
     if policy["mode"] == "retry":
-        return {
+        spec = {
             "mode": "retry",
             "max_attempts": policy["max_attempts"],
             "on_exhausted": policy["on_exhausted"],
         }
-    return {"mode": policy["mode"]}
+    else:
+        spec = {"mode": policy["mode"]}
+    after = (config.get("scoring") or {}).get("after_agent_failure", "verdict")
+    if after != "verdict":
+        spec["after_agent_failure"] = after
+    return spec
 
 
 #: How many prompt tokens a served model evaluates at once (``n_ubatch``), by who it serves.

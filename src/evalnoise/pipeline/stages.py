@@ -105,9 +105,9 @@ def group_health(
     (:func:`evalnoise.outcomes.outcome_counts`), whether the group measured the agent
     (:func:`evalnoise.outcomes.assess_health` with the config's ``health`` section), and
     how many trials each fault signal killed."""
-    from evalnoise.outcomes import assess_health, crash_signal_name, outcome_counts
+    from evalnoise.outcomes import assess_health, crash_signal_name
 
-    outcomes = outcome_counts(data.attempts)
+    outcomes = outcomes_with_flags(data.attempts, data.after_agent_failure)
     failed = data.attempts[data.attempts["status"] == "agent_error"]
     names = [crash_signal_name(c) for c in failed.get("exit_code", pd.Series(dtype=float))]
     signals = {n: names.count(n) for n in sorted({n for n in names if n})}
@@ -119,6 +119,20 @@ def group_health(
         crash_examples=signals,
     )
     return outcomes, verdict, signals
+
+
+def outcomes_with_flags(attempts: pd.DataFrame, rule: str = "verdict") -> dict[str, int]:
+    """The count of every outcome of ``attempts`` read under the ``after_agent_failure``
+    ``rule`` (:func:`evalnoise.verified_after.apply_rule`: under ``failure`` a trial verified
+    after an agent failure counts as that failure), plus the flags that are not 0
+    (:func:`evalnoise.verified_after.flag_counts`: how many trials the verifier decided after
+    a timeout or an agent error, and ``oom_in_agent``), counted over the final attempts."""
+    from evalnoise.outcomes import final_attempts, outcome_counts
+    from evalnoise.verified_after import apply_rule, flag_counts
+
+    outcomes = outcome_counts(apply_rule(attempts, rule))
+    outcomes.update(flag_counts(final_attempts(attempts)))
+    return outcomes
 
 
 def analyze_group(
@@ -141,7 +155,6 @@ def analyze_group(
     """
     from evalnoise.analysis import per_task_table
     from evalnoise.costs import cost_drivers
-    from evalnoise.outcomes import outcome_counts
 
     outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
@@ -176,7 +189,7 @@ def analyze_group(
                     **estimates(part, rows),
                     **ident,
                     "level": level,
-                    "outcomes": outcome_counts(rows),
+                    "outcomes": outcomes_with_flags(rows, data.after_agent_failure),
                 }
             )
     per_task = (

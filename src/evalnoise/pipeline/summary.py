@@ -29,6 +29,7 @@ from evalnoise.attribution.text import attribution_lines, resource_line
 from evalnoise.group_text import readings_text, reporting_line
 from evalnoise.outcomes import OUTCOMES, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
+from evalnoise.verified_after import FLAGS
 
 __all__ = [
     "PROFILE_COLUMNS",
@@ -228,7 +229,8 @@ def summarize(
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
         shown = readings_text(s["overall"].get("readings"))
-        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"])):
+        verified = "verified_as_failures" in (s["overall"].get("readings") or {})
+        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"]) or verified):
             lines.append(f"  readings: {shown}")
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']], confidence)}")
@@ -394,7 +396,8 @@ def metrics(
             "expected_failures": bool(s["health"]["expected"]),
             "outcomes": {
                 k: int(s["outcomes"][k])
-                for k in (*OUTCOMES, "trials", "unjudged")
+                # the flags (evalnoise.verified_after.FLAGS) only when a trial has one
+                for k in (*OUTCOMES, "trials", "unjudged", *FLAGS)
                 if k in s["outcomes"]
             },
         }
@@ -403,7 +406,11 @@ def metrics(
         if rec.get("withheld"):
             # no headline: say why beside the nulls
             groups[s["group"]]["withheld"] = rec["withheld"]
-        if rec.get("withheld") or failed_trials(s["outcomes"]):
+        if (
+            rec.get("withheld")
+            or failed_trials(s["outcomes"])
+            or "verified_as_failures" in (rec.get("readings") or {})
+        ):
             groups[s["group"]]["readings"] = {
                 name: {
                     "accuracy": _num(r["mean"]),

@@ -228,7 +228,14 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
         - (outcomes.get("unscored") or 0)
         - (outcomes.get("verifier_error") or 0)
     )
-    if readings and (m.get("accuracy_withheld") or failed > 0):
+    if card.get("flags"):
+        # trials the verifier decided after an agent failure (evalnoise.verified_after)
+        from evalnoise.verified_after import flag_text
+
+        rows.insert(len(rows) - 1, ("Flags", (flag_text(card["flags"]) or "")[len("flags: ") :]))
+    if readings and (
+        m.get("accuracy_withheld") or failed > 0 or "verified_as_failures" in m["readings"]
+    ):
         # labelled readings, never the headline: shown (not struck) also on an invalid card
         rows.insert(4, ("Readings", readings))
     if card.get("policy_sensitivity"):

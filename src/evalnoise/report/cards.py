@@ -291,4 +291,18 @@ def evaluation_card(
         "policy_sensitivity": (None if attribution is None else policy_sensitivity_of(attribution)),
         "costs": card_costs(record.get("costs"), context.prices),
     }
+    flags = _flags_of(record)
+    if flags:  # only a group with flags: every other card stays as it was
+        card["flags"] = flags
     return jsonable(card)
+
+
+def _flags_of(record: Mapping[str, Any]) -> dict[str, int]:
+    """The flags the record's outcomes carry (:func:`evalnoise.verified_after.flag_counts`):
+    trials verified after an agent failure, OOM kills the task lived through."""
+    from evalnoise.verified_after import FLAGS
+
+    raw = record.get("outcomes")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {k: int(raw[k]) for k in FLAGS if raw.get(k)}

@@ -20,6 +20,7 @@ __all__ = [
     "connect_engine",
     "container_network",
     "join_notes",
+    "main_process_alive",
     "one_line",
     "ping_engine",
     "remove_trial_container",
@@ -72,6 +73,30 @@ def remove_trial_container(api: Any, container_id: str) -> str | None:
     except Exception as exc:  # left for cleanup(); the trial's outcome stands
         return f"container not removed: {one_line(exc, 200)}"
     return None
+
+
+def main_process_alive(
+    api: Any, container_id: str, main_pid: int, *, settle_s: float = 0.5
+) -> bool:
+    """Whether a trial's container still runs its main process: ``State.Running`` and the
+    same ``State.Pid`` as when it started (``main_pid``; 0: not known, the running state
+    alone decides), through ``settle_s`` seconds of asking again (the engine marks a
+    container whose main process the kernel just killed as exited a moment later; a live
+    container stays live). After an OOM kill this is what tells a killed process of the task
+    (the container lives on) from a kill that ended the container: ``State.OOMKilled`` is set
+    in both cases (Docker 20.10, cgroup v1)."""
+    import time
+
+    deadline = time.monotonic() + settle_s
+    while True:
+        state = api.inspect_container(container_id)["State"]
+        if not state.get("Running"):
+            return False
+        if main_pid and int(state.get("Pid") or 0) != int(main_pid):
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(0.1)
 
 
 def ping_engine(client: Any) -> None:

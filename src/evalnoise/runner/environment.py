@@ -30,8 +30,8 @@ the same interface as the QA backends (:class:`evalnoise.runner.trial.Backend`):
      deadline the subprocess and every command are killed.
 
    Past the deadline every process the agent phase started in the container is killed
-   (SIGKILL; the idle main process stays) and the trial is ``timeout`` — and, as in Harbor,
-   the verifier still runs: its rewards are kept in ``rewards_json``.
+   (SIGKILL; the idle main process stays) and the agent phase ends in ``timeout`` — and, as
+   in Harbor, the verifier still runs (see "The verdict after an agent failure").
 4. The **verifier phase**: the scratch ``/logs/verifier`` is emptied (nothing the agent put
    there counts), ``tests/`` is copied to ``/tests`` and ``bash -c /tests/test.sh`` runs
    (output in ``/logs/verifier/test-stdout.txt``) under ``[verifier].timeout_sec`` × the time
@@ -48,8 +48,9 @@ what happened                                       status          phase
 image build failed / image missing                  infra_error     build
 task folder changed or unreadable, a ``${VAR}``     infra_error     setup
 of the task's env unset, container not created
-agent phase past its deadline                       timeout         agent
-a process OOM-killed during the agent phase         oom_killed      agent
+agent phase past its deadline, no valid reward      timeout         agent
+a process OOM-killed during the agent phase that    oom_killed      agent
+ended the container or its main process
 external agent: protocol broken, non-zero exit,     agent_error     agent
 no ``done``; exit 75 (its model service is gone)    infra_error     agent
 oracle: the task has no ``solution/solve.sh``       agent_error     agent
@@ -62,11 +63,26 @@ no reward file, empty, not a number, outside        verifier_error  verifier
 engine error (it still answers)                     infra_error     the phase
 a valid reward after an agent phase without         ok              —
 failure
+a valid reward after an agent phase that ended in   ok              agent
+``timeout`` or ``agent_error`` (not a crash)
 ==================================================  ==============  ============
 
+**The verdict after an agent failure** (:mod:`evalnoise.verified_after`). When the agent
+phase ends in ``timeout`` or ``agent_error`` and the verifier then leaves a valid reward, the
+trial is scored by that reward, as Harbor and Terminal-Bench score it: ``status`` ``ok``,
+``reward`` the verdict, and the agent's outcome kept as the flag ``verified_after``
+(``timeout`` / ``agent_error``; ``error`` and ``phase`` still say what the agent did). The
+analysis's ``scoring.after_agent_failure: failure`` reads such trials as the failures they
+were (:func:`evalnoise.verified_after.as_failures`). A crash (an ``agent_error`` exit by a
+fault signal) stays a crash. A process OOM-killed during the agent phase while the container
+and its main process live on is the task's own event: the trial goes on to its verifier,
+whose verdict decides, and the kill is the flag ``oom_in_agent``. Docker's
+``State.OOMKilled`` is set in both cases, so the two are told apart by what survived
+(:func:`evalnoise.runner.engine.main_process_alive`): a kill that ended the container or its
+main process is the infrastructure outcome ``oom_killed``.
+
 ``reward`` holds the scoring reward only when the status is ``ok``; whatever the status, the
-named rewards the verifier left are in ``rewards_json`` (so an agent timeout keeps the
-verifier's verdict for a score policy that wants it, without it ever passing for a score). An
+named rewards the verifier left are in ``rewards_json``. An
 engine that stops answering raises :class:`~evalnoise.runner.trial.EngineUnavailable` and the
 in-flight trial produces no row.
 
@@ -133,6 +149,7 @@ from evalnoise.runner.engine import (
     connect_engine,
     container_network,
     join_notes,
+    main_process_alive,
     one_line,
     ping_engine,
     remove_trial_container,
@@ -151,6 +168,7 @@ from evalnoise.runner.trial import (
     utc_now,
 )
 from evalnoise.runner.trial_container import TrialContainer, read_tail, tar_dir
+from evalnoise.schema import VERIFIED_AFTER
 from evalnoise.tasks.harbor import (
     HarborTask,
     HarborTaskError,
@@ -174,6 +192,8 @@ EXTRA_COLUMNS = (
     "oom_kills",
     "agent_steps",
     "task_digest",
+    "verified_after",
+    "oom_in_agent",
 )
 #: What root needs in a task that switches users: to reach, chown and chmod the other
 #: user's files (CHOWN, DAC_OVERRIDE, FOWNER) and to become that user itself (SETUID, SETGID:
@@ -518,12 +538,10 @@ class EnvironmentBackend:
             if ooms_agent is not None and ooms_start is not None
             else outcome.sigkilled
         )
-        if oom and status != "timeout":
-            status = "oom_killed"
-            error = join_notes(
-                f"the kernel killed a process of the agent phase at the memory limit "
-                f"({trial.allocation.memory_limit_bytes} bytes)",
-                error,
+        if oom:
+            alive = main_process_alive(box.api, box.id, box.main_pid)
+            status, error, row["oom_in_agent"] = agent_oom_outcome(
+                status, error, alive=alive, limit_bytes=trial.allocation.memory_limit_bytes
             )
         if status:
             row.update(status=status, phase="agent", error=error)
@@ -633,6 +651,46 @@ class EnvironmentBackend:
                 row["error"] = join_notes(row["error"], f"verifier: {problem}")
         elif row["status"] is None:
             row.update(status="ok", reward=reward)
+        else:
+            verdict_after_agent_failure(row, reward)
+
+
+def agent_oom_outcome(
+    status: str | None, error: str | None, *, alive: bool, limit_bytes: int | None
+) -> tuple[str | None, str | None, bool]:
+    """``(status, error, oom_in_agent)`` of an agent phase in which the kernel OOM-killed a
+    process at the memory limit. The container and its main process still alive: the task's
+    own event — the status stays the agent's (the verifier decides), the kill is the flag
+    ``oom_in_agent`` and a note. Otherwise the kill ended the trial's container: the
+    infrastructure outcome ``oom_killed``, unless the agent phase had already timed out."""
+    if alive:
+        note = (
+            f"the kernel killed a process of the agent phase at the memory limit "
+            f"({limit_bytes} bytes); the container lived on (oom_in_agent)"
+        )
+        return status, join_notes(error, note), True
+    if status == "timeout":
+        return status, error, False
+    note = (
+        f"the kernel killed a process of the agent phase at the memory limit ({limit_bytes} "
+        "bytes), which ended the container"
+    )
+    return "oom_killed", join_notes(note, error), False
+
+
+def verdict_after_agent_failure(row: dict[str, Any], reward: float) -> bool:
+    """Score a trial whose agent phase ended in ``timeout`` or ``agent_error`` (not a
+    crash) by the verifier's valid ``reward``: ``status`` ``ok``, ``reward`` set, the agent's
+    outcome kept in ``verified_after`` (:mod:`evalnoise.verified_after`). Returns whether the
+    row was such a trial; any other row is left as it is."""
+    if row["status"] not in VERIFIED_AFTER:
+        return False
+    from evalnoise.outcomes import crash_signal  # pandas: only on this path
+
+    if crash_signal(row.get("exit_code")) is not None:
+        return False
+    row.update(verified_after=row["status"], status="ok", reward=reward)
+    return True
 
 
 @dataclass(frozen=True)

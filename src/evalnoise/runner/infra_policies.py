@@ -24,6 +24,13 @@ In config::
     infra_policy: as_incorrect
     infra_policy: {mode: retry, max_attempts: 3, on_exhausted: as_incorrect}
 
+A trial the verifier decided after the agent failed (``verified_after``,
+:mod:`evalnoise.verified_after`) is ``ok``, scored by its verdict. The policy's
+``after_agent_failure`` (from the config's ``scoring.after_agent_failure``; ``verdict`` by
+default) can read it as the failure it was instead (``failure``): then
+:func:`apply_infra_policy` gives it back its agent outcome before it splits the table (a
+timeout is then an infra outcome like any other, and the runner retries it under ``retry``).
+
 :func:`apply_infra_policy` is the pure function the analysis uses; :func:`should_retry` is
 what the runner asks after each attempt.
 """
@@ -41,6 +48,8 @@ from evalnoise.schema import INFRA_STATUSES, TRIAL_KEY
 
 MODES = ("as_incorrect", "retry", "exclude")
 EXHAUSTED_MODES = ("as_incorrect", "exclude")
+#: ``after_agent_failure`` values (:data:`evalnoise.verified_after.AFTER_AGENT_FAILURE`)
+AFTER_AGENT_FAILURE = ("verdict", "failure")
 
 
 @dataclass(frozen=True)
@@ -48,8 +57,15 @@ class InfraPolicy:
     mode: str = "as_incorrect"
     max_attempts: int = 1
     on_exhausted: str = "as_incorrect"
+    #: how a trial verified after an agent failure counts: ``verdict`` or ``failure``
+    after_agent_failure: str = "verdict"
 
     def __post_init__(self) -> None:
+        if self.after_agent_failure not in AFTER_AGENT_FAILURE:
+            raise ValueError(
+                f"infra policy: after_agent_failure must be one of {AFTER_AGENT_FAILURE}, "
+                f"got {self.after_agent_failure!r}"
+            )
         if self.mode not in MODES:
             raise ValueError(f"infra policy: mode must be one of {MODES}, got {self.mode!r}")
         if self.on_exhausted not in EXHAUSTED_MODES:
@@ -67,16 +83,23 @@ class InfraPolicy:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.after_agent_failure == "verdict":  # the default: the record as it always was
+            del out["after_agent_failure"]
+        return out
 
     def describe(self) -> str:
         """One line for reports."""
         if self.mode == "retry":
-            return (
+            text = (
                 f"retry (up to {self.max_attempts} attempts; then "
                 f"{self.on_exhausted.replace('_', ' ')})"
             )
-        return self.mode.replace("_", " ")
+        else:
+            text = self.mode.replace("_", " ")
+        if self.after_agent_failure == "failure":
+            text += "; a verdict after an agent failure counts as that failure"
+        return text
 
 
 def infra_policy(spec: str | Mapping[str, Any] | InfraPolicy) -> InfraPolicy:
@@ -96,7 +119,7 @@ def infra_policy(spec: str | Mapping[str, Any] | InfraPolicy) -> InfraPolicy:
             return InfraPolicy("retry", 3)
         return InfraPolicy(mode)
     if isinstance(spec, Mapping):
-        unknown = set(spec) - {"mode", "max_attempts", "on_exhausted"}
+        unknown = set(spec) - {"mode", "max_attempts", "on_exhausted", "after_agent_failure"}
         if unknown:
             raise ValueError(f"infra policy: unknown keys {sorted(unknown)}")
         mode = spec.get("mode", "as_incorrect")
@@ -105,12 +128,19 @@ def infra_policy(spec: str | Mapping[str, Any] | InfraPolicy) -> InfraPolicy:
             mode,
             spec.get("max_attempts", default_attempts),
             spec.get("on_exhausted", "as_incorrect"),
+            spec.get("after_agent_failure", "verdict"),
         )
     raise TypeError(f"infra policy: expected a name or a mapping, got {type(spec).__name__}")
 
 
-def should_retry(policy: InfraPolicy, status: str, attempt: int) -> bool:
-    """Whether the runner starts attempt ``attempt + 1`` after an attempt ended in ``status``."""
+def should_retry(
+    policy: InfraPolicy, status: str, attempt: int, verified_after: str | None = None
+) -> bool:
+    """Whether the runner starts attempt ``attempt + 1`` after an attempt ended in ``status``
+    (an attempt ``verified_after`` an agent failure counts as that failure when the policy's
+    ``after_agent_failure`` is ``failure``)."""
+    if policy.after_agent_failure == "failure" and verified_after:
+        status = verified_after
     return policy.mode == "retry" and status in INFRA_STATUSES and attempt < policy.max_attempts
 
 
@@ -143,11 +173,16 @@ def apply_infra_policy(
     :data:`evalnoise.schema.TRIAL_KEY` present in the table); ``attempt`` orders attempts
     (missing = every row is attempt 1).
     Crashes (:func:`evalnoise.outcomes.crashed_mask`) follow the policy as infra outcomes do
-    (``crashed_final`` counts them). Pure: the input is not modified.
+    (``crashed_final`` counts them). With ``after_agent_failure`` ``failure``, trials verified
+    after an agent failure are first read as that failure
+    (:func:`evalnoise.verified_after.as_failures`). Pure: the input is not modified.
     """
+    from evalnoise.verified_after import apply_rule
+
     policy = infra_policy(policy)
     if "status" not in trials.columns:
         raise ValueError("apply_infra_policy: the table has no 'status' column")
+    trials = apply_rule(trials, policy.after_agent_failure)
     key = tuple(key) if key is not None else tuple(c for c in TRIAL_KEY if c in trials.columns)
     if not key:
         raise ValueError("apply_infra_policy: no trial key columns (task_id, trial, ...)")

@@ -477,7 +477,8 @@ def _run(
             # the grader failed, not the trial: a rerun of the shard runs it again (once per
             # run, never at once within one: a broken verifier would loop)
             return last + 1
-        return last + 1 if should_retry(policy, done[last]["status"], last) else None
+        retry = should_retry(policy, done[last]["status"], last, done[last].get("verified_after"))
+        return last + 1 if retry else None
 
     # The shard's seeded order (module docstring, "Order"); the pool starts attempts in the
     # order they are submitted, so this is the order trials start in.
@@ -536,7 +537,7 @@ def _run(
                 attempts.setdefault(key, {})[attempt] = json.loads(_encode_row(row))
                 ran += 1
                 statuses[row["status"]] += 1
-                if should_retry(policy, row["status"], attempt):
+                if should_retry(policy, row["status"], attempt, row.get("verified_after")):
                     waiting.append((key, attempt + 1))
                 else:
                     bar.update(1)
