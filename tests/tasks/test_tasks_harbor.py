@@ -207,7 +207,8 @@ def test_env_templates_resolve_like_harbor():
 
 def test_harbor_tasks_init_template_loads_with_shared_verifier(tmp_path):
     """task.toml as `harbor tasks init acme/shared --verifier-mode shared` (Harbor 0.25)
-    writes it: it declares public network, so it loads only with public_network="offline"."""
+    writes it: it declares public network, so a run that rejects public-network tasks
+    refuses it; by default its trials get a network of their own."""
     init_toml = """\
         schema_version = "1.4"
         artifacts = []
@@ -244,7 +245,8 @@ def test_harbor_tasks_init_template_loads_with_shared_verifier(tmp_path):
     folder = make_task(tmp_path, "shared", init_toml)
     task = load_harbor_task(folder, public_network="offline")
     assert task.name == "acme/shared" and dict(task.unknown) == {}
-    assert any("network_mode" in p for p in problems_of(folder))
+    assert load_harbor_task(folder).network_mode == "public"
+    assert any("network_mode" in p for p in problems_of(folder, public_network="reject"))
 
 
 # -- what is rejected, and how it is named -----------------------------------------------------
@@ -266,24 +268,12 @@ REJECTIONS = [
     ({"environment": 'network_mode = "allowlist"\nallowed_hosts = ["pypi.org"]'}, "allowlist"),
     (
         {"environment": 'network_mode = "no-network"\nallowed_hosts = ["pypi.org"]'},
-        "[environment].allowed_hosts: a network allowlist needs network access",
-    ),
-    (
-        {"environment": 'network_mode = "public"'},
-        "[environment].network_mode: the task declares network_mode = 'public'",
-    ),
-    (
-        {"environment": "cpus = 1"},
-        "[environment].network_mode: the task declares no network_mode, which Harbor reads as "
-        "'public'",
-    ),
-    (
-        {"environment": "allow_internet = true"},
-        "[environment].network_mode: the task declares allow_internet = true",
+        "[environment].allowed_hosts: network allowlists are not supported (no egress proxy)",
     ),
     (
         {"agent": 'timeout_sec = 5.0\nnetwork_mode = "public"'},
-        "[agent].network_mode: asks for public network",
+        "[agent].network_mode: 'public' differs from the environment's 'no-network': a "
+        "trial's container has one network for all its phases",
     ),
     (
         {"environment": 'network_mode = "no-network"\ngpus = 1'},
@@ -330,6 +320,54 @@ REJECTIONS = [
 ]
 
 
+#: refused only when the run rejects public-network tasks (benchmark.network: reject)
+PUBLIC_REJECTIONS = [
+    (
+        {"environment": 'network_mode = "public"'},
+        "[environment].network_mode: the task declares network_mode = 'public'; the run "
+        "rejects public-network tasks (benchmark.network: reject)",
+    ),
+    (
+        {"environment": "cpus = 1"},
+        "[environment].network_mode: the task declares no network_mode, which Harbor reads as "
+        "'public'",
+    ),
+    (
+        {"environment": "allow_internet = true"},
+        "[environment].network_mode: the task declares allow_internet = true",
+    ),
+    (
+        {"environment": 'network_mode = "public"', "agent": 'network_mode = "public"'},
+        "[agent].network_mode: asks for public network; the run rejects public-network tasks",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sections", "message"), PUBLIC_REJECTIONS)
+def test_public_network_is_refused_only_when_the_run_rejects_it(tmp_path, sections, message):
+    folder = make_task(tmp_path, toml=toml_with(**sections))
+    found = problems_of(folder, public_network="reject")
+    assert any(message in p for p in found), found
+    for choice in ("as_declared", "offline"):
+        assert load_harbor_task(folder, public_network=choice).network_mode == "public"
+
+
+def test_phase_network_may_only_repeat_the_environments(tmp_path):
+    same = toml_with(environment='network_mode = "public"', agent='network_mode = "public"')
+    assert load_harbor_task(make_task(tmp_path, "same", same)).network_mode == "public"
+    other = toml_with(
+        verifier='environment_mode = "shared"\nnetwork_mode = "no-network"',
+        environment="cpus = 1",  # no network_mode: public, as Harbor reads it
+    )
+    folder = make_task(tmp_path, "other", other)
+    assert problems_of(folder) == [
+        "[verifier].network_mode: 'no-network' differs from the environment's 'public': a "
+        "trial's container has one network for all its phases"
+    ]
+    # offline, no phase has a network: nothing to differ
+    assert load_harbor_task(folder, public_network="offline").network_mode == "public"
+
+
 @pytest.mark.parametrize(("sections", "message"), REJECTIONS)
 def test_each_unsupported_feature_is_rejected_with_field_and_reason(tmp_path, sections, message):
     toml = toml_with(**sections)
@@ -347,13 +385,25 @@ def test_multi_step_task_is_rejected(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("name", ["docker-compose.yaml", "docker-compose.yml"])
-def test_own_compose_file_is_rejected(tmp_path, name):
+def test_own_compose_file_is_rejected(tmp_path):
     folder = make_task(tmp_path, toml=toml_with())
-    (folder / "environment" / name).write_text("services: {}\n")
+    (folder / "environment" / "docker-compose.yaml").write_text("services: {}\n")
     assert problems_of(folder) == [
-        f"environment/{name}: a task's own compose file (extra services) is not supported"
+        "environment/docker-compose.yaml: a task's own compose file (extra services) is not "
+        "supported"
     ]
+
+
+def test_compose_yml_is_task_data_as_in_harbor(tmp_path):
+    """Harbor reads only docker-compose.yaml; a .yml beside the Dockerfile is a file of the
+    build context (real tasks COPY one into the image)."""
+    folder = make_task(tmp_path, toml=toml_with())
+    (folder / "environment" / "docker-compose.yml").write_text("services:\n  app: {}\n")
+    (folder / "environment" / "Dockerfile").write_text(
+        "ARG BASE\nFROM ${BASE}\nCOPY docker-compose.yml /app/\n"
+    )
+    task = load_harbor_task(folder)
+    assert task.build_context == folder / "environment"
 
 
 def test_missing_files_are_named(tmp_path):

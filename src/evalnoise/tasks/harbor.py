@@ -27,12 +27,16 @@ reason:
   implies it): the runner verifies in the agent's container;
 - ``[[steps]]`` (multi-step tasks: ``steps/<name>/`` folders with their own instruction,
   tests and solution);
-- ``environment/docker-compose.yaml`` (or ``.yml``): extra services;
-- network access: ``network_mode = "allowlist"`` (or ``allowed_hosts``) anywhere; and
-  ``"public"`` — declared, by legacy ``allow_internet = true``, or by Harbor's default when
-  nothing is declared — unless the caller passes ``public_network="offline"`` (then the task
-  runs without network, as every trial here does, and :attr:`HarborTask.network_mode` keeps
-  what the task asked for);
+- ``environment/docker-compose.yaml``: extra services (a ``docker-compose.yml`` is task data,
+  as in Harbor, which reads only the ``.yaml`` name);
+- network allowlists: ``network_mode = "allowlist"`` (or ``allowed_hosts``) anywhere — no
+  egress proxy honours them; an ``[agent]`` or ``[verifier]`` ``network_mode`` other than the
+  environment's (the trial's container keeps one network for all its phases); and, only with
+  ``public_network="reject"``, ``"public"`` — declared, by legacy ``allow_internet = true``,
+  or by Harbor's default when nothing is declared. By default (``"as_declared"``) a public
+  task's trials run on a network of their own (:mod:`evalnoise.runner.trial_network`);
+  ``"offline"`` runs them without network. :attr:`HarborTask.network_mode` keeps what the
+  task asked for either way;
 - ``gpus > 0``, ``tpu``, ``os = "windows"``, ``mcp_servers``, ``[environment].healthcheck``,
   ``[[verifier.collect]]``;
 - a schema version other than 1.x; missing ``instruction.md`` or ``tests/test.sh``; neither
@@ -65,6 +69,7 @@ __all__ = [
     "DEFAULTS",
     "ENVIRONMENT_TASK_COLUMNS",
     "KIND",
+    "FolderLoad",
     "HarborDefaults",
     "HarborTask",
     "HarborTaskError",
@@ -74,6 +79,7 @@ __all__ = [
     "is_task_folder",
     "load_harbor_task",
     "load_harbor_tasks",
+    "load_task_folders",
     "resolve_env",
     "strip_canary",
     "templated_names",
@@ -84,9 +90,12 @@ INSTRUCTION_FILE = "instruction.md"
 TEST_SCRIPT = "tests/test.sh"
 SOLVE_SCRIPT = "solution/solve.sh"
 DOCKERFILE = "environment/Dockerfile"
-COMPOSE_FILES = ("environment/docker-compose.yaml", "environment/docker-compose.yml")
-#: what ``public_network`` may be: reject such tasks, or run them offline anyway
-PUBLIC_NETWORK_CHOICES = ("reject", "offline")
+#: the task's own compose file (extra services); Harbor reads this name only, so an
+#: ``environment/docker-compose.yml`` is a file of the build context like any other
+COMPOSE_FILE = "environment/docker-compose.yaml"
+#: what ``public_network`` may be: run such tasks on a network of their own (``as_declared``),
+#: reject them, or run them without network anyway (``offline``)
+PUBLIC_NETWORK_CHOICES = ("as_declared", "reject", "offline")
 #: kind of a tasks-table row made by :func:`environment_task_rows`
 KIND = "environment"
 
@@ -229,7 +238,8 @@ class HarborTask:
     verifier_user: str | None
     verifier_env: Mapping[str, str]
     solution_env: Mapping[str, str]
-    #: what the task asked for ("no-network" or "public"); every trial runs without network
+    #: what the task asked for ("no-network" or "public"); the run decides what a public task
+    #: gets (:mod:`evalnoise.runner.trial_network`)
     network_mode: str
     schema_version: str
     metadata: Mapping[str, Any]
@@ -440,7 +450,8 @@ def _network(
     if mode == "allowlist" or hosts:
         reader.problem(
             f"{where}.network_mode" if mode == "allowlist" else f"{where}.allowed_hosts",
-            "a network allowlist needs network access; trials here run with no network",
+            "network allowlists are not supported (no egress proxy): declare "
+            '"public" or "no-network"',
         )
         return "allowlist"
     if mode is None and legacy_allow_internet and "allow_internet" in section:
@@ -506,9 +517,8 @@ def _load_one(
         )
     if verifier_s.get("collect"):
         reader.problem("[[verifier.collect]]", "collect hooks need compose services")
-    for compose in COMPOSE_FILES:
-        if (folder / compose).exists():
-            reader.problem(compose, "a task's own compose file (extra services) is not supported")
+    if (folder / COMPOSE_FILE).exists():
+        reader.problem(COMPOSE_FILE, "a task's own compose file (extra services) is not supported")
     gpus = env_s.get("gpus")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
         reader.problem("[environment].gpus", f"must be a whole number >= 0, got {gpus!r}")
@@ -527,7 +537,7 @@ def _load_one(
             "healthchecks (services started with the container) are not supported",
         )
 
-    # -- network: every trial runs with none -----------------------------------------------
+    # -- network: the task's own (as_declared), none (offline), or rejected --------------------
     declared = _network(reader, env_s, "[environment]", legacy_allow_internet=True)
     network = declared or "public"  # Harbor's default when nothing is declared
     if network == "public" and public_network == "reject":
@@ -540,16 +550,24 @@ def _load_one(
         )
         reader.problem(
             "[environment].network_mode",
-            f"the task {how}; trials here have no network. Declare network_mode = "
-            '"no-network" if it needs none, or load with public_network="offline" to '
-            "run it without network anyway",
+            f"the task {how}; the run rejects public-network tasks (benchmark.network: "
+            'reject). Declare network_mode = "no-network" if it needs none, or run with '
+            "benchmark.network: as_declared (a network of the trial's own) or offline",
         )
     for phase, section in (("[agent]", agent_s), ("[verifier]", verifier_s)):
         phase_mode = _network(reader, section, phase)
+        if phase_mode is None or phase_mode == "allowlist" or public_network == "offline":
+            continue
         if phase_mode == "public" and public_network == "reject":
             reader.problem(
                 f"{phase}.network_mode",
-                "asks for public network; trials here have no network",
+                "asks for public network; the run rejects public-network tasks",
+            )
+        elif phase_mode != network and network != "allowlist":
+            reader.problem(
+                f"{phase}.network_mode",
+                f"{phase_mode!r} differs from the environment's {network!r}: a trial's "
+                "container has one network for all its phases",
             )
 
     # -- resources and time ----------------------------------------------------------------
@@ -688,7 +706,7 @@ def _check_choice(public_network: str) -> None:
 def load_harbor_task(
     folder: str | os.PathLike[str],
     *,
-    public_network: str = "reject",
+    public_network: str = "as_declared",
     defaults: HarborDefaults = DEFAULTS,
 ) -> HarborTask:
     """One Harbor task folder; raises :class:`HarborTaskError` with all its problems."""
@@ -706,50 +724,80 @@ def is_task_folder(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / CONFIG_FILE).is_file()
 
 
-def load_harbor_tasks(
+@dataclass(frozen=True)
+class FolderLoad:
+    """One folder of a task set as the loader read it: its task (None when refused) and
+    every problem found in it."""
+
+    folder: Path
+    task: HarborTask | None
+    problems: tuple[TaskProblem, ...]
+
+
+def load_task_folders(
     path: str | os.PathLike[str],
     *,
-    public_network: str = "reject",
+    public_network: str = "as_declared",
     defaults: HarborDefaults = DEFAULTS,
-) -> list[HarborTask]:
-    """The tasks of ``path``: one task folder (it holds ``task.toml``), or a folder whose
-    sub-folders are task folders (sorted by name; hidden folders and ``__pycache__`` are
-    not tasks; files beside them, like a README, are ignored).
-
-    Every problem of every task — and a sub-folder without ``task.toml``, two tasks with
-    the same id, a set without tasks — is raised at once in one :class:`HarborTaskError`.
-    """
+) -> list[FolderLoad]:
+    """Every folder of ``path`` loaded on its own: one task folder (it holds ``task.toml``),
+    or each sub-folder of a set (sorted by name; hidden folders and ``__pycache__`` are not
+    tasks; files beside them are ignored). A folder whose task id an earlier folder already
+    has is refused with that problem. Raises :class:`HarborTaskError` only when ``path`` is
+    not a directory or holds no folder at all."""
     _check_choice(public_network)
     root = Path(path).resolve()
     if not root.is_dir():
         raise HarborTaskError([TaskProblem(root.name, "folder", "not a directory")], path=root)
     if is_task_folder(root):
-        return [load_harbor_task(root, public_network=public_network, defaults=defaults)]
-    folders = sorted(p for p in root.iterdir() if p.is_dir() and not _SKIPPED_DIRS.match(p.name))
-    problems: list[TaskProblem] = []
-    tasks: list[HarborTask] = []
+        folders = [root]
+    else:
+        folders = sorted(
+            p for p in root.iterdir() if p.is_dir() and not _SKIPPED_DIRS.match(p.name)
+        )
+    if not folders:
+        raise HarborTaskError(
+            [TaskProblem(root.name, "folder", "no task folders in it")], path=root
+        )
+    loads: list[FolderLoad] = []
     seen: dict[str, str] = {}
     for folder in folders:
         task, found = _load_one(folder, public_network, defaults)
-        problems.extend(found)
-        if task is None:
-            continue
-        if task.name in seen:
-            problems.append(
+        if task is not None and task.name in seen:
+            found = [
                 TaskProblem(
                     f"{task.name} ({folder.name})",
                     "[task].name",
                     f"duplicate task id: folder {seen[task.name]!r} has the same",
                 )
-            )
-            continue
-        seen[task.name] = folder.name
-        tasks.append(task)
-    if not folders:
-        problems.append(TaskProblem(root.name, "folder", "no task folders in it"))
+            ]
+            task = None
+        elif task is not None:
+            seen[task.name] = folder.name
+        loads.append(FolderLoad(folder, task, tuple(found)))
+    return loads
+
+
+def load_harbor_tasks(
+    path: str | os.PathLike[str],
+    *,
+    public_network: str = "as_declared",
+    defaults: HarborDefaults = DEFAULTS,
+) -> list[HarborTask]:
+    """The tasks of ``path`` (:func:`load_task_folders`: one task folder, or a folder of
+    task folders).
+
+    Every problem of every task — and a sub-folder without ``task.toml``, two tasks with
+    the same id, a set without tasks — is raised at once in one :class:`HarborTaskError`.
+    """
+    root = Path(path).resolve()
+    if is_task_folder(root):
+        return [load_harbor_task(root, public_network=public_network, defaults=defaults)]
+    loads = load_task_folders(root, public_network=public_network, defaults=defaults)
+    problems = [p for load in loads for p in load.problems]
     if problems:
         raise HarborTaskError(problems, path=root)
-    return tasks
+    return [load.task for load in loads if load.task is not None]
 
 
 def environment_task_rows(tasks: Iterable[HarborTask]) -> list[dict[str, Any]]:
