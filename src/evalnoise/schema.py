@@ -105,6 +105,9 @@ TRIALS = pa.schema(
         pa.field("sampling", pa.string()),
         pa.field("image", pa.string()),
         pa.field("image_digest", pa.string()),
+        # the trial container's network: none, host, trial-bridge / trial-internal (an
+        # environment trial's network of its own), named:NAME; null for imported trials
+        pa.field("network", pa.string()),
         pa.field("backend", pa.string()),
         pa.field("host", pa.string()),
         # imported trials carry their own verdict; pipeline trials get it from the scorer
@@ -125,6 +128,9 @@ TRIALS = pa.schema(
         pa.field("oom_kills", pa.int64()),
         pa.field("agent_steps", pa.int64()),
         pa.field("task_digest", pa.string()),
+        # a multi-step task's steps (evalnoise.runner.steps): JSON list of {step, status,
+        # rewards}, each step's named rewards (null: no verdict); null for a single-step task
+        pa.field("step_rewards_json", pa.string()),
     ]
 )
 

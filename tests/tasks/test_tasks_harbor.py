@@ -3,6 +3,7 @@ unknown keys kept, task sets reported whole, tasks-table rows, the folder digest
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -292,8 +293,8 @@ REJECTIONS = [
         "[environment].mcp_servers: MCP servers need network access",
     ),
     (
-        {"environment": 'network_mode = "no-network"\n[environment.healthcheck]\ncommand = "x"'},
-        "[environment].healthcheck",
+        {"environment": 'network_mode = "no-network"\n[environment.healthcheck]\nretries = 2'},
+        "[environment].healthcheck.command: required",
     ),
     (
         {"verifier": '[[verifier.collect]]\ncommand = "dump"'},
@@ -376,21 +377,96 @@ def test_each_unsupported_feature_is_rejected_with_field_and_reason(tmp_path, se
     assert any(message in p for p in found), found
 
 
-def test_multi_step_task_is_rejected(tmp_path):
-    toml = toml_with() + '\n[[steps]]\nname = "one"\n\n[[steps]]\nname = "two"\n'
-    folder = make_task(tmp_path, toml=toml, instruction=None, test=False)
-    assert problems_of(folder) == [
-        "[[steps]]: multi-step tasks are not supported: a trial is one instruction, one agent "
-        "phase and one verifier run"
-    ]
+def _steps_task(tmp_path, steps_toml, *, files=None, name="hello"):
+    toml = toml_with() + '\nmulti_step_reward_strategy = "final"\n' + steps_toml
+    # the strategy is a top-level key: put it before the first table
+    toml = 'multi_step_reward_strategy = "final"\n' + toml.replace(
+        '\nmulti_step_reward_strategy = "final"\n', "\n"
+    )
+    folder = make_task(tmp_path, name, toml=toml, instruction=None, test=False)
+    for rel, text in (files or {}).items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return folder
 
 
-def test_own_compose_file_is_rejected(tmp_path):
-    folder = make_task(tmp_path, toml=toml_with())
-    (folder / "environment" / "docker-compose.yaml").write_text("services: {}\n")
+def test_multi_step_task_loads_each_step_as_harbor_reads_it(tmp_path):
+    steps = """
+[[steps]]
+name = "one"
+min_reward = 1.0
+
+[steps.agent]
+timeout_sec = 5.0
+user = "agent"
+
+[[steps]]
+name = "two"
+min_reward = { reward = 0.5, style = 1 }
+
+[steps.verifier]
+timeout_sec = 7.0
+env = { LEVEL = "2" }
+"""
+    folder = _steps_task(
+        tmp_path,
+        steps,
+        files={
+            "steps/one/instruction.md": "<!-- canary -->\nFirst.\n",
+            "steps/one/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+            "steps/two/instruction.md": "Second.\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+        },
+    )
+    task = load_harbor_task(folder)
+    assert task.reward_strategy == "final"
+    one, two = task.steps
+    assert (one.name, one.instruction, one.agent_timeout_s, one.agent_user) == (
+        "one",
+        "First.\n",
+        5.0,
+        "agent",
+    )
+    assert one.verifier_timeout_s == task.verifier_timeout_s and dict(one.min_reward) == {
+        "reward": 1.0
+    }
+    assert (two.agent_timeout_s, two.verifier_timeout_s) == (10.0, 7.0)  # the task's, its own
+    assert dict(two.min_reward) == {"reward": 0.5, "style": 1.0}
+    assert dict(two.verifier_env) == {"LEVEL": "2"}
+    assert task.instruction == "[step one]\nFirst.\n\n\n[step two]\nSecond.\n"
+    step_task = dataclasses.replace(task, active_step=one)
+    assert step_task.tests_dirs == (folder / "tests", folder / "steps" / "one" / "tests")
+    assert dataclasses.replace(task, active_step=two).tests_dirs == (folder / "tests",)
+
+
+def test_multi_step_problems_are_named(tmp_path):
+    steps = """
+[[steps]]
+name = "a/b"
+
+[[steps]]
+name = "one"
+min_reward = "high"
+
+[steps.verifier]
+environment_mode = "separate"
+
+[steps.healthcheck]
+command = "true"
+
+[[steps]]
+name = "ONE"
+"""
+    folder = _steps_task(tmp_path, steps)
     assert problems_of(folder) == [
-        "environment/docker-compose.yaml: a task's own compose file (extra services) is not "
-        "supported"
+        "[[steps]][0].name: must be a portable folder name, got 'a/b'",
+        "[[steps]] 'one'.verifier.environment_mode: a separate verifier environment is not "
+        "supported",
+        "[[steps]] 'one'.min_reward: must be a number or a table of numbers",
+        "steps/one/instruction.md: missing",
+        "steps/one/tests/test.sh: missing, and no tests/test.sh: the step's verifier has "
+        "nothing to run",
+        "[[steps]] 'ONE': duplicate step name",
     ]
 
 

@@ -115,6 +115,16 @@ class RunPlan:
         return bool(self.config["trials_from"])
 
     @property
+    def network_param(self) -> dict[str, Any] | None:
+        """What a public-network environment task's trials get (``benchmark.network`` and
+        ``network_name``, :class:`evalnoise.runner.trial_network.NetworkChoice`); None when
+        the benchmark has no environment tasks or the run rejects public ones."""
+        benchmark = self.config["benchmark"]
+        if benchmark["source"] != "harbor" or benchmark["network"] == "reject":
+            return None
+        return {"mode": benchmark["network"], "name": benchmark.get("network_name")}
+
+    @property
     def judge_stage(self) -> bool:
         """Whether the judges score every trial in their own stage (``results/judged/``)."""
         return pipeline_settings.judge_stage(self.config)

@@ -27,8 +27,6 @@ reason:
   implies it): the runner verifies in the agent's container;
 - ``[[steps]]`` (multi-step tasks: ``steps/<name>/`` folders with their own instruction,
   tests and solution);
-- ``environment/docker-compose.yaml``: extra services (a ``docker-compose.yml`` is task data,
-  as in Harbor, which reads only the ``.yaml`` name);
 - network allowlists: ``network_mode = "allowlist"`` (or ``allowed_hosts``) anywhere — no
   egress proxy honours them; an ``[agent]`` or ``[verifier]`` ``network_mode`` other than the
   environment's (the trial's container keeps one network for all its phases); and, only with
@@ -37,11 +35,15 @@ reason:
   task's trials run on a network of their own (:mod:`evalnoise.runner.trial_network`);
   ``"offline"`` runs them without network. :attr:`HarborTask.network_mode` keeps what the
   task asked for either way;
-- ``gpus > 0``, ``tpu``, ``os = "windows"``, ``mcp_servers``, ``[environment].healthcheck``,
+- ``gpus > 0``, ``tpu``, ``os = "windows"``, ``mcp_servers``,
   ``[[verifier.collect]]``;
 - a schema version other than 1.x; missing ``instruction.md`` or ``tests/test.sh``; neither
   ``docker_image`` nor ``environment/Dockerfile``; a value of the wrong type; and, in a task
   set, a folder without ``task.toml`` or two tasks with the same id.
+
+A task's ``environment/docker-compose.yaml`` (extra services) is kept in
+:attr:`HarborTask.compose_file` and run by :mod:`evalnoise.runner.compose_services`; a
+``docker-compose.yml`` is task data, as in Harbor, which reads only the ``.yaml`` name.
 
 Keys Harbor does not define are kept in :attr:`HarborTask.unknown` (dotted key → value) and
 are not an error; Harbor ignores them the same way. Keys Harbor defines that change nothing
@@ -71,6 +73,7 @@ __all__ = [
     "KIND",
     "FolderLoad",
     "HarborDefaults",
+    "HarborStep",
     "HarborTask",
     "HarborTaskError",
     "TaskProblem",
@@ -157,6 +160,10 @@ _SECTION_KEYS = {
     "solution": _SOLUTION_KEYS,
 }
 _NETWORK_MODES = ("no-network", "public", "allowlist")
+#: ``multi_step_reward_strategy`` values (Harbor's ``MultiStepRewardStrategy``)
+REWARD_STRATEGIES = ("mean", "final")
+#: a step name: one portable folder name (Harbor's ``validate_step_name``, ASCII-strict)
+_STEP_NAME = re.compile(r"[^<>:\"/\\|?*\x00-\x1f\x7f]{1,255}(?<![. ])")
 _CANARY_LINE = re.compile(r"^(<!--.*canary.*-->|#.*canary.*)$", re.IGNORECASE)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: ``${VAR}`` or ``${VAR:-default}`` as the whole value (Harbor's ``resolve_env_vars``)
@@ -209,6 +216,41 @@ DEFAULTS = HarborDefaults()
 
 
 @dataclass(frozen=True)
+class HarborStep:
+    """One ``[[steps]]`` entry of a multi-step task, resolved (Harbor 0.25's ``StepConfig``):
+    its instruction (``steps/<name>/instruction.md``), the agent's and verifier's timeouts,
+    users and env (the step's own, else the task's), ``min_reward`` (reward name → threshold;
+    a number gates on ``reward``), and its folders: ``steps/<name>/tests`` (added over the
+    task's ``tests/``), ``steps/<name>/solution`` (the oracle's, else the task's) and
+    ``steps/<name>/workdir`` (copied into the working directory before the step; its
+    ``setup.sh`` runs then)."""
+
+    name: str
+    instruction: str
+    agent_timeout_s: float
+    verifier_timeout_s: float
+    agent_user: str | None
+    verifier_user: str | None
+    verifier_env: Mapping[str, str]
+    min_reward: Mapping[str, float] | None
+    folder: Path
+    #: run before the step's agent (:data:`HEALTHCHECK_DEFAULTS` keys), None without
+    healthcheck: Mapping[str, Any] | None = None
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.folder / "tests"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.folder / "solution"
+
+    @property
+    def workdir_dir(self) -> Path:
+        return self.folder / "workdir"
+
+
+@dataclass(frozen=True)
 class HarborTask:
     """One Harbor task folder, validated: what a trial of it needs.
 
@@ -249,6 +291,20 @@ class HarborTask:
     defaulted: tuple[str, ...]
     digest: str
     has_solution: bool
+    #: ``environment/docker-compose.yaml``: extra services (:mod:`evalnoise.runner.
+    #: compose_services`), None without
+    compose_file: Path | None = None
+    #: ``[[steps]]``, in order (empty: a single-step task); run by :mod:`evalnoise.runner.steps`
+    steps: tuple[HarborStep, ...] = ()
+    #: ``[environment].healthcheck``: polled before the agent (:data:`HEALTHCHECK_DEFAULTS`
+    #: keys and ``command``), None without
+    healthcheck: Mapping[str, Any] | None = None
+    #: ``multi_step_reward_strategy`` of a multi-step task ("mean", Harbor's default, or
+    #: "final"); None for a single-step task
+    reward_strategy: str | None = None
+
+    #: the step being run (:mod:`evalnoise.runner.steps` sets it on a copy), else None
+    active_step: HarborStep | None = None
 
     @property
     def tests_dir(self) -> Path:
@@ -256,8 +312,21 @@ class HarborTask:
         return self.folder / "tests"
 
     @property
+    def tests_dirs(self) -> tuple[Path, ...]:
+        """What is copied to /tests, in order: ``tests/``, then, for a step, the step's
+        ``tests/`` over it (Harbor's order: the step's ``test.sh`` wins when it has one)."""
+        if self.active_step is None:
+            return (self.tests_dir,)
+        found = (self.tests_dir, self.active_step.tests_dir)
+        return tuple(d for d in found if d.is_dir())
+
+    @property
     def solution_dir(self) -> Path:
-        """``solution/``: what the oracle agent runs (``solve.sh``)."""
+        """``solution/``: what the oracle agent runs (``solve.sh``); a step's own
+        ``solution/`` when it has one."""
+        step = self.active_step
+        if step is not None and step.solution_dir.is_dir():
+            return step.solution_dir
         return self.folder / "solution"
 
 
@@ -463,6 +532,143 @@ def _network(
     return mode
 
 
+#: Harbor's ``HealthcheckConfig`` defaults (Docker HEALTHCHECK's polling, in seconds)
+HEALTHCHECK_DEFAULTS = {
+    "interval_sec": 5.0,
+    "timeout_sec": 30.0,
+    "start_period_sec": 0.0,
+    "start_interval_sec": 5.0,
+    "retries": 3,
+}
+
+
+def _healthcheck(
+    reader: _Reader, section: Mapping[str, Any], where: str
+) -> Mapping[str, Any] | None:
+    """A ``healthcheck`` table (Harbor's ``HealthcheckConfig``) with its defaults filled."""
+    raw = section.get("healthcheck")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        reader.problem(where, f"must be a table, got {_kind(raw)}")
+        return None
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        reader.problem(f"{where}.command", "required: the shell command (exit 0: healthy)")
+        return None
+    out: dict[str, Any] = {"command": command}
+    for key, default in HEALTHCHECK_DEFAULTS.items():
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            reader.problem(f"{where}.{key}", f"must be a number >= 0, got {value!r}")
+            return None
+        out[key] = int(value) if key == "retries" else float(value)
+    return MappingProxyType(out)
+
+
+def _steps(
+    reader: _Reader,
+    data: Mapping[str, Any],
+    folder: Path,
+    values: Mapping[str, Any],
+    verifier_s: Mapping[str, Any],
+) -> list[HarborStep]:
+    """The ``[[steps]]`` of a task (Harbor's ``StepConfig``), with problems for what the
+    runner cannot honour: a step's separate verifier or network of its own."""
+    raw = data.get("steps")
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, Mapping) for x in raw):
+        reader.problem("[[steps]]", "must be an array of tables")
+        return []
+    steps: list[HarborStep] = []
+    seen: set[str] = set()
+    # the task's verifier env, its problems said where the task's fields are read
+    raw_env = verifier_s.get("env")
+    task_verifier_env = (
+        {str(k): v for k, v in raw_env.items() if isinstance(v, str)}
+        if isinstance(raw_env, Mapping)
+        else {}
+    )
+    for index, entry in enumerate(raw):
+        name = entry.get("name")
+        where = f"[[steps]][{index}]"
+        if not isinstance(name, str) or not _STEP_NAME.fullmatch(name) or name in (".", ".."):
+            reader.problem(f"{where}.name", f"must be a portable folder name, got {name!r}")
+            continue
+        where = f"[[steps]] {name!r}"
+        if name.casefold() in seen:
+            reader.problem(where, "duplicate step name")
+            continue
+        seen.add(name.casefold())
+        agent = reader.table(entry, "agent")
+        verifier = reader.table(entry, "verifier")
+        healthcheck = _healthcheck(reader, entry, f"{where}.healthcheck")
+        mode = verifier.get("environment_mode")
+        if mode == "separate" or "environment" in verifier:
+            reader.problem(
+                f"{where}.verifier.environment_mode",
+                "a separate verifier environment is not supported",
+            )
+        for phase, section in (("agent", agent), ("verifier", verifier)):
+            if section.get("network_mode") or section.get("allowed_hosts"):
+                reader.problem(
+                    f"{where}.{phase}.network_mode",
+                    "a step's own network is not supported (one network per trial)",
+                )
+        agent_timeout = reader.number(agent, "timeout_sec", f"{where}.agent.timeout_sec")
+        verifier_timeout = reader.number(verifier, "timeout_sec", f"{where}.verifier.timeout_sec")
+        min_reward = entry.get("min_reward")
+        thresholds: dict[str, float] | None = None
+        if isinstance(min_reward, bool):
+            reader.problem(f"{where}.min_reward", "must be a number or a table of numbers")
+        elif isinstance(min_reward, int | float):
+            thresholds = {"reward": float(min_reward)}
+        elif isinstance(min_reward, Mapping):
+            if all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in min_reward.values()
+            ):
+                thresholds = {str(k): float(v) for k, v in min_reward.items()}
+            else:
+                reader.problem(f"{where}.min_reward", "must be a number or a table of numbers")
+        elif min_reward is not None:
+            reader.problem(f"{where}.min_reward", "must be a number or a table of numbers")
+        step_dir = folder / "steps" / name
+        instruction = ""
+        path = step_dir / INSTRUCTION_FILE
+        if not path.is_file():
+            reader.problem(f"steps/{name}/{INSTRUCTION_FILE}", "missing")
+        else:
+            try:
+                instruction = strip_canary(path.read_text(encoding="utf-8"))
+            except UnicodeDecodeError:
+                reader.problem(f"steps/{name}/{INSTRUCTION_FILE}", "not UTF-8 text")
+        if not (step_dir / "tests" / "test.sh").is_file() and not (folder / TEST_SCRIPT).is_file():
+            reader.problem(
+                f"steps/{name}/tests/test.sh",
+                f"missing, and no {TEST_SCRIPT}: the step's verifier has nothing to run",
+            )
+        steps.append(
+            HarborStep(
+                name=name,
+                instruction=instruction,
+                agent_timeout_s=float(agent_timeout or values["agent_timeout_s"] or 0.0),
+                verifier_timeout_s=float(verifier_timeout or values["verifier_timeout_s"] or 0.0),
+                agent_user=reader.text(agent, "user", f"{where}.agent.user"),
+                verifier_user=reader.text(verifier, "user", f"{where}.verifier.user"),
+                verifier_env=MappingProxyType(
+                    {**task_verifier_env, **reader.env(verifier, f"{where}.verifier.env")}
+                ),
+                min_reward=None if thresholds is None else MappingProxyType(thresholds),
+                folder=step_dir,
+                healthcheck=healthcheck,
+            )
+        )
+    if not steps and not reader.problems:
+        reader.problem("[[steps]]", "declares no step")
+    return steps
+
+
 def _load_one(
     folder: Path, public_network: str, defaults: HarborDefaults
 ) -> tuple[HarborTask | None, list[TaskProblem]]:
@@ -495,12 +701,6 @@ def _load_one(
         reader.problem(key, f"unsupported schema version {version!r}: this loader reads 1.x")
 
     # -- what this runner cannot honour -----------------------------------------------------
-    if data.get("steps"):
-        reader.problem(
-            "[[steps]]",
-            "multi-step tasks are not supported: a trial is one instruction, one agent "
-            "phase and one verifier run",
-        )
     mode = verifier_s.get("environment_mode")
     if mode is not None and mode not in ("shared", "separate"):
         reader.problem("[verifier].environment_mode", "must be 'shared' or 'separate'")
@@ -517,8 +717,7 @@ def _load_one(
         )
     if verifier_s.get("collect"):
         reader.problem("[[verifier.collect]]", "collect hooks need compose services")
-    if (folder / COMPOSE_FILE).exists():
-        reader.problem(COMPOSE_FILE, "a task's own compose file (extra services) is not supported")
+    compose_file = folder / COMPOSE_FILE if (folder / COMPOSE_FILE).is_file() else None
     gpus = env_s.get("gpus")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
         reader.problem("[environment].gpus", f"must be a whole number >= 0, got {gpus!r}")
@@ -531,11 +730,7 @@ def _load_one(
         reader.problem("[environment].os", f"only linux containers run here, got {task_os!r}")
     if env_s.get("mcp_servers"):
         reader.problem("[environment].mcp_servers", "MCP servers need network access")
-    if env_s.get("healthcheck"):
-        reader.problem(
-            "[environment].healthcheck",
-            "healthchecks (services started with the container) are not supported",
-        )
+    healthcheck = _healthcheck(reader, env_s, "[environment].healthcheck")
 
     # -- network: the task's own (as_declared), none (offline), or rejected --------------------
     declared = _network(reader, env_s, "[environment]", legacy_allow_internet=True)
@@ -626,11 +821,20 @@ def _load_one(
             value = default
         values[key] = value
 
+    # -- steps ([[steps]]: each its instruction, agent phase and verifier, in order) ---------
+    steps = _steps(reader, data, folder, values, verifier_s)
+    strategy = data.get("multi_step_reward_strategy")
+    if strategy is not None and strategy not in REWARD_STRATEGIES:
+        reader.problem(
+            "multi_step_reward_strategy",
+            f"must be one of {list(REWARD_STRATEGIES)}, got {strategy!r}",
+        )
+
     # -- files -----------------------------------------------------------------------------
     instruction = ""
     instruction_path = folder / INSTRUCTION_FILE
     if data.get("steps"):
-        pass  # a multi-step task keeps its instructions and tests under steps/: rejected above
+        instruction = "\n\n".join(f"[step {st.name}]\n{st.instruction}" for st in steps)
     elif not instruction_path.is_file():
         reader.problem(INSTRUCTION_FILE, "missing")
     else:
@@ -692,6 +896,10 @@ def _load_one(
         defaulted=tuple(defaulted),
         digest=folder_digest(folder),
         has_solution=(folder / SOLVE_SCRIPT).is_file(),
+        compose_file=compose_file,
+        steps=tuple(steps),
+        healthcheck=healthcheck,
+        reward_strategy=(strategy or "mean") if steps else None,
     )
     return task, []
 
