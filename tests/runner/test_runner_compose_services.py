@@ -8,10 +8,23 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from env_helpers import env_trial, make_env_task
+from env_helpers import MadeImages, make_env_task
 from runner_helpers import shard_containers
 
 pytestmark = pytest.mark.docker
+
+MADE = MadeImages()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_made_images():
+    """The task images this module's trials built are removed when it is done."""
+    yield
+    if MADE.tags:
+        import docker
+
+        MADE.remove(docker.from_env())
+
 
 KV_SERVER = """\
 import http.server, os
@@ -83,7 +96,7 @@ def _task(root, name, compose, *, solve=ASK_KV, test=CHECK_ANSWER):
 def test_agent_queries_the_tasks_own_service(env_backend, docker_engine, tmp_path):
     _compose()
     folder = _task(tmp_path, "kv", COMPOSE)
-    row = env_trial(env_backend, folder, "oracle", shard_id="svc-ok")
+    row = MADE.trial(env_backend, folder, "oracle", shard_id="svc-ok")
     assert (row["status"], row["reward"]) == ("ok", 1.0), (row["error"], row["stdout_tail"])
     # a no-network task with services: an internal network of its own, no route out
     assert row["network"] == "trial-internal"
@@ -94,7 +107,7 @@ def test_agent_queries_the_tasks_own_service(env_backend, docker_engine, tmp_pat
     )
     assert _networks(docker_engine, "svc-ok") == []
     # the null agent does not ask: the service alone scores nothing
-    null = env_trial(env_backend, folder, "null", shard_id="svc-null")
+    null = MADE.trial(env_backend, folder, "null", shard_id="svc-null")
     assert (null["status"], null["reward"]) == ("ok", 0.0)
 
 
@@ -104,7 +117,7 @@ def test_a_service_that_dies_is_an_infra_error_naming_it(env_backend, docker_eng
         'command: ["python3", "/opt/kv.py"]', 'command: ["python3", "-c", "raise SystemExit(3)"]'
     )
     folder = _task(tmp_path, "dies", broken)
-    row = env_trial(env_backend, folder, "oracle", shard_id="svc-dies")
+    row = MADE.trial(env_backend, folder, "oracle", shard_id="svc-dies")
     assert (row["status"], row["phase"]) == ("infra_error", "setup")
     assert "the task's service(s) failed to start or become healthy: kv (exited" in row["error"]
     assert "\n" not in row["error"]
@@ -115,7 +128,7 @@ def test_a_service_that_dies_is_an_infra_error_naming_it(env_backend, docker_eng
 def test_a_service_that_would_leave_the_trials_network_is_refused(env_backend, tmp_path):
     _compose()
     leaky = COMPOSE + "    network_mode: host\n"
-    row = env_trial(env_backend, _task(tmp_path, "leaky", leaky), "oracle", shard_id="svc-host")
+    row = MADE.trial(env_backend, _task(tmp_path, "leaky", leaky), "oracle", shard_id="svc-host")
     assert (row["status"], row["phase"]) == ("infra_error", "setup")
     assert "service 'kv': network_mode 'host'" in row["error"]
 
@@ -136,5 +149,5 @@ def test_compose_yml_is_a_file_of_the_build_context(env_backend, tmp_path):
     (folder / "environment" / "docker-compose.yml").write_text(
         "services:\n  db:\n    image: postgres:16\n"
     )
-    row = env_trial(env_backend, folder, "oracle", shard_id="svc-yml")
+    row = MADE.trial(env_backend, folder, "oracle", shard_id="svc-yml")
     assert (row["status"], row["reward"], row["network"]) == ("ok", 1.0, "none")

@@ -51,6 +51,8 @@ def test_example_tasks_oracle_null_and_resource_sensitivity(env_backend):
             misses.append(f"{task_id} oracle@3x: {outcome} {row['error']}")
         if profile == "3x" and agent == "null" and outcome != ("ok", 0.0):
             misses.append(f"{task_id} null@3x: {outcome} {row['error']}")
+        if row["network"] != "none":  # every example declares no-network: the sandbox stays
+            misses.append(f"{task_id} {agent}@{profile}: network {row['network']}")
         if profile == "1x" and row["status"] not in ("oom_killed", "timeout"):
             misses.append(f"{task_id} oracle@1x should fail for resources: {outcome}")
     assert not misses, "\n".join(misses)

@@ -9,10 +9,22 @@ import json
 import textwrap
 
 import pytest
-from env_helpers import env_trial, make_env_task
+from env_helpers import MadeImages, make_env_task
 from runner_helpers import shard_containers
 
 from evalnoise.runner.steps import StepRun, combine_rewards, min_reward_failure
+
+MADE = MadeImages()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_made_images():
+    """The task images this module's trials built are removed when it is done."""
+    yield
+    if MADE.tags:
+        import docker
+
+        MADE.remove(docker.from_env())
 
 
 def run(name, rewards, status=None):
@@ -75,7 +87,7 @@ def two_step_task(root, name, *, one_test, two_test, strategy="mean", one_extra=
     (folder / "instruction.md").unlink()
     files = {
         "steps/one/instruction.md": "Create /app/one.\n",
-        "steps/one/solution/solve.sh": "touch /app/one\n",
+        "steps/one/solution/solve.sh": "echo making one; touch /app/one\n",
         "steps/one/tests/test.sh": one_test,
         "steps/two/instruction.md": "Create /app/two.\n",
         # the second step's solution proves the container is the same, /tests is gone and
@@ -105,17 +117,17 @@ def test_two_steps_in_one_container_scored_by_the_mean(env_backend, docker_engin
         one_test=REWARD_IF.format(cond="test -e /app/one", yes=1),
         two_test=REWARD_IF.format(cond="test -e /app/two && test -e /app/data.txt", yes=1),
     )
-    row = env_trial(env_backend, folder, "oracle", shard_id="steps-two")
+    row = MADE.trial(env_backend, folder, "oracle", shard_id="steps-two")
     assert (row["status"], row["reward"]) == ("ok", 1.0), (row["error"], row["stdout_tail"])
     assert json.loads(row["step_rewards_json"]) == [
         {"step": "one", "status": "ok", "rewards": {"reward": 1.0}},
         {"step": "two", "status": "ok", "rewards": {"reward": 1.0}},
     ]
     assert row["rewards_json"] == '{"reward":1.0}'
-    assert "[step one]" in row["stdout_tail"] and "[step two]" in row["stdout_tail"]
+    assert "[step one]\nmaking one" in row["stdout_tail"]
     assert shard_containers(docker_engine, "steps-two") == []
     # the null agent: both steps verified, both 0
-    null = env_trial(env_backend, folder, "null", shard_id="steps-null")
+    null = MADE.trial(env_backend, folder, "null", shard_id="steps-null")
     assert (null["status"], null["reward"]) == ("ok", 0.0)
     assert [s["rewards"] for s in json.loads(null["step_rewards_json"])] == [
         {"reward": 0.0},
@@ -132,7 +144,7 @@ def test_min_reward_stops_early_and_final_takes_the_last_step(env_backend, tmp_p
         two_test=REWARD_IF.format(cond="true", yes=1),
         one_extra="min_reward = 1.0",
     )
-    row = env_trial(env_backend, stopped, "oracle", shard_id="steps-stop")
+    row = MADE.trial(env_backend, stopped, "oracle", shard_id="steps-stop")
     assert (row["status"], row["reward"]) == ("ok", 0.0)
     assert [s["step"] for s in json.loads(row["step_rewards_json"])] == ["one"]
     assert row["error"] == "stopped after step 'one' (1 of 2): reward=0 below min_reward 1"
@@ -144,7 +156,7 @@ def test_min_reward_stops_early_and_final_takes_the_last_step(env_backend, tmp_p
         two_test=REWARD_IF.format(cond="true", yes=0.25),
         strategy="final",
     )
-    row = env_trial(env_backend, final, "oracle", shard_id="steps-final")
+    row = MADE.trial(env_backend, final, "oracle", shard_id="steps-final")
     assert (row["status"], row["reward"]) == ("ok", 0.25)
 
 
@@ -156,7 +168,7 @@ def test_a_step_without_a_verdict_stops_and_fails_the_trial(env_backend, tmp_pat
         one_test="echo no reward\n",
         two_test=REWARD_IF.format(cond="true", yes=1),
     )
-    row = env_trial(env_backend, folder, "oracle", shard_id="steps-none")
+    row = MADE.trial(env_backend, folder, "oracle", shard_id="steps-none")
     assert (row["status"], row["phase"], row["reward"]) == ("verifier_error", "verifier", None)
     assert row["error"].startswith("step 'one': no reward file")
     assert json.loads(row["step_rewards_json"]) == [

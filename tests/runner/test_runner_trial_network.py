@@ -19,10 +19,23 @@ import uuid
 import zipfile
 
 import pytest
-from env_helpers import env_trial, make_env_task
+from env_helpers import MadeImages, make_env_task
 from runner_helpers import shard_containers
 
 pytestmark = pytest.mark.docker
+
+MADE = MadeImages()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_made_images():
+    """The task images this module's trials built are removed when it is done."""
+    yield
+    if MADE.tags:
+        import docker
+
+        MADE.remove(docker.from_env())
+
 
 SERVICE = "index.internet"
 
@@ -165,7 +178,7 @@ def test_public_task_fetches_from_the_local_internet_and_scores(
     backend = _backend(base_image, name=internet)
     assert backend.name == f"docker-environment:network=as_declared:{internet}"
     folder = _task(tmp_path, "public", "public")
-    row = env_trial(backend, folder, "oracle", shard_id="net-public")
+    row = MADE.trial(backend, folder, "oracle", shard_id="net-public")
     assert (row["status"], row["reward"]) == ("ok", 1.0), row["error"]
     assert row["network"] == f"named:{internet}"
     assert "installed ../../packages/greeting-1.0-py3-none-any.whl" in row["stdout_tail"]
@@ -178,7 +191,7 @@ def test_same_task_without_network_is_a_verifier_error_with_its_cause(
 ):
     backend = _backend(base_image, name=internet)
     folder = _task(tmp_path, "sealed", "no-network")
-    row = env_trial(backend, folder, "oracle", shard_id="net-sealed")
+    row = MADE.trial(backend, folder, "oracle", shard_id="net-sealed")
     assert (row["status"], row["phase"], row["reward"]) == ("verifier_error", "verifier", None)
     assert row["network"] == "none"
     assert "\n" not in row["error"]
@@ -191,7 +204,7 @@ def test_same_task_without_network_is_a_verifier_error_with_its_cause(
 def test_offline_run_keeps_public_tasks_without_network(docker_engine, base_image, tmp_path):
     backend = _backend(base_image, mode="offline")
     assert backend.name == "docker-environment:network=offline"
-    row = env_trial(backend, _task(tmp_path, "offline", "public"), "oracle", shard_id="net-off")
+    row = MADE.trial(backend, _task(tmp_path, "offline", "public"), "oracle", shard_id="net-off")
     assert (row["status"], row["network"]) == ("verifier_error", "none")
     assert "the trial had no network and its verifier fetches from it" in row["error"]
 
@@ -218,8 +231,8 @@ def test_default_gives_a_network_of_its_own_internal_on_this_engine(
     toml = folder / "task.toml"
     toml.write_text(toml.read_text().replace('network_mode = "no-network"\n', ""))  # public
     with caplog.at_level(logging.WARNING, logger="evalnoise.runner.trial_network"):
-        first = env_trial(backend, folder, "oracle", shard_id="net-own")
-        second = env_trial(backend, folder, "oracle", shard_id="net-own", trial=1)
+        first = MADE.trial(backend, folder, "oracle", shard_id="net-own")
+        second = MADE.trial(backend, folder, "oracle", shard_id="net-own", trial=1)
     for row in (first, second):
         assert (row["status"], row["reward"], row["network"]) == ("ok", 1.0, "trial-internal")
         assert row["exit_code"] == 0, row["stdout_tail"]  # answers to `main` on its network
