@@ -174,3 +174,31 @@ def test_a_step_without_a_verdict_stops_and_fails_the_trial(env_backend, tmp_pat
     assert json.loads(row["step_rewards_json"]) == [
         {"step": "one", "status": "verifier_error", "rewards": None}
     ]
+
+
+@pytest.mark.docker
+def test_healthchecks_are_polled_before_the_agent(env_backend, tmp_path):
+    """[environment].healthcheck as Harbor polls it: retries consecutive failures fail the
+    trial before its agent runs (infra_error in setup); a passing one lets it run."""
+    failing = make_env_task(
+        tmp_path,
+        "unhealthy",
+        test_sh="echo 1 > /logs/verifier/reward.txt\n",
+        solve_sh="touch /app/ran\n",
+        extra_toml=(
+            "[environment.healthcheck]\n"
+            'command = "test -e /app/ready"\ninterval_sec = 0\nretries = 2\ntimeout_sec = 5\n'
+        ),
+    )
+    row = MADE.trial(env_backend, failing, "oracle", shard_id="steps-hc")
+    assert (row["status"], row["phase"], row["exit_code"]) == ("infra_error", "setup", None)
+    assert row["error"] == "healthcheck failed after 2 consecutive retries: test -e /app/ready"
+    healthy = make_env_task(
+        tmp_path,
+        "healthy",
+        test_sh="echo 1 > /logs/verifier/reward.txt\n",
+        solve_sh="true\n",
+        extra_toml='[environment.healthcheck]\ncommand = "test -d /app"\n',
+    )
+    row = MADE.trial(env_backend, healthy, "oracle", shard_id="steps-hc")
+    assert (row["status"], row["reward"]) == ("ok", 1.0)

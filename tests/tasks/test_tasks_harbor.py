@@ -407,6 +407,10 @@ min_reward = { reward = 0.5, style = 1 }
 [steps.verifier]
 timeout_sec = 7.0
 env = { LEVEL = "2" }
+
+[steps.healthcheck]
+command = "test -x /app/greet.sh"
+retries = 5
 """
     folder = _steps_task(
         tmp_path,
@@ -433,6 +437,15 @@ env = { LEVEL = "2" }
     assert (two.agent_timeout_s, two.verifier_timeout_s) == (10.0, 7.0)  # the task's, its own
     assert dict(two.min_reward) == {"reward": 0.5, "style": 1.0}
     assert dict(two.verifier_env) == {"LEVEL": "2"}
+    assert one.healthcheck is None
+    assert dict(two.healthcheck) == {  # Harbor's HealthcheckConfig defaults filled in
+        "command": "test -x /app/greet.sh",
+        "interval_sec": 5.0,
+        "timeout_sec": 30.0,
+        "start_period_sec": 0.0,
+        "start_interval_sec": 5.0,
+        "retries": 5,
+    }
     assert task.instruction == "[step one]\nFirst.\n\n\n[step two]\nSecond.\n"
     step_task = dataclasses.replace(task, active_step=one)
     assert step_task.tests_dirs == (folder / "tests", folder / "steps" / "one" / "tests")
