@@ -46,7 +46,11 @@ COMPOSE = """\
 services:
   main:
     environment:
-      - IGNORED_BY_EVALNOISE=1
+      - FROM_COMPOSE=yes
+    cap_add: [NET_ADMIN]
+    depends_on:
+      kv:
+        condition: service_healthy
   kv:
     image: ${MAIN_IMAGE_NAME}
     command: ["python3", "/opt/kv.py"]
@@ -59,14 +63,18 @@ services:
 """.replace("{PROBE}", PROBE)
 
 ASK_KV = """\
+echo "$FROM_COMPOSE" > /app/main-env.txt
 python3 -c "import urllib.request as u
 print(u.urlopen('http://kv:8080/secret').read().decode(), end='')" \\
     > /app/answer.txt
 """
 
 CHECK_ANSWER = """\
-if [ "$(cat /app/answer.txt)" = swordfish ]; then echo 1; else echo 0; fi \\
-    > /logs/verifier/reward.txt
+if [ "$(cat /app/answer.txt)" = swordfish ] && [ "$(cat /app/main-env.txt)" = yes ]; then
+    echo 1
+else
+    echo 0
+fi > /logs/verifier/reward.txt
 """
 
 
@@ -98,6 +106,9 @@ def test_agent_queries_the_tasks_own_service(env_backend, docker_engine, tmp_pat
     folder = _task(tmp_path, "kv", COMPOSE)
     row = MADE.trial(env_backend, folder, "oracle", shard_id="svc-ok")
     assert (row["status"], row["reward"]) == ("ok", 1.0), (row["error"], row["stdout_tail"])
+    # main's environment in the file is applied; a key the runner's container does not take
+    # is named, never silently dropped
+    assert row["error"] == "keys of main in the task's compose file not applied: cap_add"
     # a no-network task with services: an internal network of its own, no route out
     assert row["network"] == "trial-internal"
     assert shard_containers(docker_engine, "svc-ok") == []

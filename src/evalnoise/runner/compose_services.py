@@ -24,7 +24,11 @@ mounts — and compose runs the *other* services:
    (:class:`ServicesFailed`).
 3. ``main`` joins the same network with the alias ``main``, so services and agent reach each
    other by name. The resource profile applies to ``main`` only; the other services get what
-   the file declares.
+   the file declares. ``main``'s ``environment`` in the task's file is applied (under the
+   task's ``[environment].env``), its ``depends_on`` holds (the services start first), its
+   ``command``/``entrypoint`` give way to the runner's idle main process as Harbor's do to its
+   ``sleep infinity``; any other key it sets there (volumes, devices, ``cap_add``…) is not
+   applied, and the trial row's ``error`` names it (:attr:`ComposeProject.main_ignored`).
 4. ``docker compose down --volumes --remove-orphans --timeout 0`` removes them with the trial.
 
 Harbor's environment variables for its compose files are set (``MAIN_IMAGE_NAME``,
@@ -43,7 +47,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +72,22 @@ MAIN_SERVICE = "main"
 #: how long ``up --wait`` waits for the services to run (and be healthy), in seconds
 WAIT_TIMEOUT_S = 120
 _COMMAND_TIMEOUT_S = 600
+#: keys of ``main`` in the normalised project that the runner's own container honours or
+#: that need nothing: its image (the task's), its environment (applied), its order after
+#: the services (they start first), its network (the trial's) and compose's bookkeeping
+_MAIN_TAKEN = {
+    "image",
+    "build",
+    "environment",
+    "depends_on",
+    "networks",
+    "expose",
+    "command",
+    "entrypoint",
+    "pull_policy",
+    "container_name",
+    "labels",
+}
 
 
 class ServicesFailed(RuntimeError):
@@ -111,6 +131,11 @@ class ComposeProject:
     command: tuple[str, ...] = ()
     #: the trial's folder holding the overlay files; removed with the project
     scratch: Path | None = None
+    #: ``main``'s ``environment`` as the task's file declares it (applied under the task's
+    #: ``[environment].env``)
+    main_env: Mapping[str, str] = field(default_factory=dict)
+    #: ``main``'s other keys in the task's file that the runner's container does not take
+    main_ignored: tuple[str, ...] = ()
 
     def run(self, *args: str, timeout: float = _COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess:
         """``compose -p NAME --project-directory DIR -f … ARGS`` (output captured)."""
@@ -234,6 +259,11 @@ def start_services(
     if refused:
         raise ServicesFailed("the task's compose file asks for " + "; ".join(refused))
     services = tuple(sorted(s for s in model.get("services") or {} if s != MAIN_SERVICE))
+    main = (model.get("services") or {}).get(MAIN_SERVICE) or {}
+    main_env = {
+        str(k): "" if v is None else str(v) for k, v in (main.get("environment") or {}).items()
+    }
+    main_ignored = tuple(sorted(set(main) - _MAIN_TAKEN))
     overlay = scratch / "compose-trial.json"
     overlay.write_text(
         json.dumps(
@@ -251,6 +281,8 @@ def start_services(
         services,
         tuple(command),
         scratch,
+        main_env,
+        main_ignored,
     )
     if not services:
         return project

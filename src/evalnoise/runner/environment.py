@@ -114,6 +114,7 @@ lines), ``stderr_tail`` the external agent's stderr.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -417,13 +418,21 @@ class EnvironmentBackend:
         try:
             if services:
                 project = self._start_services(request, trial, image)
+                trial = dataclasses.replace(trial, env={**project.main_env, **trial.env})
             return self._run_container(request, row, trial, image, secrets)
         except ServicesFailed as exc:
             self.check()
             row.update(status="infra_error", phase="setup", error=one_line(exc, 2000))
             return finish_row(row, secrets)
         finally:
-            notes = (stop_services(project), self.networks.close(network))
+            ignored = project.main_ignored if project is not None else ()
+            notes = (
+                "keys of main in the task's compose file not applied: " + ", ".join(ignored)
+                if ignored
+                else None,
+                stop_services(project),
+                self.networks.close(network),
+            )
             row["error"] = join_notes(row["error"], *notes)
 
     def _start_services(
