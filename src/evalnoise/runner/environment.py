@@ -40,6 +40,12 @@ the same interface as the QA backends (:class:`evalnoise.runner.trial.Backend`):
    (:mod:`evalnoise.runner.rewards`).
 5. The container is removed (force) in a ``finally``, the scratch directory deleted.
 
+A task's ``[environment].healthcheck`` is polled before step 3 (:mod:`evalnoise.runner.
+healthcheck`); a multi-step task (``[[steps]]``) runs steps 3 and 4 once per step in the same
+container (:mod:`evalnoise.runner.steps`); a task's extra services start before step 2 and
+are removed after step 5 (:mod:`evalnoise.runner.compose_services`), on the trial's network
+(:mod:`evalnoise.runner.trial_network`, created before them and removed last).
+
 **Outcomes** (the first failure decides the status; later ones are added to ``error``):
 
 ==================================================  ==============  ============
@@ -48,6 +54,10 @@ what happened                                       status          phase
 image build failed / image missing                  infra_error     build
 task folder changed or unreadable, a ``${VAR}``     infra_error     setup
 of the task's env unset, container not created
+the trial's network not created; a service of the   infra_error     setup
+task's compose file failed to start or become
+healthy; its healthcheck (or a step's, or a
+step's ``setup.sh``) failed
 agent phase past its deadline                       timeout         agent
 a process OOM-killed during the agent phase         oom_killed      agent
 external agent: protocol broken, non-zero exit,     agent_error     agent
