@@ -205,10 +205,17 @@ def test_the_run_says_it_in_one_warning_when_built(task_set, tmp_path):
     write_task(root, "a-offline", 'network_mode = "no-network"', test_sh=TB2_TEST_SH)
     write_task(root, "b-public-fetches", "allow_internet = true", test_sh=TB2_TEST_SH)
     write_task(root, "c-public-quiet", "")
+    write_task(
+        root,
+        "d-public-builds",
+        "",
+        extra={"environment/Dockerfile": "ARG BASE\nFROM ${BASE}\nRUN pip install flask\n"},
+    )
     bench = {"source": "harbor", "path": str(root), "network": "offline"}
     (line,) = benchmark_warnings(bench)
-    assert "1 task(s) asking for the public network" in line
-    assert "b-public-fetches" in line and "a-offline" not in line and "c-public" not in line
+    assert "2 task(s) asking for the public network fetch from it in their verifier or " in line
+    assert "b-public-fetches, d-public-builds;" in line
+    assert "a-offline" not in line and "c-public" not in line
     assert benchmark_warnings({**bench, "network": "as_declared"}) == ()
     tasks = load_harbor_tasks(root, public_network="offline")
     assert offline_fetch_warning(tasks, "offline") == line

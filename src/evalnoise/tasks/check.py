@@ -13,7 +13,7 @@ choice, and returns one :class:`FolderCheck` per folder: accepted or refused, ev
 - keys Harbor does not define (ignored by Harbor and here).
 
 :func:`offline_fetch_warning` is the one line a run prints when it is built: the public tasks
-that fetch although the run is offline.
+whose verifier or Dockerfile fetches although the run is offline.
 """
 
 from __future__ import annotations
@@ -110,23 +110,29 @@ def refusal_counts(checks: Iterable[FolderCheck]) -> Counter[str]:
 
 
 def offline_fetch_warning(tasks: Iterable[HarborTask], network: str) -> str | None:
-    """One line naming the public-network tasks whose verifier fetches from the network when
-    the run is ``offline`` (None when there are none, or the run is not offline)."""
+    """One line naming the public-network tasks whose verifier (``tests/test.sh``) or
+    Dockerfile visibly fetches from the network when the run is ``offline`` (None when there
+    are none, or the run is not offline)."""
     if network != "offline":
         return None
-    names = [
-        task.name
-        for task in tasks
-        if task.network_mode == "public"
-        and any(not f.file.startswith("environment/") for f in network_fetches(task.folder))
-    ]
+    names = []
+    for task in tasks:
+        if task.network_mode != "public":
+            continue
+        fetches = network_fetches(task.folder)
+        verifier = any(not f.file.startswith("environment/") for f in fetches)
+        build = task.build_context is not None and any(
+            f.file.startswith("environment/") for f in fetches
+        )
+        if verifier or build:
+            names.append(task.name)
     if not names:
         return None
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     return (
         f"benchmark.network is offline, but {len(names)} task(s) asking for the public network "
-        f"fetch from it in their verifier (their trials can only end as verifier errors): "
-        f"{shown}; `evalnoise tasks check --network offline PATH` lists where"
+        f"fetch from it in their verifier or Dockerfile (such trials can only fail): {shown}; "
+        "`evalnoise tasks check --network offline PATH` lists where"
     )
 
 
