@@ -103,7 +103,7 @@ def _task(root, name, compose, *, solve=ASK_KV, test=CHECK_ANSWER):
 
 def test_agent_queries_the_tasks_own_service(env_backend, docker_engine, tmp_path):
     _compose()
-    folder = _task(tmp_path, "kv", COMPOSE)
+    folder = _task(tmp_path, "svc-kv", COMPOSE)
     row = MADE.trial(env_backend, folder, "oracle", shard_id="svc-ok")
     assert (row["status"], row["reward"]) == ("ok", 1.0), (row["error"], row["stdout_tail"])
     # main's environment in the file is applied; a key the runner's container does not take
@@ -127,7 +127,7 @@ def test_a_service_that_dies_is_an_infra_error_naming_it(env_backend, docker_eng
     broken = COMPOSE.replace(
         'command: ["python3", "/opt/kv.py"]', 'command: ["python3", "-c", "raise SystemExit(3)"]'
     )
-    folder = _task(tmp_path, "dies", broken)
+    folder = _task(tmp_path, "svc-dies", broken)
     row = MADE.trial(env_backend, folder, "oracle", shard_id="svc-dies")
     assert (row["status"], row["phase"]) == ("infra_error", "setup")
     assert "the task's service(s) failed to start or become healthy: kv (exited" in row["error"]
@@ -139,7 +139,8 @@ def test_a_service_that_dies_is_an_infra_error_naming_it(env_backend, docker_eng
 def test_a_service_that_would_leave_the_trials_network_is_refused(env_backend, tmp_path):
     _compose()
     leaky = COMPOSE + "    network_mode: host\n"
-    row = MADE.trial(env_backend, _task(tmp_path, "leaky", leaky), "oracle", shard_id="svc-host")
+    folder = _task(tmp_path, "svc-leaky", leaky)
+    row = MADE.trial(env_backend, folder, "oracle", shard_id="svc-host")
     assert (row["status"], row["phase"]) == ("infra_error", "setup")
     assert "service 'kv': network_mode 'host'" in row["error"]
 
@@ -149,7 +150,7 @@ def test_compose_yml_is_a_file_of_the_build_context(env_backend, tmp_path):
     Dockerfile, copied into the image; no services run."""
     folder = make_env_task(
         tmp_path,
-        "yml",
+        "svc-yml",
         test_sh="""\
         if grep -q 'image: postgres' /app/docker-compose.yml; then echo 1; else echo 0; fi \\
             > /logs/verifier/reward.txt

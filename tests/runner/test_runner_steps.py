@@ -113,7 +113,7 @@ REWARD_IF = "if {cond}; then echo {yes}; else echo 0; fi > /logs/verifier/reward
 def test_two_steps_in_one_container_scored_by_the_mean(env_backend, docker_engine, tmp_path):
     folder = two_step_task(
         tmp_path,
-        "two",
+        "steps-two",
         one_test=REWARD_IF.format(cond="test -e /app/one", yes=1),
         two_test=REWARD_IF.format(cond="test -e /app/two && test -e /app/data.txt", yes=1),
     )
@@ -139,7 +139,7 @@ def test_two_steps_in_one_container_scored_by_the_mean(env_backend, docker_engin
 def test_min_reward_stops_early_and_final_takes_the_last_step(env_backend, tmp_path):
     stopped = two_step_task(
         tmp_path,
-        "stop",
+        "steps-stop",
         one_test=REWARD_IF.format(cond="false", yes=1),
         two_test=REWARD_IF.format(cond="true", yes=1),
         one_extra="min_reward = 1.0",
@@ -151,7 +151,7 @@ def test_min_reward_stops_early_and_final_takes_the_last_step(env_backend, tmp_p
 
     final = two_step_task(
         tmp_path,
-        "final",
+        "steps-final",
         one_test=REWARD_IF.format(cond="true", yes=1),
         two_test=REWARD_IF.format(cond="true", yes=0.25),
         strategy="final",
@@ -164,7 +164,7 @@ def test_min_reward_stops_early_and_final_takes_the_last_step(env_backend, tmp_p
 def test_a_step_without_a_verdict_stops_and_fails_the_trial(env_backend, tmp_path):
     folder = two_step_task(
         tmp_path,
-        "noverdict",
+        "steps-noverdict",
         one_test="echo no reward\n",
         two_test=REWARD_IF.format(cond="true", yes=1),
     )
@@ -182,7 +182,7 @@ def test_healthchecks_are_polled_before_the_agent(env_backend, tmp_path):
     trial before its agent runs (infra_error in setup); a passing one lets it run."""
     failing = make_env_task(
         tmp_path,
-        "unhealthy",
+        "hc-unhealthy",
         test_sh="echo 1 > /logs/verifier/reward.txt\n",
         solve_sh="touch /app/ran\n",
         extra_toml=(
@@ -195,7 +195,7 @@ def test_healthchecks_are_polled_before_the_agent(env_backend, tmp_path):
     assert row["error"] == "healthcheck failed after 2 consecutive retries: test -e /app/ready"
     healthy = make_env_task(
         tmp_path,
-        "healthy",
+        "hc-healthy",
         test_sh="echo 1 > /logs/verifier/reward.txt\n",
         solve_sh="true\n",
         extra_toml='[environment.healthcheck]\ncommand = "test -d /app"\n',

@@ -177,7 +177,7 @@ def test_public_task_fetches_from_the_local_internet_and_scores(
 ):
     backend = _backend(base_image, name=internet)
     assert backend.name == f"docker-environment:network=as_declared:{internet}"
-    folder = _task(tmp_path, "public", "public")
+    folder = _task(tmp_path, "net-public", "public")
     row = MADE.trial(backend, folder, "oracle", shard_id="net-public")
     assert (row["status"], row["reward"]) == ("ok", 1.0), row["error"]
     assert row["network"] == f"named:{internet}"
@@ -190,7 +190,7 @@ def test_same_task_without_network_is_a_verifier_error_with_its_cause(
     docker_engine, base_image, internet, tmp_path
 ):
     backend = _backend(base_image, name=internet)
-    folder = _task(tmp_path, "sealed", "no-network")
+    folder = _task(tmp_path, "net-sealed", "no-network")
     row = MADE.trial(backend, folder, "oracle", shard_id="net-sealed")
     assert (row["status"], row["phase"], row["reward"]) == ("verifier_error", "verifier", None)
     assert row["network"] == "none"
@@ -204,7 +204,8 @@ def test_same_task_without_network_is_a_verifier_error_with_its_cause(
 def test_offline_run_keeps_public_tasks_without_network(docker_engine, base_image, tmp_path):
     backend = _backend(base_image, mode="offline")
     assert backend.name == "docker-environment:network=offline"
-    row = MADE.trial(backend, _task(tmp_path, "offline", "public"), "oracle", shard_id="net-off")
+    folder = _task(tmp_path, "net-offline", "public")
+    row = MADE.trial(backend, folder, "oracle", shard_id="net-off")
     assert (row["status"], row["network"]) == ("verifier_error", "none")
     assert "the trial had no network and its verifier fetches from it" in row["error"]
 
@@ -219,7 +220,7 @@ def test_default_gives_a_network_of_its_own_internal_on_this_engine(
     assert not backend.networks.has_default_bridge()
     folder = make_env_task(
         tmp_path,
-        "own",
+        "net-own",
         test_sh="""\
         ls /sys/class/net > /logs/verifier/interfaces.txt
         echo 1 > /logs/verifier/reward.txt
