@@ -75,6 +75,8 @@ try:
     RUN = RunPlan.from_config(config)
 except (PlanError, pipeline_settings.ConfigError) as error:
     raise WorkflowError(str(error)) from None
+for _warning in RUN.warnings:
+    print(f"evalnoise: warning: {_warning}", file=sys.stderr)
 IMPORTED = RUN.imported
 PLAN = RUN.plan
 TASK_POOL = RUN.task_pool

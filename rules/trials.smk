@@ -72,6 +72,7 @@ rule canary:
         server=agent_server,
         machine=machine_param,
         reward_key=config["benchmark"]["reward"],
+        network=RUN.network_param,
         code_version=code_version("runner"),
     script:
         "../scripts/canary.py"
@@ -112,6 +113,7 @@ rule run_trials:
         task_rows=task_rows_param,
         server=agent_server,
         reward_key=config["benchmark"]["reward"],
+        network=RUN.network_param,
         unverified_rounds=verifier_rounds_param,
         code_version=code_version("runner"),
     script:

@@ -23,6 +23,7 @@ try:
         server=p.server,
         server_log=snakemake.log[0] + ".server",
         reward_key=p.reward_key,
+        network=p.network,
     )
 except CanaryFailed as failure:
     log.error("%s", failure)

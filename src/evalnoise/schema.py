@@ -109,6 +109,9 @@ TRIALS = pa.schema(
         pa.field("sampling", pa.string()),
         pa.field("image", pa.string()),
         pa.field("image_digest", pa.string()),
+        # the trial container's network: none, host, trial-bridge / trial-internal (an
+        # environment trial's network of its own), named:NAME; null for imported trials
+        pa.field("network", pa.string()),
         pa.field("backend", pa.string()),
         pa.field("host", pa.string()),
         # imported trials carry their own verdict; pipeline trials get it from the scorer
@@ -135,6 +138,9 @@ TRIALS = pa.schema(
         # phase while the container lived on (the task's own event, not an infra outcome)
         pa.field("verified_after", pa.string()),
         pa.field("oom_in_agent", pa.bool_()),
+        # a multi-step task's steps (evalnoise.runner.steps): JSON list of {step, status,
+        # rewards}, each step's named rewards (null: no verdict); null for a single-step task
+        pa.field("step_rewards_json", pa.string()),
     ]
 )
 

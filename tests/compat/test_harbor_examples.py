@@ -82,9 +82,9 @@ SEPARATE_VERIFIER = (
     'container (environment_mode = "shared")'
 )
 PUBLIC_NETWORK = (
-    "the task declares network_mode = 'public'; trials here have no network. Declare "
-    'network_mode = "no-network" if it needs none, or load with public_network="offline" '
-    "to run it without network anyway"
+    "the task declares network_mode = 'public'; the run rejects public-network tasks "
+    '(benchmark.network: reject). Declare network_mode = "no-network" if it needs none, or '
+    "run with benchmark.network: as_declared (a network of the trial's own) or offline"
 )
 EMPTY_INSTRUCTION = "empty: the agent would get no instruction"
 

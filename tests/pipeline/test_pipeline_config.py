@@ -149,6 +149,13 @@ def test_every_problem_is_listed(default_config_raw, schema):
             "config key agents.chat.command: required with the local backend",
         ),
         (
+            lambda c: c["benchmark"].update(
+                source="harbor", path="tasks", network="offline", network_name="lab"
+            ),
+            "config key benchmark.network_name: names the network public-network tasks join, "
+            "which they have only with benchmark.network: as_declared (not 'offline')",
+        ),
+        (
             lambda c: c["agents"]["chat"]["env"].update(OPENAI_API_KEY="sk-live-1234567890"),
             "config key agents.chat.env.OPENAI_API_KEY: holds a literal value",
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -104,11 +105,38 @@ def test_every_planned_shard_is_a_valid_job(default_config):
         ("server", "http://127.0.0.1:8080"),
         ("reward_key", 1),
         ("variant", ["p0"]),
+        ("network", "as_declared"),
+        ("network", {"mode": "offline"}),
     ],
 )
 def test_a_bad_field_is_named(field, value):
     with pytest.raises(ShardJobError, match=f"shard job: {field} must be"):
         ShardJob.from_params({**PARAMS, field: value}, tasks_path="results/tasks.parquet")
+
+
+def test_the_network_choice_reaches_the_job(default_config, tmp_path):
+    """benchmark.network and network_name of a harbor run become the job's network; other
+    runs hand over none (the backend's default)."""
+    job = ShardJob.from_params(
+        {**PARAMS, "network": {"mode": "offline", "name": None}}, tasks_path="t.parquet"
+    )
+    assert job.network == {"mode": "offline", "name": None}
+    assert ShardJob.from_params(PARAMS, tasks_path="t.parquet").network is None
+    assert RunPlan.from_config(default_config).network_param is None  # generated benchmark
+    examples = Path(__file__).resolve().parents[2] / "examples" / "harbor-tasks"
+    harbor = {
+        **default_config,
+        "benchmark": {
+            **default_config["benchmark"],
+            "source": "harbor",
+            "path": str(examples),
+            "n": None,
+            "network_name": "lab-net",
+        },
+    }
+    assert RunPlan.from_config(harbor).network_param == {"mode": "as_declared", "name": "lab-net"}
+    rejecting = {**harbor, "benchmark": {**harbor["benchmark"], "network": "reject"}}
+    assert RunPlan.from_config(rejecting).network_param is None
 
 
 def test_a_missing_param_and_bad_files_are_named():

@@ -115,3 +115,27 @@ def scripted_agent(steps: list[dict], name: str = "scripted") -> dict:
         "command": [sys.executable, str(EXEC_SCRIPT_AGENT)],
         "env": {"EXEC_SCRIPT": json.dumps(steps)},
     }
+
+
+class MadeImages:
+    """The task images a test module's trials made, removed when the module is done (the
+    tags of its own tasks only: a tag another module's task shares is not touched)."""
+
+    def __init__(self) -> None:
+        self.tags: set[str] = set()
+
+    def trial(self, backend, folder: Path, agent: str | dict = "oracle", **kw):
+        """:func:`env_trial`, the trial's image remembered."""
+        row = env_trial(backend, folder, agent, **kw)
+        if row.get("image"):
+            self.tags.add(row["image"])
+        return row
+
+    def remove(self, client) -> None:
+        import docker.errors
+
+        for tag in sorted(self.tags):
+            try:
+                client.images.remove(tag)
+            except docker.errors.APIError:
+                pass  # in use by a container of another test: its own cleanup removes that

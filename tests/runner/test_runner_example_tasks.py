@@ -53,6 +53,8 @@ def test_example_tasks_oracle_null_and_resource_sensitivity(env_backend):
             misses.append(f"{task_id} oracle@3x: {outcome} {row['error']}")
         if profile == "3x" and agent == "null" and outcome != ("ok", 0.0):
             misses.append(f"{task_id} null@3x: {outcome} {row['error']}")
+        if row["network"] != "none":  # every example declares no-network: the sandbox stays
+            misses.append(f"{task_id} {agent}@{profile}: network {row['network']}")
         met_its_resources = row["status"] in ("oom_killed", "timeout") or (
             row["status"] == "ok" and (row["oom_in_agent"] or row["verified_after"] == "timeout")
         )

@@ -3,6 +3,7 @@ unknown keys kept, task sets reported whole, tasks-table rows, the folder digest
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -207,7 +208,8 @@ def test_env_templates_resolve_like_harbor():
 
 def test_harbor_tasks_init_template_loads_with_shared_verifier(tmp_path):
     """task.toml as `harbor tasks init acme/shared --verifier-mode shared` (Harbor 0.25)
-    writes it: it declares public network, so it loads only with public_network="offline"."""
+    writes it: it declares public network, so a run that rejects public-network tasks
+    refuses it; by default its trials get a network of their own."""
     init_toml = """\
         schema_version = "1.4"
         artifacts = []
@@ -244,7 +246,8 @@ def test_harbor_tasks_init_template_loads_with_shared_verifier(tmp_path):
     folder = make_task(tmp_path, "shared", init_toml)
     task = load_harbor_task(folder, public_network="offline")
     assert task.name == "acme/shared" and dict(task.unknown) == {}
-    assert any("network_mode" in p for p in problems_of(folder))
+    assert load_harbor_task(folder).network_mode == "public"
+    assert any("network_mode" in p for p in problems_of(folder, public_network="reject"))
 
 
 # -- what is rejected, and how it is named -----------------------------------------------------
@@ -266,24 +269,12 @@ REJECTIONS = [
     ({"environment": 'network_mode = "allowlist"\nallowed_hosts = ["pypi.org"]'}, "allowlist"),
     (
         {"environment": 'network_mode = "no-network"\nallowed_hosts = ["pypi.org"]'},
-        "[environment].allowed_hosts: a network allowlist needs network access",
-    ),
-    (
-        {"environment": 'network_mode = "public"'},
-        "[environment].network_mode: the task declares network_mode = 'public'",
-    ),
-    (
-        {"environment": "cpus = 1"},
-        "[environment].network_mode: the task declares no network_mode, which Harbor reads as "
-        "'public'",
-    ),
-    (
-        {"environment": "allow_internet = true"},
-        "[environment].network_mode: the task declares allow_internet = true",
+        "[environment].allowed_hosts: network allowlists are not supported (no egress proxy)",
     ),
     (
         {"agent": 'timeout_sec = 5.0\nnetwork_mode = "public"'},
-        "[agent].network_mode: asks for public network",
+        "[agent].network_mode: 'public' differs from the environment's 'no-network': a "
+        "trial's container has one network for all its phases",
     ),
     (
         {"environment": 'network_mode = "no-network"\ngpus = 1'},
@@ -302,8 +293,8 @@ REJECTIONS = [
         "[environment].mcp_servers: MCP servers need network access",
     ),
     (
-        {"environment": 'network_mode = "no-network"\n[environment.healthcheck]\ncommand = "x"'},
-        "[environment].healthcheck",
+        {"environment": 'network_mode = "no-network"\n[environment.healthcheck]\nretries = 2'},
+        "[environment].healthcheck.command: required",
     ),
     (
         {"verifier": '[[verifier.collect]]\ncommand = "dump"'},
@@ -330,6 +321,54 @@ REJECTIONS = [
 ]
 
 
+#: refused only when the run rejects public-network tasks (benchmark.network: reject)
+PUBLIC_REJECTIONS = [
+    (
+        {"environment": 'network_mode = "public"'},
+        "[environment].network_mode: the task declares network_mode = 'public'; the run "
+        "rejects public-network tasks (benchmark.network: reject)",
+    ),
+    (
+        {"environment": "cpus = 1"},
+        "[environment].network_mode: the task declares no network_mode, which Harbor reads as "
+        "'public'",
+    ),
+    (
+        {"environment": "allow_internet = true"},
+        "[environment].network_mode: the task declares allow_internet = true",
+    ),
+    (
+        {"environment": 'network_mode = "public"', "agent": 'network_mode = "public"'},
+        "[agent].network_mode: asks for public network; the run rejects public-network tasks",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sections", "message"), PUBLIC_REJECTIONS)
+def test_public_network_is_refused_only_when_the_run_rejects_it(tmp_path, sections, message):
+    folder = make_task(tmp_path, toml=toml_with(**sections))
+    found = problems_of(folder, public_network="reject")
+    assert any(message in p for p in found), found
+    for choice in ("as_declared", "offline"):
+        assert load_harbor_task(folder, public_network=choice).network_mode == "public"
+
+
+def test_phase_network_may_only_repeat_the_environments(tmp_path):
+    same = toml_with(environment='network_mode = "public"', agent='network_mode = "public"')
+    assert load_harbor_task(make_task(tmp_path, "same", same)).network_mode == "public"
+    other = toml_with(
+        verifier='environment_mode = "shared"\nnetwork_mode = "no-network"',
+        environment="cpus = 1",  # no network_mode: public, as Harbor reads it
+    )
+    folder = make_task(tmp_path, "other", other)
+    assert problems_of(folder) == [
+        "[verifier].network_mode: 'no-network' differs from the environment's 'public': a "
+        "trial's container has one network for all its phases"
+    ]
+    # offline, no phase has a network: nothing to differ
+    assert load_harbor_task(folder, public_network="offline").network_mode == "public"
+
+
 @pytest.mark.parametrize(("sections", "message"), REJECTIONS)
 def test_each_unsupported_feature_is_rejected_with_field_and_reason(tmp_path, sections, message):
     toml = toml_with(**sections)
@@ -338,22 +377,122 @@ def test_each_unsupported_feature_is_rejected_with_field_and_reason(tmp_path, se
     assert any(message in p for p in found), found
 
 
-def test_multi_step_task_is_rejected(tmp_path):
-    toml = toml_with() + '\n[[steps]]\nname = "one"\n\n[[steps]]\nname = "two"\n'
-    folder = make_task(tmp_path, toml=toml, instruction=None, test=False)
+def _steps_task(tmp_path, steps_toml, *, files=None, name="hello"):
+    toml = toml_with() + '\nmulti_step_reward_strategy = "final"\n' + steps_toml
+    # the strategy is a top-level key: put it before the first table
+    toml = 'multi_step_reward_strategy = "final"\n' + toml.replace(
+        '\nmulti_step_reward_strategy = "final"\n', "\n"
+    )
+    folder = make_task(tmp_path, name, toml=toml, instruction=None, test=False)
+    for rel, text in (files or {}).items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return folder
+
+
+def test_multi_step_task_loads_each_step_as_harbor_reads_it(tmp_path):
+    steps = """
+[[steps]]
+name = "one"
+min_reward = 1.0
+
+[steps.agent]
+timeout_sec = 5.0
+user = "agent"
+
+[[steps]]
+name = "two"
+min_reward = { reward = 0.5, style = 1 }
+
+[steps.verifier]
+timeout_sec = 7.0
+env = { LEVEL = "2" }
+
+[steps.healthcheck]
+command = "test -x /app/greet.sh"
+retries = 5
+"""
+    folder = _steps_task(
+        tmp_path,
+        steps,
+        files={
+            "steps/one/instruction.md": "<!-- canary -->\nFirst.\n",
+            "steps/one/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+            "steps/two/instruction.md": "Second.\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+        },
+    )
+    task = load_harbor_task(folder)
+    assert task.reward_strategy == "final"
+    one, two = task.steps
+    assert (one.name, one.instruction, one.agent_timeout_s, one.agent_user) == (
+        "one",
+        "First.\n",
+        5.0,
+        "agent",
+    )
+    assert one.verifier_timeout_s == task.verifier_timeout_s and dict(one.min_reward) == {
+        "reward": 1.0
+    }
+    assert (two.agent_timeout_s, two.verifier_timeout_s) == (10.0, 7.0)  # the task's, its own
+    assert dict(two.min_reward) == {"reward": 0.5, "style": 1.0}
+    assert dict(two.verifier_env) == {"LEVEL": "2"}
+    assert one.healthcheck is None
+    assert dict(two.healthcheck) == {  # Harbor's HealthcheckConfig defaults filled in
+        "command": "test -x /app/greet.sh",
+        "interval_sec": 5.0,
+        "timeout_sec": 30.0,
+        "start_period_sec": 0.0,
+        "start_interval_sec": 5.0,
+        "retries": 5,
+    }
+    assert task.instruction == "[step one]\nFirst.\n\n\n[step two]\nSecond.\n"
+    step_task = dataclasses.replace(task, active_step=one)
+    assert step_task.tests_dirs == (folder / "tests", folder / "steps" / "one" / "tests")
+    assert dataclasses.replace(task, active_step=two).tests_dirs == (folder / "tests",)
+
+
+def test_multi_step_problems_are_named(tmp_path):
+    steps = """
+[[steps]]
+name = "a/b"
+
+[[steps]]
+name = "one"
+min_reward = "high"
+
+[steps.verifier]
+environment_mode = "separate"
+
+[steps.healthcheck]
+command = "true"
+
+[[steps]]
+name = "ONE"
+"""
+    folder = _steps_task(tmp_path, steps)
     assert problems_of(folder) == [
-        "[[steps]]: multi-step tasks are not supported: a trial is one instruction, one agent "
-        "phase and one verifier run"
+        "[[steps]][0].name: must be a portable folder name, got 'a/b'",
+        "[[steps]] 'one'.verifier.environment_mode: a separate verifier environment is not "
+        "supported",
+        "[[steps]] 'one'.min_reward: must be a number or a table of numbers",
+        "steps/one/instruction.md: missing",
+        "steps/one/tests/test.sh: missing, and no tests/test.sh: the step's verifier has "
+        "nothing to run",
+        "[[steps]] 'ONE': duplicate step name",
     ]
 
 
-@pytest.mark.parametrize("name", ["docker-compose.yaml", "docker-compose.yml"])
-def test_own_compose_file_is_rejected(tmp_path, name):
+def test_compose_yml_is_task_data_as_in_harbor(tmp_path):
+    """Harbor reads only docker-compose.yaml; a .yml beside the Dockerfile is a file of the
+    build context (real tasks COPY one into the image)."""
     folder = make_task(tmp_path, toml=toml_with())
-    (folder / "environment" / name).write_text("services: {}\n")
-    assert problems_of(folder) == [
-        f"environment/{name}: a task's own compose file (extra services) is not supported"
-    ]
+    (folder / "environment" / "docker-compose.yml").write_text("services:\n  app: {}\n")
+    (folder / "environment" / "Dockerfile").write_text(
+        "ARG BASE\nFROM ${BASE}\nCOPY docker-compose.yml /app/\n"
+    )
+    task = load_harbor_task(folder)
+    assert task.build_context == folder / "environment"
 
 
 def test_missing_files_are_named(tmp_path):

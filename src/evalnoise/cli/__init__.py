@@ -27,6 +27,7 @@ COMMANDS = (
     "run",
     "run-shard",
     "image",
+    "tasks",
 )
 
 
@@ -73,6 +74,10 @@ def _add_parsers(sub: argparse._SubParsersAction, command: str | None) -> None:
         from evalnoise.cli import image
 
         image.add_parser(sub)
+    if every or command == "tasks":
+        from evalnoise.cli import tasks
+
+        tasks.add_parser(sub)
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -172,6 +172,7 @@ def run_canary(
     server_log: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
     reward_key: str | None = None,
+    network: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the canary trial of ``agent`` under ``resource_profile``; write its record to
     ``output`` (JSON) if it passes, raise :class:`CanaryFailed` if not. A question's canary
@@ -199,6 +200,7 @@ def run_canary(
             backend=backend,
             server=server,
             reward_key=reward_key,
+            network=network,
         )
         files = ShardFiles(
             journal=Path(tmp) / "canary.journal",

@@ -59,6 +59,8 @@ class RunPlan:
     #: the same tasks as plain rows where the source gives them without pandas (the
     #: generated benchmark: ``sampling.generated_rows``), else None
     rows: Callable[[], Any] = field(repr=False, compare=False, default=lambda: None)
+    #: what the run says about its tasks when it is built (one line each)
+    warnings: tuple[str, ...] = ()
     _requests: dict[tuple[Any, ...], Any] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -73,7 +75,12 @@ class RunPlan:
         :class:`PlanError` ("cannot plan the run: …") when the plan fails, and
         :class:`evalnoise.pipeline.settings.ConfigError` for a bad judge.
         """
-        from evalnoise.pipeline.sampling import generated_rows, sample_tasks, task_pool_size
+        from evalnoise.pipeline.sampling import (
+            benchmark_warnings,
+            generated_rows,
+            sample_tasks,
+            task_pool_size,
+        )
         from evalnoise.pipeline.sequential import SequentialSettings
 
         benchmark = config["benchmark"]
@@ -86,15 +93,19 @@ class RunPlan:
 
                 groups = import_groups(config["trials_from"], config["columns"])
                 plan, pool, sequential = Plan.from_groups(groups), None, None
+                warnings: tuple[str, ...] = ()
             else:
                 n_tasks = len(rows() if plain else sample())
                 plan = Plan.from_config(config, n_tasks)
                 pool = task_pool_size(benchmark)
                 sequential = SequentialSettings.from_config(config, n_tasks)
+                warnings = benchmark_warnings(benchmark)
         except (ValueError, OSError) as error:
             raise PlanError(f"cannot plan the run: {error}") from None
         judges = pipeline_judges.judge_specs(config["scorer"]["judge"])
-        return cls(config, plan, sequential, judges, pool, sample=sample, rows=rows)
+        return cls(
+            config, plan, sequential, judges, pool, sample=sample, rows=rows, warnings=warnings
+        )
 
     # -- the run as a whole ---------------------------------------------------------------------
 
@@ -102,6 +113,16 @@ class RunPlan:
     def imported(self) -> bool:
         """Whether the trials come from a table (``trials_from``) instead of being run."""
         return bool(self.config["trials_from"])
+
+    @property
+    def network_param(self) -> dict[str, Any] | None:
+        """What a public-network environment task's trials get (``benchmark.network`` and
+        ``network_name``, :class:`evalnoise.runner.trial_network.NetworkChoice`); None when
+        the benchmark has no environment tasks or the run rejects public ones."""
+        benchmark = self.config["benchmark"]
+        if benchmark["source"] != "harbor" or benchmark["network"] == "reject":
+            return None
+        return {"mode": benchmark["network"], "name": benchmark.get("network_name")}
 
     @property
     def judge_stage(self) -> bool:

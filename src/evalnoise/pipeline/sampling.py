@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_RESOURCES",
     "benchmark_name",
+    "benchmark_warnings",
     "generated_rows",
     "sample_tasks",
     "task_pool_size",
@@ -169,7 +170,7 @@ def _harbor(bench: Mapping[str, Any]) -> pd.DataFrame:
     from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
     from evalnoise.tasks.taskfile import sample_tasks as sample_frame
 
-    tasks = load_harbor_tasks(bench["path"], public_network=bench.get("network", "reject"))
+    tasks = load_harbor_tasks(bench["path"], public_network=bench.get("network", "as_declared"))
     frame = pd.DataFrame.from_records(environment_task_rows(tasks))
     frame["task_dir"] = [_relative_dir(d) for d in frame["task_dir"]]
     frame = frame.sort_values("task_id", kind="mergesort").reset_index(drop=True)
@@ -234,11 +235,25 @@ def task_pool_size(benchmark: Mapping[str, Any]) -> int | None:
     if benchmark["source"] == "harbor":
         from evalnoise.tasks.harbor import load_harbor_tasks
 
-        network = benchmark.get("network", "reject")
+        network = benchmark.get("network", "as_declared")
         return len(load_harbor_tasks(benchmark["path"], public_network=network))
     from evalnoise.trial_table import read_any
 
     return len(read_any(benchmark["path"]))
+
+
+def benchmark_warnings(benchmark: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the run should say when it is built about its tasks: with ``source: harbor`` and
+    ``network: offline``, the public-network tasks whose verifier fetches from the network
+    (:func:`evalnoise.tasks.check.offline_fetch_warning`); nothing otherwise."""
+    if benchmark["source"] != "harbor" or benchmark.get("network") != "offline":
+        return ()
+    from evalnoise.tasks.check import offline_fetch_warning
+    from evalnoise.tasks.harbor import load_harbor_tasks
+
+    tasks = load_harbor_tasks(benchmark["path"], public_network="offline")
+    warning = offline_fetch_warning(tasks, "offline")
+    return () if warning is None else (warning,)
 
 
 def benchmark_name(benchmark: Mapping[str, Any]) -> str:

@@ -187,6 +187,11 @@ def _check_environment(config: Mapping[str, Any]) -> None:
         return
     if not bench.get("path"):
         raise ConfigError("config key benchmark.path: required when benchmark.source is 'harbor'")
+    if bench.get("network_name") and bench.get("network", "as_declared") != "as_declared":
+        raise ConfigError(
+            "config key benchmark.network_name: names the network public-network tasks join, "
+            f"which they have only with benchmark.network: as_declared (not {bench['network']!r})"
+        )
     if config.get("backend", "docker") != "docker":
         raise ConfigError(
             "config key backend: environment tasks (benchmark.source harbor) run in the "

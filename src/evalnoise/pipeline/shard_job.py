@@ -115,6 +115,10 @@ class ShardJob:
     server: Mapping[str, Any] | None = None
     reward_key: str | None = None
     variant: Mapping[str, Any] | None = None
+    #: what a public-network environment task gets: ``{"mode": "as_declared" | "offline",
+    #: "name": NAME | None}`` (:class:`evalnoise.runner.trial_network.NetworkChoice`); None:
+    #: the default (as_declared, a network per trial)
+    network: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         rows = _integers("rows", self.rows, "[first, last] task rows, 0 <= first <= last")
@@ -140,6 +144,9 @@ class ShardJob:
             "concurrency": _integer("concurrency", self.concurrency, minimum=1),
             "server": None if self.server is None else _mapping("server", self.server),
             "variant": None if self.variant is None else _mapping("variant", self.variant),
+            "network": None
+            if self.network is None
+            else _mapping("network", self.network, required=("mode", "name")),
         }
         for name, value in checked.items():
             object.__setattr__(self, name, value)
@@ -150,8 +157,8 @@ class ShardJob:
     ) -> ShardJob:
         """The job of a ``run_trials`` rule: its ``params`` (a mapping, or Snakemake's
         ``params`` object) hold ``rows``, ``agent``, ``resource_profile``, ``trials``,
-        ``run_seed``, ``infra_policy``, ``backend``, ``server``, ``reward_key`` and, in a run
-        with variants, ``variant`` (other params are Snakemake's rerun triggers); the tasks
+        ``run_seed``, ``infra_policy``, ``backend``, ``server``, ``reward_key``, ``network`` and,
+        in a run with variants, ``variant`` (other params are Snakemake's rerun triggers); the tasks
         table is the job's input, ``concurrency`` its threads."""
         return cls(
             tasks_path=tasks_path,
@@ -166,6 +173,7 @@ class ShardJob:
             server=_param(params, "server", None),
             reward_key=_param(params, "reward_key", None),
             variant=_param(params, "variant", None),
+            network=_param(params, "network", None),
         )
 
     def to_dict(self) -> dict[str, Any]:

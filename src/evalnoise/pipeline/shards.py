@@ -103,7 +103,8 @@ def run_trials_shard(
     :func:`evalnoise.pipeline.image_stage.ensure_image`; its ``image`` completes the agent
     spec. Environment tasks (the tasks table's ``kind``) run on
     :class:`evalnoise.runner.environment.EnvironmentBackend`, their images built on the
-    record's ``base`` image, ``job.reward_key`` naming the reward that scores.
+    record's ``base`` image, ``job.reward_key`` naming the reward that scores, ``job.network``
+    what a public-network task gets (:mod:`evalnoise.runner.trial_network`).
 
     The shard id that labels its containers derives from the journal path, which stays the
     same when a block or chunk grows (see :mod:`evalnoise.pipeline.shard_plan`), so leftovers of a
@@ -123,7 +124,12 @@ def run_trials_shard(
 
         if job.backend != "docker":
             raise ValueError(f"environment tasks run on the docker backend, not {job.backend!r}")
-        runner: Any = EnvironmentBackend(base=record.get("base"), reward_key=job.reward_key)
+        from evalnoise.runner.trial_network import NetworkChoice
+
+        network = NetworkChoice(**job.network) if job.network else NetworkChoice()
+        runner: Any = EnvironmentBackend(
+            base=record.get("base"), reward_key=job.reward_key, network=network
+        )
     else:
         runner = make_backend(job.backend)
     lazy = None

@@ -40,6 +40,12 @@ the same interface as the QA backends (:class:`evalnoise.runner.trial.Backend`):
    (:mod:`evalnoise.runner.rewards`).
 5. The container is removed (force) in a ``finally``, the scratch directory deleted.
 
+A task's ``[environment].healthcheck`` is polled before step 3 (:mod:`evalnoise.runner.
+healthcheck`); a multi-step task (``[[steps]]``) runs steps 3 and 4 once per step in the same
+container (:mod:`evalnoise.runner.steps`); a task's extra services start before step 2 and
+are removed after step 5 (:mod:`evalnoise.runner.compose_services`), on the trial's network
+(:mod:`evalnoise.runner.trial_network`, created before them and removed last).
+
 **Outcomes** (the first failure decides the status; later ones are added to ``error``):
 
 ==================================================  ==============  ============
@@ -48,6 +54,10 @@ what happened                                       status          phase
 image build failed / image missing                  infra_error     build
 task folder changed or unreadable, a ``${VAR}``     infra_error     setup
 of the task's env unset, container not created
+the trial's network not created; a service of the   infra_error     setup
+task's compose file failed to start or become
+healthy; its healthcheck (or a step's, or a
+step's ``setup.sh``) failed
 agent phase past its deadline, no valid reward      timeout         agent
 a process OOM-killed during the agent phase that    oom_killed      agent
 ended the container or its main process
@@ -93,9 +103,13 @@ remote engine) a command that died of SIGKILL (exit 137) that the runner did not
 as OOM-killed. ``peak_memory_bytes`` is the container cgroup's high-water mark (``memory.peak``
 v2, ``memory.max_usage_in_bytes`` v1) over the whole trial, when readable.
 
-**Sandbox**: ``network_mode=none`` always (Harbor's network settings are checked when the task
-is loaded); ``cap_drop=ALL``. The runner itself switches users with ``docker exec --user``,
-which the runtime does before it applies the capability sets, so that needs none. A task that
+**Sandbox**: the network the task declared, as the run allows it
+(:mod:`evalnoise.runner.trial_network`: none — the container's own loopback only — for a
+``no-network`` task or an ``offline`` run, else a network of the trial's own or a named one;
+the row's ``network`` says which; a task's extra services, :mod:`evalnoise.runner.
+compose_services`, join that network); ``cap_drop=ALL``. The runner itself switches users with
+``docker exec --user``, which the runtime does before it applies the capability sets, so that
+needs none. A task that
 runs as more than one user (:func:`switches_users`: ``[agent].user``/``[verifier].user``, or
 an image whose ``USER`` is not root) gets :data:`USER_SWITCH_CAPS` back — what a root verifier
 needs to read a file the agent's user made private, ``chown`` it, or ``su`` to that user —
@@ -126,6 +140,7 @@ lines), ``stderr_tail`` the external agent's stderr.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -139,6 +154,13 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
+from evalnoise.runner.compose_services import (
+    ComposeProject,
+    ServicesFailed,
+    project_name,
+    start_services,
+    stop_services,
+)
 from evalnoise.runner.docker_backend import (
     CGROUP_ROOT,
     SHARD_LABEL,
@@ -156,9 +178,11 @@ from evalnoise.runner.engine import (
 )
 from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
+from evalnoise.runner.healthcheck import run_healthcheck
 from evalnoise.runner.host_processes import kill_marked
 from evalnoise.runner.resources import Allocation, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
+from evalnoise.runner.steps import run_steps
 from evalnoise.runner.task_images import TaskImage, TaskImageCache
 from evalnoise.runner.trial import (
     TrialRequest,
@@ -169,6 +193,13 @@ from evalnoise.runner.trial import (
 )
 from evalnoise.runner.trial_container import TrialContainer, read_tail, tar_dir
 from evalnoise.schema import VERIFIED_AFTER
+from evalnoise.runner.trial_network import (
+    NO_NETWORK,
+    NetworkChoice,
+    TrialNetwork,
+    TrialNetworks,
+    offline_cause,
+)
 from evalnoise.tasks.harbor import (
     HarborTask,
     HarborTaskError,
@@ -194,14 +225,13 @@ EXTRA_COLUMNS = (
     "task_digest",
     "verified_after",
     "oom_in_agent",
+    "step_rewards_json",
 )
 #: What root needs in a task that switches users: to reach, chown and chmod the other
 #: user's files (CHOWN, DAC_OVERRIDE, FOWNER) and to become that user itself (SETUID, SETGID:
 #: a verifier's ``su``/``runuser``). Only processes running as root ever hold them.
 USER_SWITCH_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID")
 LOG_MAX_SIZE = "1m"
-#: Every environment trial's container: no network but its own loopback (module docstring).
-NETWORK_MODE = "none"
 _MAIN_COMMAND = ("sleep", "infinity")
 
 
@@ -259,6 +289,7 @@ class EnvironmentBackend:
         max_pool_size: int = 32,
         images: TaskImageCache | None = None,
         environ: Mapping[str, str] | None = None,
+        network: NetworkChoice | None = None,
     ) -> None:
         engine = connect_engine(client, max_pool_size=max_pool_size)
         self.client, self.host, self.host_cpus = engine.client, engine.host, engine.host_cpus
@@ -268,6 +299,10 @@ class EnvironmentBackend:
         # the key decides which trials are ok: it is part of the journal header (the
         # backend's name), so a changed key starts the shard's trials afresh
         self.name = NAME if reward_key is None else f"{NAME}:reward={reward_key}"
+        network = network or NetworkChoice()
+        if not network.default:  # a public task's trials differ: so does the journal's header
+            self.name += f":network={network.key()}"
+        self.networks = TrialNetworks(self.client, network)
         self.sandbox = sandbox
         self.scratch_root = Path(scratch_root or tempfile.gettempdir())
         self.environ = os.environ if environ is None else environ
@@ -319,6 +354,7 @@ class EnvironmentBackend:
             with contextlib.suppress(docker.errors.NotFound):
                 self.client.api.remove_container(container_id, force=True, v=True)
                 removed += 1
+        removed += self.networks.cleanup(shard_id)  # after the containers on them
         stale = [p for p in self.scratch_root.glob(f"evalnoise-env.{shard_id}.*") if p.is_dir()]
         if stale:
             # an external agent a killed run left: its task file points into its scratch
@@ -358,6 +394,7 @@ class EnvironmentBackend:
         row = start_row(request, allocation, backend=self.name, host=self.host)
         row.update(dict.fromkeys(EXTRA_COLUMNS))
         row["image"] = None
+        row["network"] = None  # until the trial's network is known (evalnoise.runner.trial_network)
         verifier_limit = float(row_in.get("verifier_time_limit_s") or 600.0)
         row["verifier_time_limit_s"] = verifier_limit * request.resource_profile.time_limit_factor
         row["task_digest"] = row_in.get("task_digest")
@@ -396,8 +433,62 @@ class EnvironmentBackend:
         cap_add = self.sandbox.cap_add
         if switches_users(task, image):
             cap_add += tuple(c for c in self.sandbox.user_switch_caps if c not in cap_add)
-        trial = _Trial(task, kind, env, verifier_env, solution_env, allocation, cap_add, image.user)
-        return self._run_container(request, row, trial, image, secrets)
+        services = task.compose_file is not None
+        try:
+            network = self.networks.open(task.network_mode, request.shard_id, services=services)
+        except Exception as exc:  # the engine's refusal: the trial cannot start
+            self.check()
+            row.update(status="infra_error", phase="setup", error=f"network: {one_line(exc)}")
+            return finish_row(row, secrets)
+        row["network"] = network.label
+        trial = _Trial(
+            task, kind, env, verifier_env, solution_env, allocation, cap_add, image.user, network
+        )
+        project = None
+        try:
+            if services:
+                project = self._start_services(request, trial, image)
+                trial = dataclasses.replace(trial, env={**project.main_env, **trial.env})
+            return self._run_container(request, row, trial, image, secrets)
+        except ServicesFailed as exc:
+            self.check()
+            row.update(status="infra_error", phase="setup", error=one_line(exc, 2000))
+            return finish_row(row, secrets)
+        finally:
+            ignored = project.main_ignored if project is not None else ()
+            notes = (
+                "keys of main in the task's compose file not applied: " + ", ".join(ignored)
+                if ignored
+                else None,
+                stop_services(project),
+                self.networks.close(network),
+            )
+            row["error"] = join_notes(row["error"], *notes)
+
+    def _start_services(
+        self, request: TrialRequest, trial: _Trial, image: TaskImage
+    ) -> ComposeProject:
+        """The task's extra services on the trial's network (:mod:`evalnoise.runner.
+        compose_services`), their compose files in a scratch directory of the trial's."""
+        assert trial.task.compose_file is not None
+        scratch = Path(
+            tempfile.mkdtemp(prefix=f"evalnoise-env.{request.shard_id}.", dir=self.scratch_root)
+        )
+        try:
+            return start_services(
+                compose_file=trial.task.compose_file,
+                image=image.tag,
+                network=trial.network.mode,
+                shard_id=request.shard_id,
+                project_name=project_name(trial.network.mode),
+                scratch=scratch,
+                cpus=trial.task.cpus,
+                memory_mb=trial.task.memory_mb,
+                task_env=trial.env,
+            )
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
 
     def _run_container(
         self,
@@ -424,7 +515,7 @@ class EnvironmentBackend:
                 os.chmod(scratch / name, 0o777)  # the task's user may be anyone
             os.chmod(scratch, 0o755)
             host_config = api.create_host_config(
-                network_mode=NETWORK_MODE,
+                network_mode=trial.network.mode,
                 cap_drop=["ALL"],
                 cap_add=list(trial.cap_add) or None,
                 security_opt=["no-new-privileges"],
@@ -461,8 +552,11 @@ class EnvironmentBackend:
                     user="0:0",
                     working_dir=trial.task.workdir,
                     host_config=host_config,
-                    **container_network(NETWORK_MODE),
+                    **container_network(trial.network.mode),
+                    **_aliases(api, trial.network),
                 )["Id"]
+                if trial.network.also is not None:
+                    api.connect_container_to_network(container_id, trial.network.also)
                 api.start(container_id)
             except docker.errors.APIError as exc:
                 self.check()
@@ -507,7 +601,17 @@ class EnvironmentBackend:
         secrets: dict[str, str],
         texts: dict[str, str | None],
     ) -> None:
-        """The agent phase, then the verifier phase; fills ``row`` (module docstring)."""
+        """The agent phase, then the verifier phase; fills ``row`` (module docstring). A
+        multi-step task runs them once per step (:func:`evalnoise.runner.steps.run_steps`)."""
+        task = trial.task
+        if task.healthcheck is not None and task.active_step is None:
+            problem = run_healthcheck(box, task.healthcheck, trial.image_user or "0:0")
+            if problem is not None:
+                row.update(status="infra_error", phase="setup", error=problem)
+                return
+        if task.steps and task.active_step is None:
+            run_steps(self, request, row, trial, box, scratch, secrets, texts)
+            return
         ooms_start = box.oom_kills()
         t0 = time.monotonic()
         if trial.kind == "oracle":
@@ -603,7 +707,8 @@ class EnvironmentBackend:
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
-        box.api.put_archive(box.id, "/", tar_dir(task.tests_dir, "tests", ("test.sh",)))
+        for tests in task.tests_dirs:  # a step's tests over the task's (evalnoise.runner.steps)
+            box.api.put_archive(box.id, "/", tar_dir(tests, "tests", ("test.sh",)))
         limit = row["verifier_time_limit_s"]
         run = box.run(
             "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1",
@@ -641,6 +746,7 @@ class EnvironmentBackend:
             else:
                 row["error"] = join_notes(row["error"], f"verifier: {message}")
         elif problem:
+            problem = join_notes(problem, offline_cause(task.folder, trial.network))
             if row["status"] is None:
                 row.update(
                     status="verifier_error",
@@ -706,6 +812,7 @@ class _Trial:
     cap_add: tuple[str, ...] = ()
     #: the image's configured USER (None: root), the default of both phases
     image_user: str | None = None
+    network: TrialNetwork = NO_NETWORK
 
     @property
     def agent_time_limit_s(self) -> float:
@@ -718,6 +825,15 @@ class _Trial:
     @property
     def verifier_user(self) -> str:
         return self.task.verifier_user or self.image_user or "0:0"
+
+
+def _aliases(api: Any, network: TrialNetwork) -> dict[str, Any]:
+    """``create_container``'s networking config: on a network of the trial's own, the
+    container answers to ``main`` too (Harbor's name for it, which services may use)."""
+    if network.created is None:
+        return {}
+    endpoint = api.create_endpoint_config(aliases=["main"])
+    return {"networking_config": api.create_networking_config({network.mode: endpoint})}
 
 
 def switches_users(task: HarborTask, image: TaskImage) -> bool:

@@ -136,6 +136,7 @@ class LocalBackend:
         allocation = self.applied(request)
         row = start_row(request, allocation, backend=NAME, host=self.host)
         row["image"] = None
+        row["network"] = "host"  # a host process: the host's network, whatever the spec says
         if not spec.command:
             row.update(
                 status="infra_error",

@@ -136,6 +136,9 @@ def base_row(request: TrialRequest, *, backend: str, host: str | None) -> dict[s
         ),
         "image": request.agent.image,
         "image_digest": None,
+        # the container's network (the agent's `none` / `host`; an environment trial's is its
+        # task's, evalnoise.runner.trial_network)
+        "network": request.agent.network,
         "backend": backend,
         "host": host,
         "score": None,

@@ -27,17 +27,23 @@ reason:
   implies it): the runner verifies in the agent's container;
 - ``[[steps]]`` (multi-step tasks: ``steps/<name>/`` folders with their own instruction,
   tests and solution);
-- ``environment/docker-compose.yaml`` (or ``.yml``): extra services;
-- network access: ``network_mode = "allowlist"`` (or ``allowed_hosts``) anywhere; and
-  ``"public"`` — declared, by legacy ``allow_internet = true``, or by Harbor's default when
-  nothing is declared — unless the caller passes ``public_network="offline"`` (then the task
-  runs without network, as every trial here does, and :attr:`HarborTask.network_mode` keeps
-  what the task asked for);
-- ``gpus > 0``, ``tpu``, ``os = "windows"``, ``mcp_servers``, ``[environment].healthcheck``,
+- network allowlists: ``network_mode = "allowlist"`` (or ``allowed_hosts``) anywhere — no
+  egress proxy honours them; an ``[agent]`` or ``[verifier]`` ``network_mode`` other than the
+  environment's (the trial's container keeps one network for all its phases); and, only with
+  ``public_network="reject"``, ``"public"`` — declared, by legacy ``allow_internet = true``,
+  or by Harbor's default when nothing is declared. By default (``"as_declared"``) a public
+  task's trials run on a network of their own (:mod:`evalnoise.runner.trial_network`);
+  ``"offline"`` runs them without network. :attr:`HarborTask.network_mode` keeps what the
+  task asked for either way;
+- ``gpus > 0``, ``tpu``, ``os = "windows"``, ``mcp_servers``,
   ``[[verifier.collect]]``;
 - a schema version other than 1.x; missing ``instruction.md`` or ``tests/test.sh``; neither
   ``docker_image`` nor ``environment/Dockerfile``; a value of the wrong type; and, in a task
   set, a folder without ``task.toml`` or two tasks with the same id.
+
+A task's ``environment/docker-compose.yaml`` (extra services) is kept in
+:attr:`HarborTask.compose_file` and run by :mod:`evalnoise.runner.compose_services`; a
+``docker-compose.yml`` is task data, as in Harbor, which reads only the ``.yaml`` name.
 
 Keys Harbor does not define are kept in :attr:`HarborTask.unknown` (dotted key → value) and
 are not an error; Harbor ignores them the same way. Keys Harbor defines that change nothing
@@ -65,7 +71,9 @@ __all__ = [
     "DEFAULTS",
     "ENVIRONMENT_TASK_COLUMNS",
     "KIND",
+    "FolderLoad",
     "HarborDefaults",
+    "HarborStep",
     "HarborTask",
     "HarborTaskError",
     "TaskProblem",
@@ -74,6 +82,7 @@ __all__ = [
     "is_task_folder",
     "load_harbor_task",
     "load_harbor_tasks",
+    "load_task_folders",
     "resolve_env",
     "strip_canary",
     "templated_names",
@@ -84,9 +93,12 @@ INSTRUCTION_FILE = "instruction.md"
 TEST_SCRIPT = "tests/test.sh"
 SOLVE_SCRIPT = "solution/solve.sh"
 DOCKERFILE = "environment/Dockerfile"
-COMPOSE_FILES = ("environment/docker-compose.yaml", "environment/docker-compose.yml")
-#: what ``public_network`` may be: reject such tasks, or run them offline anyway
-PUBLIC_NETWORK_CHOICES = ("reject", "offline")
+#: the task's own compose file (extra services); Harbor reads this name only, so an
+#: ``environment/docker-compose.yml`` is a file of the build context like any other
+COMPOSE_FILE = "environment/docker-compose.yaml"
+#: what ``public_network`` may be: run such tasks on a network of their own (``as_declared``),
+#: reject them, or run them without network anyway (``offline``)
+PUBLIC_NETWORK_CHOICES = ("as_declared", "reject", "offline")
 #: kind of a tasks-table row made by :func:`environment_task_rows`
 KIND = "environment"
 
@@ -148,6 +160,10 @@ _SECTION_KEYS = {
     "solution": _SOLUTION_KEYS,
 }
 _NETWORK_MODES = ("no-network", "public", "allowlist")
+#: ``multi_step_reward_strategy`` values (Harbor's ``MultiStepRewardStrategy``)
+REWARD_STRATEGIES = ("mean", "final")
+#: a step name: one portable folder name (Harbor's ``validate_step_name``, ASCII-strict)
+_STEP_NAME = re.compile(r"[^<>:\"/\\|?*\x00-\x1f\x7f]{1,255}(?<![. ])")
 _CANARY_LINE = re.compile(r"^(<!--.*canary.*-->|#.*canary.*)$", re.IGNORECASE)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: ``${VAR}`` or ``${VAR:-default}`` as the whole value (Harbor's ``resolve_env_vars``)
@@ -200,6 +216,41 @@ DEFAULTS = HarborDefaults()
 
 
 @dataclass(frozen=True)
+class HarborStep:
+    """One ``[[steps]]`` entry of a multi-step task, resolved (Harbor 0.25's ``StepConfig``):
+    its instruction (``steps/<name>/instruction.md``), the agent's and verifier's timeouts,
+    users and env (the step's own, else the task's), ``min_reward`` (reward name → threshold;
+    a number gates on ``reward``), and its folders: ``steps/<name>/tests`` (added over the
+    task's ``tests/``), ``steps/<name>/solution`` (the oracle's, else the task's) and
+    ``steps/<name>/workdir`` (copied into the working directory before the step; its
+    ``setup.sh`` runs then)."""
+
+    name: str
+    instruction: str
+    agent_timeout_s: float
+    verifier_timeout_s: float
+    agent_user: str | None
+    verifier_user: str | None
+    verifier_env: Mapping[str, str]
+    min_reward: Mapping[str, float] | None
+    folder: Path
+    #: run before the step's agent (:data:`HEALTHCHECK_DEFAULTS` keys), None without
+    healthcheck: Mapping[str, Any] | None = None
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.folder / "tests"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.folder / "solution"
+
+    @property
+    def workdir_dir(self) -> Path:
+        return self.folder / "workdir"
+
+
+@dataclass(frozen=True)
 class HarborTask:
     """One Harbor task folder, validated: what a trial of it needs.
 
@@ -229,7 +280,8 @@ class HarborTask:
     verifier_user: str | None
     verifier_env: Mapping[str, str]
     solution_env: Mapping[str, str]
-    #: what the task asked for ("no-network" or "public"); every trial runs without network
+    #: what the task asked for ("no-network" or "public"); the run decides what a public task
+    #: gets (:mod:`evalnoise.runner.trial_network`)
     network_mode: str
     schema_version: str
     metadata: Mapping[str, Any]
@@ -239,6 +291,20 @@ class HarborTask:
     defaulted: tuple[str, ...]
     digest: str
     has_solution: bool
+    #: ``environment/docker-compose.yaml``: extra services (:mod:`evalnoise.runner.
+    #: compose_services`), None without
+    compose_file: Path | None = None
+    #: ``[[steps]]``, in order (empty: a single-step task); run by :mod:`evalnoise.runner.steps`
+    steps: tuple[HarborStep, ...] = ()
+    #: ``[environment].healthcheck``: polled before the agent (:data:`HEALTHCHECK_DEFAULTS`
+    #: keys and ``command``), None without
+    healthcheck: Mapping[str, Any] | None = None
+    #: ``multi_step_reward_strategy`` of a multi-step task ("mean", Harbor's default, or
+    #: "final"); None for a single-step task
+    reward_strategy: str | None = None
+
+    #: the step being run (:mod:`evalnoise.runner.steps` sets it on a copy), else None
+    active_step: HarborStep | None = None
 
     @property
     def tests_dir(self) -> Path:
@@ -246,8 +312,21 @@ class HarborTask:
         return self.folder / "tests"
 
     @property
+    def tests_dirs(self) -> tuple[Path, ...]:
+        """What is copied to /tests, in order: ``tests/``, then, for a step, the step's
+        ``tests/`` over it (Harbor's order: the step's ``test.sh`` wins when it has one)."""
+        if self.active_step is None:
+            return (self.tests_dir,)
+        found = (self.tests_dir, self.active_step.tests_dir)
+        return tuple(d for d in found if d.is_dir())
+
+    @property
     def solution_dir(self) -> Path:
-        """``solution/``: what the oracle agent runs (``solve.sh``)."""
+        """``solution/``: what the oracle agent runs (``solve.sh``); a step's own
+        ``solution/`` when it has one."""
+        step = self.active_step
+        if step is not None and step.solution_dir.is_dir():
+            return step.solution_dir
         return self.folder / "solution"
 
 
@@ -440,7 +519,8 @@ def _network(
     if mode == "allowlist" or hosts:
         reader.problem(
             f"{where}.network_mode" if mode == "allowlist" else f"{where}.allowed_hosts",
-            "a network allowlist needs network access; trials here run with no network",
+            "network allowlists are not supported (no egress proxy): declare "
+            '"public" or "no-network"',
         )
         return "allowlist"
     if mode is None and legacy_allow_internet and "allow_internet" in section:
@@ -450,6 +530,143 @@ def _network(
             return None
         return "public" if allow else "no-network"
     return mode
+
+
+#: Harbor's ``HealthcheckConfig`` defaults (Docker HEALTHCHECK's polling, in seconds)
+HEALTHCHECK_DEFAULTS = {
+    "interval_sec": 5.0,
+    "timeout_sec": 30.0,
+    "start_period_sec": 0.0,
+    "start_interval_sec": 5.0,
+    "retries": 3,
+}
+
+
+def _healthcheck(
+    reader: _Reader, section: Mapping[str, Any], where: str
+) -> Mapping[str, Any] | None:
+    """A ``healthcheck`` table (Harbor's ``HealthcheckConfig``) with its defaults filled."""
+    raw = section.get("healthcheck")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        reader.problem(where, f"must be a table, got {_kind(raw)}")
+        return None
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        reader.problem(f"{where}.command", "required: the shell command (exit 0: healthy)")
+        return None
+    out: dict[str, Any] = {"command": command}
+    for key, default in HEALTHCHECK_DEFAULTS.items():
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            reader.problem(f"{where}.{key}", f"must be a number >= 0, got {value!r}")
+            return None
+        out[key] = int(value) if key == "retries" else float(value)
+    return MappingProxyType(out)
+
+
+def _steps(
+    reader: _Reader,
+    data: Mapping[str, Any],
+    folder: Path,
+    values: Mapping[str, Any],
+    verifier_s: Mapping[str, Any],
+) -> list[HarborStep]:
+    """The ``[[steps]]`` of a task (Harbor's ``StepConfig``), with problems for what the
+    runner cannot honour: a step's separate verifier or network of its own."""
+    raw = data.get("steps")
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, Mapping) for x in raw):
+        reader.problem("[[steps]]", "must be an array of tables")
+        return []
+    steps: list[HarborStep] = []
+    seen: set[str] = set()
+    # the task's verifier env, its problems said where the task's fields are read
+    raw_env = verifier_s.get("env")
+    task_verifier_env = (
+        {str(k): v for k, v in raw_env.items() if isinstance(v, str)}
+        if isinstance(raw_env, Mapping)
+        else {}
+    )
+    for index, entry in enumerate(raw):
+        name = entry.get("name")
+        where = f"[[steps]][{index}]"
+        if not isinstance(name, str) or not _STEP_NAME.fullmatch(name) or name in (".", ".."):
+            reader.problem(f"{where}.name", f"must be a portable folder name, got {name!r}")
+            continue
+        where = f"[[steps]] {name!r}"
+        if name.casefold() in seen:
+            reader.problem(where, "duplicate step name")
+            continue
+        seen.add(name.casefold())
+        agent = reader.table(entry, "agent")
+        verifier = reader.table(entry, "verifier")
+        healthcheck = _healthcheck(reader, entry, f"{where}.healthcheck")
+        mode = verifier.get("environment_mode")
+        if mode == "separate" or "environment" in verifier:
+            reader.problem(
+                f"{where}.verifier.environment_mode",
+                "a separate verifier environment is not supported",
+            )
+        for phase, section in (("agent", agent), ("verifier", verifier)):
+            if section.get("network_mode") or section.get("allowed_hosts"):
+                reader.problem(
+                    f"{where}.{phase}.network_mode",
+                    "a step's own network is not supported (one network per trial)",
+                )
+        agent_timeout = reader.number(agent, "timeout_sec", f"{where}.agent.timeout_sec")
+        verifier_timeout = reader.number(verifier, "timeout_sec", f"{where}.verifier.timeout_sec")
+        min_reward = entry.get("min_reward")
+        thresholds: dict[str, float] | None = None
+        if isinstance(min_reward, bool):
+            reader.problem(f"{where}.min_reward", "must be a number or a table of numbers")
+        elif isinstance(min_reward, int | float):
+            thresholds = {"reward": float(min_reward)}
+        elif isinstance(min_reward, Mapping):
+            if all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in min_reward.values()
+            ):
+                thresholds = {str(k): float(v) for k, v in min_reward.items()}
+            else:
+                reader.problem(f"{where}.min_reward", "must be a number or a table of numbers")
+        elif min_reward is not None:
+            reader.problem(f"{where}.min_reward", "must be a number or a table of numbers")
+        step_dir = folder / "steps" / name
+        instruction = ""
+        path = step_dir / INSTRUCTION_FILE
+        if not path.is_file():
+            reader.problem(f"steps/{name}/{INSTRUCTION_FILE}", "missing")
+        else:
+            try:
+                instruction = strip_canary(path.read_text(encoding="utf-8"))
+            except UnicodeDecodeError:
+                reader.problem(f"steps/{name}/{INSTRUCTION_FILE}", "not UTF-8 text")
+        if not (step_dir / "tests" / "test.sh").is_file() and not (folder / TEST_SCRIPT).is_file():
+            reader.problem(
+                f"steps/{name}/tests/test.sh",
+                f"missing, and no {TEST_SCRIPT}: the step's verifier has nothing to run",
+            )
+        steps.append(
+            HarborStep(
+                name=name,
+                instruction=instruction,
+                agent_timeout_s=float(agent_timeout or values["agent_timeout_s"] or 0.0),
+                verifier_timeout_s=float(verifier_timeout or values["verifier_timeout_s"] or 0.0),
+                agent_user=reader.text(agent, "user", f"{where}.agent.user"),
+                verifier_user=reader.text(verifier, "user", f"{where}.verifier.user"),
+                verifier_env=MappingProxyType(
+                    {**task_verifier_env, **reader.env(verifier, f"{where}.verifier.env")}
+                ),
+                min_reward=None if thresholds is None else MappingProxyType(thresholds),
+                folder=step_dir,
+                healthcheck=healthcheck,
+            )
+        )
+    if not steps and not reader.problems:
+        reader.problem("[[steps]]", "declares no step")
+    return steps
 
 
 def _load_one(
@@ -484,12 +701,6 @@ def _load_one(
         reader.problem(key, f"unsupported schema version {version!r}: this loader reads 1.x")
 
     # -- what this runner cannot honour -----------------------------------------------------
-    if data.get("steps"):
-        reader.problem(
-            "[[steps]]",
-            "multi-step tasks are not supported: a trial is one instruction, one agent "
-            "phase and one verifier run",
-        )
     mode = verifier_s.get("environment_mode")
     if mode is not None and mode not in ("shared", "separate"):
         reader.problem("[verifier].environment_mode", "must be 'shared' or 'separate'")
@@ -506,9 +717,7 @@ def _load_one(
         )
     if verifier_s.get("collect"):
         reader.problem("[[verifier.collect]]", "collect hooks need compose services")
-    for compose in COMPOSE_FILES:
-        if (folder / compose).exists():
-            reader.problem(compose, "a task's own compose file (extra services) is not supported")
+    compose_file = folder / COMPOSE_FILE if (folder / COMPOSE_FILE).is_file() else None
     gpus = env_s.get("gpus")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
         reader.problem("[environment].gpus", f"must be a whole number >= 0, got {gpus!r}")
@@ -521,13 +730,9 @@ def _load_one(
         reader.problem("[environment].os", f"only linux containers run here, got {task_os!r}")
     if env_s.get("mcp_servers"):
         reader.problem("[environment].mcp_servers", "MCP servers need network access")
-    if env_s.get("healthcheck"):
-        reader.problem(
-            "[environment].healthcheck",
-            "healthchecks (services started with the container) are not supported",
-        )
+    healthcheck = _healthcheck(reader, env_s, "[environment].healthcheck")
 
-    # -- network: every trial runs with none -----------------------------------------------
+    # -- network: the task's own (as_declared), none (offline), or rejected --------------------
     declared = _network(reader, env_s, "[environment]", legacy_allow_internet=True)
     network = declared or "public"  # Harbor's default when nothing is declared
     if network == "public" and public_network == "reject":
@@ -540,16 +745,24 @@ def _load_one(
         )
         reader.problem(
             "[environment].network_mode",
-            f"the task {how}; trials here have no network. Declare network_mode = "
-            '"no-network" if it needs none, or load with public_network="offline" to '
-            "run it without network anyway",
+            f"the task {how}; the run rejects public-network tasks (benchmark.network: "
+            'reject). Declare network_mode = "no-network" if it needs none, or run with '
+            "benchmark.network: as_declared (a network of the trial's own) or offline",
         )
     for phase, section in (("[agent]", agent_s), ("[verifier]", verifier_s)):
         phase_mode = _network(reader, section, phase)
+        if phase_mode is None or phase_mode == "allowlist" or public_network == "offline":
+            continue
         if phase_mode == "public" and public_network == "reject":
             reader.problem(
                 f"{phase}.network_mode",
-                "asks for public network; trials here have no network",
+                "asks for public network; the run rejects public-network tasks",
+            )
+        elif phase_mode != network and network != "allowlist":
+            reader.problem(
+                f"{phase}.network_mode",
+                f"{phase_mode!r} differs from the environment's {network!r}: a trial's "
+                "container has one network for all its phases",
             )
 
     # -- resources and time ----------------------------------------------------------------
@@ -608,11 +821,20 @@ def _load_one(
             value = default
         values[key] = value
 
+    # -- steps ([[steps]]: each its instruction, agent phase and verifier, in order) ---------
+    steps = _steps(reader, data, folder, values, verifier_s)
+    strategy = data.get("multi_step_reward_strategy")
+    if strategy is not None and strategy not in REWARD_STRATEGIES:
+        reader.problem(
+            "multi_step_reward_strategy",
+            f"must be one of {list(REWARD_STRATEGIES)}, got {strategy!r}",
+        )
+
     # -- files -----------------------------------------------------------------------------
     instruction = ""
     instruction_path = folder / INSTRUCTION_FILE
     if data.get("steps"):
-        pass  # a multi-step task keeps its instructions and tests under steps/: rejected above
+        instruction = "\n\n".join(f"[step {st.name}]\n{st.instruction}" for st in steps)
     elif not instruction_path.is_file():
         reader.problem(INSTRUCTION_FILE, "missing")
     else:
@@ -674,6 +896,10 @@ def _load_one(
         defaulted=tuple(defaulted),
         digest=folder_digest(folder),
         has_solution=(folder / SOLVE_SCRIPT).is_file(),
+        compose_file=compose_file,
+        steps=tuple(steps),
+        healthcheck=healthcheck,
+        reward_strategy=(strategy or "mean") if steps else None,
     )
     return task, []
 
@@ -688,7 +914,7 @@ def _check_choice(public_network: str) -> None:
 def load_harbor_task(
     folder: str | os.PathLike[str],
     *,
-    public_network: str = "reject",
+    public_network: str = "as_declared",
     defaults: HarborDefaults = DEFAULTS,
 ) -> HarborTask:
     """One Harbor task folder; raises :class:`HarborTaskError` with all its problems."""
@@ -706,50 +932,80 @@ def is_task_folder(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / CONFIG_FILE).is_file()
 
 
-def load_harbor_tasks(
+@dataclass(frozen=True)
+class FolderLoad:
+    """One folder of a task set as the loader read it: its task (None when refused) and
+    every problem found in it."""
+
+    folder: Path
+    task: HarborTask | None
+    problems: tuple[TaskProblem, ...]
+
+
+def load_task_folders(
     path: str | os.PathLike[str],
     *,
-    public_network: str = "reject",
+    public_network: str = "as_declared",
     defaults: HarborDefaults = DEFAULTS,
-) -> list[HarborTask]:
-    """The tasks of ``path``: one task folder (it holds ``task.toml``), or a folder whose
-    sub-folders are task folders (sorted by name; hidden folders and ``__pycache__`` are
-    not tasks; files beside them, like a README, are ignored).
-
-    Every problem of every task — and a sub-folder without ``task.toml``, two tasks with
-    the same id, a set without tasks — is raised at once in one :class:`HarborTaskError`.
-    """
+) -> list[FolderLoad]:
+    """Every folder of ``path`` loaded on its own: one task folder (it holds ``task.toml``),
+    or each sub-folder of a set (sorted by name; hidden folders and ``__pycache__`` are not
+    tasks; files beside them are ignored). A folder whose task id an earlier folder already
+    has is refused with that problem. Raises :class:`HarborTaskError` only when ``path`` is
+    not a directory or holds no folder at all."""
     _check_choice(public_network)
     root = Path(path).resolve()
     if not root.is_dir():
         raise HarborTaskError([TaskProblem(root.name, "folder", "not a directory")], path=root)
     if is_task_folder(root):
-        return [load_harbor_task(root, public_network=public_network, defaults=defaults)]
-    folders = sorted(p for p in root.iterdir() if p.is_dir() and not _SKIPPED_DIRS.match(p.name))
-    problems: list[TaskProblem] = []
-    tasks: list[HarborTask] = []
+        folders = [root]
+    else:
+        folders = sorted(
+            p for p in root.iterdir() if p.is_dir() and not _SKIPPED_DIRS.match(p.name)
+        )
+    if not folders:
+        raise HarborTaskError(
+            [TaskProblem(root.name, "folder", "no task folders in it")], path=root
+        )
+    loads: list[FolderLoad] = []
     seen: dict[str, str] = {}
     for folder in folders:
         task, found = _load_one(folder, public_network, defaults)
-        problems.extend(found)
-        if task is None:
-            continue
-        if task.name in seen:
-            problems.append(
+        if task is not None and task.name in seen:
+            found = [
                 TaskProblem(
                     f"{task.name} ({folder.name})",
                     "[task].name",
                     f"duplicate task id: folder {seen[task.name]!r} has the same",
                 )
-            )
-            continue
-        seen[task.name] = folder.name
-        tasks.append(task)
-    if not folders:
-        problems.append(TaskProblem(root.name, "folder", "no task folders in it"))
+            ]
+            task = None
+        elif task is not None:
+            seen[task.name] = folder.name
+        loads.append(FolderLoad(folder, task, tuple(found)))
+    return loads
+
+
+def load_harbor_tasks(
+    path: str | os.PathLike[str],
+    *,
+    public_network: str = "as_declared",
+    defaults: HarborDefaults = DEFAULTS,
+) -> list[HarborTask]:
+    """The tasks of ``path`` (:func:`load_task_folders`: one task folder, or a folder of
+    task folders).
+
+    Every problem of every task — and a sub-folder without ``task.toml``, two tasks with
+    the same id, a set without tasks — is raised at once in one :class:`HarborTaskError`.
+    """
+    root = Path(path).resolve()
+    if is_task_folder(root):
+        return [load_harbor_task(root, public_network=public_network, defaults=defaults)]
+    loads = load_task_folders(root, public_network=public_network, defaults=defaults)
+    problems = [p for load in loads for p in load.problems]
     if problems:
         raise HarborTaskError(problems, path=root)
-    return tasks
+    return [load.task for load in loads if load.task is not None]
 
 
 def environment_task_rows(tasks: Iterable[HarborTask]) -> list[dict[str, Any]]:
