@@ -192,7 +192,6 @@ from evalnoise.runner.trial import (
     utc_now,
 )
 from evalnoise.runner.trial_container import TrialContainer, read_tail, tar_dir
-from evalnoise.schema import VERIFIED_AFTER
 from evalnoise.runner.trial_network import (
     NO_NETWORK,
     NetworkChoice,
@@ -200,6 +199,7 @@ from evalnoise.runner.trial_network import (
     TrialNetworks,
     offline_cause,
 )
+from evalnoise.schema import VERIFIED_AFTER
 from evalnoise.tasks.harbor import (
     HarborTask,
     HarborTaskError,
