@@ -103,13 +103,15 @@ def with_outcomes(
     raw: pd.DataFrame, columns: Columns, status: str, path: str
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The rows that count (a failed trial without a score counts as incorrect, as the
-    pipeline's ``as_incorrect`` policy does; an ``ok`` trial without a score is unscored and
-    left out), and each group's rows with the columns :func:`outcome_counts` and
-    :func:`evalnoise.analysis.failure_readings` read (``task_id``, ``status``,
-    ``exit_code``, ``score``)."""
+    pipeline's ``as_incorrect`` policy does; a trial waiting for a grader's verdict —
+    :data:`evalnoise.outcomes.UNDECIDED`: an ``ok`` trial without a score, a
+    ``verifier_error`` — is left out, never a 0), and each group's rows with the columns
+    :func:`outcome_counts` and :func:`evalnoise.analysis.failure_readings` read
+    (``task_id``, ``status``, ``exit_code``, ``score``)."""
     import numpy as np
     import pandas as pd
 
+    from evalnoise.outcomes import UNDECIDED, outcome_of
     from evalnoise.trial_table import _to_scores
 
     if status not in raw.columns:
@@ -130,7 +132,8 @@ def with_outcomes(
     )
     groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
     per_group = {str(g): view[(groups == g).to_numpy()] for g in groups.unique()}
-    counted = raw[~(missing & state.eq("ok")).to_numpy()].copy()
+    undecided = np.isin(outcome_of(view).astype(str), UNDECIDED)
+    counted = raw[~undecided].copy()
     failed = counted[columns.score].isna() & counted[status].astype(str).ne("ok")
     if failed.any():
         counted[columns.score] = counted[columns.score].astype(object)
