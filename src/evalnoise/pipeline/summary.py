@@ -40,6 +40,7 @@ __all__ = [
     "summarize",
     "summary_lines",
     "with_judge",
+    "withheld_judge",
 ]
 
 #: The per-resource-profile table (accuracy and infra error rate per agent × profile).
@@ -170,6 +171,9 @@ def summarize(
     from evalnoise.costs import combine_costs
 
     judged = {r["group"]: judge_summary(r) for r in judge}
+    for s in stats:
+        if s["group"] in judged and s["overall"].get("withheld"):
+            judged[s["group"]] = withheld_judge(judged[s["group"]], s["overall"]["withheld"])
     stats = sorted(
         (with_judge(s, judged.get(s["group"])) for s in stats),
         key=lambda s: (s["agent"], s["resource_profile"]),
@@ -316,6 +320,21 @@ def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "share_judge": nested.get("share_judge"),
         "sigma2_judge_ci_low": nested.get("sigma2_judge_ci_low"),
         "sigma2_judge_ci_high": nested.get("sigma2_judge_ci_high"),
+    }
+
+
+def withheld_judge(j: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """A judge summary (:func:`judge_summary`) of a group whose headline is withheld: no
+    accuracy by any judge (``accuracy``, ``ci_low``, ``ci_high`` and every judge's
+    ``accuracy`` None) and ``withheld`` the reason. The judges' agreement with the reference
+    stays: it measures the judges, not the agent."""
+    return {
+        **j,
+        "accuracy": None,
+        "ci_low": None,
+        "ci_high": None,
+        "withheld": reason,
+        "judges": [{**r, "accuracy": None} for r in j.get("judges") or ()],
     }
 
 
