@@ -46,6 +46,7 @@ LAYERS: Layers = (
                 "errors",
                 "formatting",
                 "column_names",
+                "outcome_table",
                 "schema",
                 "atomic",
                 "user_cache",

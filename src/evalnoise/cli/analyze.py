@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalnoise.cli._columns import add_column_options
 from evalnoise.errors import InputError
+from evalnoise.outcome_table import describe_statuses
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,9 +59,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--status",
         default="status",
         metavar="COL",
-        help="column with each trial's outcome (ok, timeout, oom_killed, agent_error, "
-        "infra_error); when the file has it, every group's outcomes are counted and a group "
-        "that crashed or failed too often is flagged",
+        help=f"column with each trial's status ({describe_statuses()}); when the file has "
+        "it, every group's outcomes are counted and a group that crashed or failed too often "
+        "is flagged",
     )
     p.add_argument(
         "--no-attribution",
@@ -111,7 +112,7 @@ def with_outcomes(
     import numpy as np
     import pandas as pd
 
-    from evalnoise.outcomes import UNDECIDED, outcome_of
+    from evalnoise.outcomes import FLAGS, UNDECIDED, outcome_of
     from evalnoise.trial_table import _to_scores
 
     if status not in raw.columns:
@@ -128,6 +129,8 @@ def with_outcomes(
             "status": state.to_numpy(),
             "exit_code": raw["exit_code"].to_numpy() if "exit_code" in raw else np.nan,
             "score": values,
+            # the flags a trial row carries (evalnoise.outcome_table.FLAGS), counted beside
+            **{name: raw[name].to_numpy() for name in FLAGS if name in raw.columns},
         }
     )
     groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
@@ -211,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
     from evalnoise.group_text import readings_text, reporting_line
-    from evalnoise.outcomes import assess_health, outcome_counts, outcome_line
+    from evalnoise.outcomes import assess_health, failed_trials, outcome_counts, outcome_line
     from evalnoise.trial_table import read_any, shown_group, validate_trials
 
     source = read_any(args.path)
@@ -315,8 +318,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  outcomes: {outcome_line(r['outcomes'])}")
             if not r["health"]["valid"]:
                 print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
-            o = r["outcomes"]
-            if r.get("withheld") or o["trials"] - o["ok"] - o["unscored"] - o["verifier_error"]:
+            if r.get("withheld") or failed_trials(r["outcomes"]):
                 print(f"  readings: {readings_text(r['readings'])}")
         summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:

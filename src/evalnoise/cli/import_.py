@@ -8,8 +8,10 @@ Register with :func:`add_parser` (sets ``run``, the convention of :mod:`evalnois
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from evalnoise.importers import FORMATS, import_trials, write_trials
+from evalnoise.outcome_table import describe_statuses
 
 HELP = "convert other projects' evaluation results into a trial table (Parquet)"
 
@@ -37,9 +39,9 @@ formats:
                   is one trial; the agent is agent_info.name[__model]; the score is the
                   reward named by --reward (default 'reward', or the only one); the
                   exception type gives the status (agent timeout → timeout, environment
-                  and sandbox failures → infra_error, verifier failures → infra_error
-                  until the trial table has verifier_error, agent failures →
-                  agent_error), never a score of 0; tokens, cost and phase times kept
+                  and sandbox failures → infra_error, verifier failures →
+                  verifier_error, agent failures → agent_error), never a score of 0;
+                  tokens, cost and phase times kept
   tau-bench       result JSON lists {task_id, trial, reward, info, traj}: score = reward;
                   the agent is the file name unless --agent
   metr            runs.jsonl: the agent is alias; human baselines dropped unless
@@ -62,7 +64,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparsers.add_parser(
         "import",
         help=HELP,
-        description=DESCRIPTION,
+        description=DESCRIPTION
+        + "\n"
+        + textwrap.fill(
+            f"A trial's status is one of: {describe_statuses()} (the outcome table, "
+            "evalnoise.outcome_table); a trial without a verdict is never a score of 0.",
+            92,
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

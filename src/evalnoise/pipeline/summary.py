@@ -27,7 +27,7 @@ import pandas as pd
 from evalnoise.analysis import holm_comparisons
 from evalnoise.attribution.text import attribution_lines, resource_line
 from evalnoise.group_text import readings_text, reporting_line
-from evalnoise.outcomes import OUTCOMES, outcome_line
+from evalnoise.outcomes import FLAGS, OUTCOMES, failed_trials, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
 
 __all__ = [
@@ -37,35 +37,46 @@ __all__ = [
     "judge_line",
     "judge_summary",
     "metrics",
+    "profile_columns",
     "summarize",
     "summary_lines",
     "with_judge",
     "withheld_judge",
 ]
 
-#: The per-resource-profile table (accuracy and infra error rate per agent × profile).
-PROFILE_COLUMNS = (
-    "resource_profile",
-    "agent",
-    "group",
-    "accuracy",
-    "ci_low",
-    "ci_high",
-    "icc",
-    "infra_error_rate",
-    "infra_ci_low",
-    "infra_ci_high",
-    "trials",
-    "attempts",
-    "counted",
-    "excluded",
-    "unscored",
-    "timeout_attempts",
-    "oom_killed_attempts",
-    "infra_error_attempts",
-    *OUTCOMES,
-    "valid",
-)
+
+def profile_columns() -> tuple[str, ...]:
+    """The per-resource-profile table's columns (accuracy and infra error rate per agent ×
+    profile): the attempts of every infrastructure status
+    (:func:`evalnoise.outcome_table.attempt_columns`) and every outcome's count, from the
+    outcome table."""
+    from evalnoise.outcome_table import attempt_columns
+
+    return (
+        "resource_profile",
+        "agent",
+        "group",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "icc",
+        "infra_error_rate",
+        "infra_ci_low",
+        "infra_ci_high",
+        "trials",
+        "attempts",
+        "counted",
+        "excluded",
+        "unscored",
+        *attempt_columns(),
+        *OUTCOMES,
+        "valid",
+    )
+
+
+#: The per-resource-profile table's columns with the outcome table as it is at import
+#: (:func:`profile_columns` reads it at the time of use).
+PROFILE_COLUMNS = profile_columns()
 
 
 def _holm(records: list[dict[str, Any]]) -> None:
@@ -77,6 +88,8 @@ def _holm(records: list[dict[str, Any]]) -> None:
 
 
 def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
+    from evalnoise.outcome_table import attempt_columns
+
     rec, infra = stats["overall"], stats["infra"]
     return {
         "resource_profile": stats["resource_profile"],
@@ -94,21 +107,10 @@ def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
         "counted": infra["counted"],
         "excluded": infra["excluded"],
         "unscored": infra["unscored"],
-        "timeout_attempts": infra["timeout_attempts"],
-        "oom_killed_attempts": infra["oom_killed_attempts"],
-        "infra_error_attempts": infra["infra_error_attempts"],
+        **{name: infra[name] for name in attempt_columns()},
         **{name: stats["outcomes"][name] for name in OUTCOMES},
         "valid": stats["health"]["valid"],
     }
-
-
-def failed_trials(outcomes: Mapping[str, int]) -> int:
-    """Trials that ended in a failure: not ``ok`` and not merely waiting for a grader's
-    verdict (:data:`evalnoise.outcomes.UNDECIDED`)."""
-    from evalnoise.outcomes import UNDECIDED
-
-    waiting = sum(int(outcomes.get(k, 0)) for k in UNDECIDED)
-    return int(outcomes.get("trials", 0)) - int(outcomes.get("ok", 0)) - waiting
 
 
 def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -204,7 +206,7 @@ def summarize(
         if record["mcnemar"] is not None:
             record["mcnemar"] = dict(record["mcnemar"])
     _holm(comparisons)
-    profiles = pd.DataFrame([_profile_row(s) for s in stats], columns=list(PROFILE_COLUMNS))
+    profiles = pd.DataFrame([_profile_row(s) for s in stats], columns=list(profile_columns()))
     from evalnoise.analysis import PER_TASK_COLUMNS
 
     # with columns also when empty (every group withheld): readers get a header, not nothing
@@ -413,7 +415,7 @@ def metrics(
             "expected_failures": bool(s["health"]["expected"]),
             "outcomes": {
                 k: int(s["outcomes"][k])
-                for k in (*OUTCOMES, "trials", "unjudged")
+                for k in (*OUTCOMES, "trials", "unjudged", *FLAGS)
                 if k in s["outcomes"]
             },
         }
