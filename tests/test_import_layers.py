@@ -47,6 +47,7 @@ LAYERS: Layers = (
                 "formatting",
                 "column_names",
                 "outcome_table",
+                "group_records",
                 "schema",
                 "atomic",
                 "user_cache",

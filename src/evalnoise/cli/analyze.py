@@ -203,16 +203,18 @@ def attribution_of(source: pd.DataFrame, columns: Columns, status: str, args: An
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from evalnoise.analysis import (
         analyze_frame,
         convergence_records,
-        explain_fixed_seed,
         failure_readings,
-        withheld_record,
+        fixed_seed_warnings,
     )
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
+    from evalnoise.group_records import GroupRecord, Reading
     from evalnoise.group_text import readings_text, reporting_line
     from evalnoise.outcomes import assess_health, failed_trials, outcome_counts, outcome_line
     from evalnoise.trial_table import read_any, shown_group, validate_trials
@@ -230,15 +232,20 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--facet-costs and --target-se need --facets")
         frame = validate_trials(raw, columns, path=str(args.path))
     announce("analyze", used)
-    records = analyze_frame(
-        frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
-    )
+    records = []
     seeded = fixed_seeds(source, columns)
-    for record in records:
-        if record["group"] in seeded:
-            explain_fixed_seed(record, seeded[record["group"]])
-        if record["group"] in per_group:
-            view = per_group[record["group"]]
+    for record in map(
+        GroupRecord.from_dict,
+        analyze_frame(
+            frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
+        ),
+    ):
+        if record.group in seeded:
+            record = replace(
+                record, warnings=fixed_seed_warnings(record.warnings, seeded[record.group])
+            )
+        if record.group in per_group:
+            view = per_group[record.group]
             outcomes = outcome_counts(view)
             health = assess_health(outcomes, max_failure_rate=args.max_failure_rate)
             readings = failure_readings(
@@ -250,10 +257,14 @@ def run(args: argparse.Namespace) -> int:
             if not health.valid:
                 # not a measurement of the agent: no headline, the reason in its place
                 reason = "not a measurement of the agent (" + "; ".join(health.reasons) + ")"
-                record.update(withheld_record(record, reason))
-            record["readings"] = readings
-            record["outcomes"] = outcomes
-            record["health"] = health.to_dict()
+                record = record.with_estimates_withheld(reason)
+            record = replace(
+                record,
+                readings={k: Reading.from_dict(r) for k, r in readings.items()},
+                outcomes=outcomes,
+                health=health.to_dict(),
+            )
+        records.append(record)
     conv = (
         convergence_records(frame, n_subsamples=args.subsamples, seed=args.seed)
         if args.convergence
@@ -265,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
         else attribution_of(source, columns, args.status, args)
     )
     if args.json:
-        out: dict[str, Any] = {"groups": records}
+        out: dict[str, Any] = {"groups": [r.to_dict() for r in records]}
         if conv is not None:
             out["convergence"] = conv
         if attribution is not None:
@@ -277,18 +288,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [
-            shown_group(r["group"]),
-            r["n_tasks"],
-            r["n_obs"],
-            pct(r["mean"]),
-            f"[{pct(r['ci_low'])}, {pct(r['ci_high'])}]",
-            fmt(r["design_effect"], ".2f"),
-            fmt(r["icc"]),
-            f"[{fmt(r['icc_ci_low'], '.2f')}, {fmt(r['icc_ci_high'], '.2f')}]",
-            fmt(r["icc_plugin"]),
-            fmt(r["sigma2_between"], ".4f"),
-            fmt(r["sigma2_within"], ".4f"),
-            r["interpretation"],
+            shown_group(r.group),
+            r.n_tasks,
+            r.n_obs,
+            pct(r.mean),
+            f"[{pct(r.ci_low)}, {pct(r.ci_high)}]",
+            fmt(r.design_effect, ".2f"),
+            fmt(r.icc),
+            f"[{fmt(r.icc_ci_low, '.2f')}, {fmt(r.icc_ci_high, '.2f')}]",
+            fmt(r.icc_plugin),
+            fmt(r.sigma2_between, ".4f"),
+            fmt(r.sigma2_within, ".4f"),
+            r.interpretation,
         ]
         for r in records
     ]
@@ -313,17 +324,17 @@ def run(args: argparse.Namespace) -> int:
     )
     print()
     for r in records:
-        print(f"{shown_group(r['group'])}: {reporting_line(r, args.confidence)}")
-        if "outcomes" in r:
-            print(f"  outcomes: {outcome_line(r['outcomes'])}")
-            if not r["health"]["valid"]:
-                print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
-            if r.get("withheld") or failed_trials(r["outcomes"]):
-                print(f"  readings: {readings_text(r['readings'])}")
-        summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
+        print(f"{shown_group(r.group)}: {reporting_line(r, args.confidence)}")
+        if r.outcomes is not None:
+            print(f"  outcomes: {outcome_line(r.outcomes)}")
+            if not r.health["valid"]:
+                print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r.health["reasons"]))
+            if r.withheld or failed_trials(r.outcomes):
+                print(f"  readings: {readings_text(r.readings)}")
+        summary = attribution.summary.get(str(r.group)) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:
             print("".join(f"  {line}\n" for line in attribution_lines(summary)), end="")
-        for w in r["warnings"]:
+        for w in r.warnings:
             print(f"  warning: {w}", file=sys.stderr)
     if attribution is not None:
         for resource in attribution.summary.get("_resource") or ():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -29,9 +29,9 @@ from evalnoise.analysis import (
     failure_readings,
     group_stats,
     undefined_group_record,
-    withheld_record,
 )
 from evalnoise.column_names import CONVERGENCE_TABLE_COLUMNS
+from evalnoise.group_records import GroupRecord, Reading
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -147,38 +147,31 @@ def analyze_group(
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
     withheld = None if verdict.valid else not_a_measurement(verdict)
 
-    def estimates(frame: pd.DataFrame, attempts: pd.DataFrame) -> dict[str, Any]:
-        record = group_estimates(frame, data.group, options)
+    def estimates(frame: pd.DataFrame, attempts: pd.DataFrame, **more: Any) -> dict[str, Any]:
+        record = GroupRecord.from_dict(group_estimates(frame, data.group, options))
         if withheld is not None:
-            record = withheld_record(record, withheld)
-        record["readings"] = failure_readings(
+            record = record.with_estimates_withheld(withheld)
+        readings = failure_readings(
             attempts,
             confidence=options["confidence"],
             cluster_se=options["cluster_se"],
             quantile=options["quantile"],
         )
-        return record
+        return replace(
+            record,
+            readings={k: Reading.from_dict(r) for k, r in readings.items()},
+            **ident,
+            **more,
+        ).to_dict()
 
-    overall = {
-        **estimates(data.frame, data.attempts),
-        **ident,
-        "outcomes": outcomes,
-        "health": verdict.to_dict(),
-    }
+    overall = estimates(data.frame, data.attempts, outcomes=outcomes, health=verdict.to_dict())
     levels = []
     if options.get("per_level", True):
         known = data.attempts.dropna(subset=["level"])
         for level in sorted({str(v) for v in known["level"]}):
             part = data.frame[data.frame["level"].astype(str) == level]
             rows = known[known["level"].astype(str) == level]
-            levels.append(
-                {
-                    **estimates(part, rows),
-                    **ident,
-                    "level": level,
-                    "outcomes": outcome_counts(rows),
-                }
-            )
+            levels.append(estimates(part, rows, level=level, outcomes=outcome_counts(rows)))
     per_task = (
         per_task_table(data.frame, confidence=options["confidence"])
         if not data.frame.empty and withheld is None

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from evalnoise.analysis import holm_comparisons
 from evalnoise.attribution.text import attribution_lines, resource_line
+from evalnoise.group_records import GroupMetrics, GroupRecord
 from evalnoise.group_text import readings_text, reporting_line
-from evalnoise.outcomes import FLAGS, OUTCOMES, failed_trials, outcome_line
+from evalnoise.outcomes import OUTCOMES, failed_trials, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
 
 __all__ = [
@@ -87,18 +89,18 @@ def _holm(records: list[dict[str, Any]]) -> None:
     holm_comparisons(records)
 
 
-def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
+def _profile_row(stats: Mapping[str, Any], record: GroupRecord) -> dict[str, Any]:
     from evalnoise.outcome_table import attempt_columns
 
-    rec, infra = stats["overall"], stats["infra"]
+    infra = stats["infra"]
     return {
         "resource_profile": stats["resource_profile"],
         "agent": stats["agent"],
         "group": stats["group"],
-        "accuracy": rec["mean"],
-        "ci_low": rec["ci_low"],
-        "ci_high": rec["ci_high"],
-        "icc": rec["icc"],
+        "accuracy": record.headline,
+        "ci_low": record.ci_low,
+        "ci_high": record.ci_high,
+        "icc": record.icc,
         "infra_error_rate": infra["infra_error_rate_attempts"],
         "infra_ci_low": infra["infra_ci_low"],
         "infra_ci_high": infra["infra_ci_high"],
@@ -181,18 +183,19 @@ def summarize(
         key=lambda s: (s["agent"], s["resource_profile"]),
     )
     judge_costs = {r["group"]: r.get("costs") for r in judge}
-    groups = [
-        {
-            **s["overall"],
-            "crash_signals": dict(s.get("crash_signals", {})),
-            **({"judge": judged[s["group"]]} if s["group"] in judged else {}),
+    records = [
+        replace(
+            GroupRecord.from_dict(s["overall"]),
+            crash_signals=dict(s.get("crash_signals", {})),
+            judge=judged.get(s["group"]),
             # the trials' cost drivers, with the judge stage's calls when it ran (priced
             # by the report: prices are no statistic)
-            "costs": combine_costs(s.get("costs"), judge_costs.get(s["group"])),
-        }
+            costs=combine_costs(s.get("costs"), judge_costs.get(s["group"])),
+        )
         for s in stats
     ]
-    levels = [dict(r) for s in stats for r in s["levels"]]
+    groups = [r.to_dict() for r in records]
+    levels = [GroupRecord.from_dict(r).to_dict() for s in stats for r in s["levels"]]
     ordered = sorted(
         (dict(p) for p in pairs), key=lambda r: (r["kind"], r["within"], r["a"], r["b"])
     )
@@ -206,7 +209,10 @@ def summarize(
         if record["mcnemar"] is not None:
             record["mcnemar"] = dict(record["mcnemar"])
     _holm(comparisons)
-    profiles = pd.DataFrame([_profile_row(s) for s in stats], columns=list(profile_columns()))
+    profiles = pd.DataFrame(
+        [_profile_row(s, r) for s, r in zip(stats, records, strict=True)],
+        columns=list(profile_columns()),
+    )
     from evalnoise.analysis import PER_TASK_COLUMNS
 
     # with columns also when empty (every group withheld): readers get a header, not nothing
@@ -225,16 +231,16 @@ def summarize(
     lines = []
     if problems:
         lines.append("!! " + "\n!! ".join(problems))
-    for s in stats:
+    for s, record in zip(stats, records, strict=True):
         flag = "" if s["health"]["valid"] else "  [NOT A MEASUREMENT OF THE AGENT]"
         if s["health"]["expected"] and s["health"]["reasons"]:
             flag = "  [failures declared as the experiment: health.expected_failures]"
-        lines.append(f"{s['group']}: {reporting_line(s['overall'], confidence)}{flag}")
-        for r in s["levels"]:
-            lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
-        lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
-        shown = readings_text(s["overall"].get("readings"))
-        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"])):
+        lines.append(f"{s['group']}: {reporting_line(record, confidence)}{flag}")
+        for r in map(GroupRecord.from_dict, s["levels"]):
+            lines.append(f"  level {r.level}: {reporting_line(r, confidence)}")
+        lines.append(f"  outcomes: {outcome_line(record.outcomes)}")
+        shown = readings_text(record.readings)
+        if shown and (record.withheld or failed_trials(s["outcomes"])):
             lines.append(f"  readings: {shown}")
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']], confidence)}")
@@ -243,7 +249,7 @@ def summarize(
             if "not_computed" in a:
                 lines.append(f"  attribution: not computed ({a['not_computed']})")
             else:
-                if s["overall"].get("withheld"):
+                if record.withheld:
                     # no statistic of a group that is not a measurement: no noise model
                     a = {k: v for k, v in a.items() if k != "noise"}
                 lines.extend(f"  {line}" for line in attribution_lines(a))
@@ -279,7 +285,7 @@ def summarize(
         "per_task": per_task,
         "summary": "\n".join(lines) + "\n",
         "problems": problems,
-        "metrics": metrics(stats, comparisons, judged, attribution),
+        "metrics": metrics(stats, records, comparisons, attribution),
     }
 
 
@@ -388,75 +394,26 @@ def _num(value: Any, digits: int = 6) -> float | None:
 
 def metrics(
     stats: Sequence[Mapping[str, Any]],
+    records: Sequence[GroupRecord],
     comparisons: Sequence[Mapping[str, Any]],
-    judged: Mapping[str, Mapping[str, Any]] | None = None,
     attribution: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``results/metrics.json``: per group accuracy, CI, ICC, infra error rate, outcome
-    counts and ``valid`` (false = not a measurement of the agent); per compared pair the
-    difference and its Holm-adjusted p (rounded to 6 digits: stable across platforms);
-    ``valid`` at the top: every group valid and no trial unscored."""
+    """``results/metrics.json``: per group its :class:`evalnoise.group_records.GroupMetrics`
+    (accuracy, CI, ICC, infra error rate, outcome counts and ``valid``: false = not a
+    measurement of the agent), from the group's typed record (``records``, in the order of
+    ``stats``); per compared pair the difference and its Holm-adjusted p (rounded to 6
+    digits: stable across platforms); ``valid`` at the top: every group valid and no trial
+    unscored."""
     groups = {}
-    for s in stats:
-        rec, infra = s["overall"], s["infra"]
-        groups[s["group"]] = {
-            "accuracy": _num(rec["mean"]),
-            "ci_low": _num(rec["ci_low"]),
-            "ci_high": _num(rec["ci_high"]),
-            "icc": _num(rec["icc"]),
-            "icc_ci_low": _num(rec["icc_ci_low"]),
-            "icc_ci_high": _num(rec["icc_ci_high"]),
-            "infra_error_rate": _num(infra["infra_error_rate_attempts"]),
-            "n_tasks": int(rec["n_tasks"]),
-            "n_trials": int(rec["n_obs"]),
-            # a measurement of the agent with every trial decided by its scorers
-            "valid": bool(s["health"]["valid"]) and not s["health"].get("incomplete"),
-            "measurement": bool(s["health"]["valid"]),
-            "expected_failures": bool(s["health"]["expected"]),
-            "outcomes": {
-                k: int(s["outcomes"][k])
-                for k in (*OUTCOMES, "trials", "unjudged", *FLAGS)
-                if k in s["outcomes"]
-            },
-        }
-        if s["health"].get("incomplete"):
-            groups[s["group"]]["incomplete"] = list(s["health"]["incomplete"])
-        if rec.get("withheld"):
-            # no headline: say why beside the nulls
-            groups[s["group"]]["withheld"] = rec["withheld"]
-        if rec.get("withheld") or failed_trials(s["outcomes"]):
-            groups[s["group"]]["readings"] = {
-                name: {
-                    "accuracy": _num(r["mean"]),
-                    "ci_low": _num(r["ci_low"]),
-                    "ci_high": _num(r["ci_high"]),
-                    "n_trials": int(r["n_trials"]),
-                }
-                for name, r in (rec.get("readings") or {}).items()
-            }
-        noise = ((attribution or {}).get(s["group"]) or {}).get("noise")
-        if noise and noise.get("dstudy") and not rec.get("withheld"):
-            # every facet that varied counted (issue 23): beside the task-clustered CI
-            te = noise["dstudy"]["total_error"]
-            groups[s["group"]]["total_error_se"] = _num(te["se"])
-            groups[s["group"]]["total_error_ci_low"] = _num(te["ci_low"])
-            groups[s["group"]]["total_error_ci_high"] = _num(te["ci_high"])
-            groups[s["group"]]["se_clustered"] = _num(te.get("se_clustered"))
-        if attribution and "infra_share" in attribution.get(s["group"], {}):
-            a = attribution[s["group"]]
-            groups[s["group"]]["infra_share"] = _num(a["infra_share"])
-            groups[s["group"]]["policy_moves_result"] = bool(a["policy_moves_result"])
-            groups[s["group"]]["flaky_tasks"] = int(a["flaky_flagged"])
-        if judged and s["group"] in judged:
-            j = judged[s["group"]]
-            groups[s["group"]]["judge"] = {
-                k: _num(j[k]) for k in ("accuracy", "kappa", "parse_rate", "share_judge")
-            }
-            groups[s["group"]]["judge"]["unjudged"] = int(j.get("unjudged") or 0)
-            if len(j.get("judges") or ()) > 1:
-                groups[s["group"]]["judge"]["kappa_by_judge"] = {
-                    r["name"]: _num(r["kappa"]) for r in j["judges"]
-                }
+    for s, record in zip(stats, records, strict=True):
+        a = (attribution or {}).get(s["group"]) or {}
+        groups[s["group"]] = GroupMetrics.from_record(
+            record,
+            infra_error_rate=s["infra"]["infra_error_rate_attempts"],
+            show_readings=bool(record.withheld or failed_trials(s["outcomes"])),
+            noise=a.get("noise"),
+            attribution=a if "infra_share" in a else None,
+        ).to_dict()
     pairs = {}
     for r in comparisons:
         name = f"{r['kind']}:{r['within']}:{r['a']}-vs-{r['b']}"
