@@ -142,7 +142,7 @@ def _pipeline(tmp_path):
     ]
     judge = {"group": "a@1x", "mode": "extract", "samples": 1, "sent": 24}
     result = summarize(stats, [], [], [], confidence=0.95, judge=[judge])
-    records = [GroupRecord.from_dict(g) for g in result["groups"]]
+    records = [GroupRecord.from_dict(g) for g in result.groups]
     total = {"se": 0.1, "ci_low": 0.05, "ci_high": 0.2, "se_clustered": 0.09}
     attribution = {
         "a@1x": {
@@ -159,27 +159,27 @@ def _pipeline(tmp_path):
 def test_every_artifact_key_is_a_field_and_every_field_a_key(tmp_path, capsys):
     seen = _check(_analyze_entries(tmp_path, capsys), GroupRecord)
     result, more = _pipeline(tmp_path)
-    seen |= _check(result["groups"], GroupRecord)
-    seen |= _check(result["levels"], GroupRecord)
+    seen |= _check(result.groups, GroupRecord)
+    seen |= _check(result.levels, GroupRecord)
     assert seen == _names(GroupRecord), f"fields no artifact writes: {_names(GroupRecord) - seen}"
-    entries = [*result["metrics"]["groups"].values(), *more["groups"].values()]
+    entries = [*result.metrics["groups"].values(), *more["groups"].values()]
     metric_keys = _check(entries, GroupMetrics)
     assert metric_keys == _names(GroupMetrics), _names(GroupMetrics) - metric_keys
     for entry in entries:
         for reading in (entry.get("readings") or {}).values():
             assert set(reading) == _names(MetricsReading)
-    for entry in result["groups"]:
+    for entry in result.groups:
         for reading in (entry.get("readings") or {}).values():
             assert set(reading) == _names(Reading)
 
 
 def test_a_record_reads_back_as_it_was_written(tmp_path):
     result, _ = _pipeline(tmp_path)
-    for entry in [*result["groups"], *result["levels"]]:
+    for entry in [*result.groups, *result.levels]:
         record = GroupRecord.from_dict(json.loads(json.dumps(entry)))
         assert record.to_dict() == entry
     with pytest.raises(ValueError, match=r"keys \['accuracy'\] are no field of GroupRecord"):
-        GroupRecord.from_dict({**result["groups"][0], "accuracy": 0.5})
+        GroupRecord.from_dict({**result.groups[0], "accuracy": 0.5})
 
 
 def test_a_withheld_record_has_no_estimate_and_no_headline():

@@ -143,12 +143,12 @@ def test_the_pipeline_prints_the_outcome_and_the_flag_everywhere(extended, tmp_p
     stats = analyze_group(data, options, policy="as incorrect")
     assert stats["outcomes"]["engine_lost"] == 2 and stats["outcomes"]["verdict_late"] == 2
     result = summarize([stats], [], [], [], confidence=0.95)
-    assert "2 engine lost; flagged: 2 verdict came late" in result["summary"]
-    metric = result["metrics"]["groups"]["a@1x"]["outcomes"]
+    assert "2 engine lost; flagged: 2 verdict came late" in result.summary
+    metric = result.metrics["groups"]["a@1x"]["outcomes"]
     assert metric["engine_lost"] == 2 and metric["verdict_late"] == 2
-    profile = result["profiles"].iloc[0]
+    profile = result.profiles.iloc[0]
     assert profile["engine_lost"] == 2 and profile["engine_lost_attempts"] == 2
-    (group,) = result["groups"]
+    (group,) = result.groups
     card = evaluation_card(group, CardContext(benchmark="b", infra_policy="as incorrect"))
     assert card["outcomes"]["engine_lost"] == 2 and card["outcomes"]["verdict_late"] == 2
     html = card_html(card, "a-1x")

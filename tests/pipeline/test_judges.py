@@ -205,8 +205,8 @@ def test_unjudged_by_any_judge_makes_the_group_incomplete(run, tmp_path):
     group = load_group([run["reference"]], run["tasks"], "a", "1x", AS_INCORRECT)
     stats = analyze_group(group, OPTIONS, policy="as incorrect")
     result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
-    assert result["metrics"]["groups"]["a@1x"]["outcomes"]["unjudged"] == 3
-    assert result["metrics"]["valid"] is False
+    assert result.metrics["groups"]["a@1x"]["outcomes"]["unjudged"] == 3
+    assert result.metrics["valid"] is False
 
 
 def test_the_summary_and_the_cards_show_every_judge(run, tmp_path):
@@ -219,7 +219,7 @@ def test_the_summary_and_the_cards_show_every_judge(run, tmp_path):
     group = load_group([run["reference"]], run["tasks"], "a", "1x", AS_INCORRECT)
     stats = analyze_group(group, OPTIONS, policy="as incorrect")
     result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
-    text = result["summary"]
+    text = result.summary
     kappa = record["judges"][0]["agreement"]["kappa"]
     assert "judge smol (extract, 2 samples per trial): accuracy" in text
     assert f"κ = {kappa:.2f}" in text
@@ -227,7 +227,7 @@ def test_the_summary_and_the_cards_show_every_judge(run, tmp_path):
     assert "agrees by construction" in text
     assert "    judges as a facet: 2 judges; σ²(judge)" in text
     assert "best judge smol" in text
-    entry = result["metrics"]["groups"]["a@1x"]["judge"]
+    entry = result.metrics["groups"]["a@1x"]["judge"]
     assert entry["kappa_by_judge"] == {
         "smol": pytest.approx(kappa, abs=1e-6),
         "last_number": pytest.approx(1.0),
@@ -270,14 +270,14 @@ def test_a_withheld_group_shows_no_accuracy_by_any_judge(run, tmp_path):
     )
     assert stats["overall"]["withheld"]
     result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
-    text = result["summary"]
+    text = result.summary
     assert "judge smol (extract, 2 samples per trial): no accuracy (withheld" in text
     assert "readings: over the trials that answered" in text
     assert not re.search(r"accuracy \d", text), text
-    metric = result["metrics"]["groups"]["a@1x"]
+    metric = result.metrics["groups"]["a@1x"]
     assert metric["accuracy"] is None and metric["judge"]["accuracy"] is None
     assert metric["judge"]["kappa"] is not None and metric["readings"]["answered"]["accuracy"]
-    (group,) = result["groups"]
+    (group,) = result.groups
     assert group["judge"]["accuracy"] is None and group["judge"]["withheld"]
     assert all(j["accuracy"] is None for j in group["judge"]["judges"])
     card = evaluation_card(group, CardContext(benchmark="b", infra_policy="x"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -34,6 +34,7 @@ from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
 
 __all__ = [
     "PROFILE_COLUMNS",
+    "RunSummary",
     "failed_trials",
     "health_problems",
     "judge_line",
@@ -155,6 +156,33 @@ def with_judge(stats: Mapping[str, Any], judged: Mapping[str, Any] | None) -> di
     return {**stats, "outcomes": outcomes, "health": merged, "overall": overall}
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """Everything the summarize step writes, in one place (:func:`summarize`).
+
+    groups, levels : the group records (:meth:`evalnoise.group_records.GroupRecord.to_dict`;
+        ``groups.json``), sorted by agent and resource profile.
+    comparisons, skipped : the compared pairs (Holm over the whole family) and the pairs
+        not compared because a group is not a measurement (``comparisons.json``).
+    profiles, convergence, budget, per_task : the tables the report and DVC plots read.
+    summary : the text of ``summary.txt``.
+    problems : what makes the run fail (rule ``check``).
+    metrics : ``metrics.json``.
+    """
+
+    groups: list[dict[str, Any]]
+    levels: list[dict[str, Any]]
+    comparisons: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    profiles: pd.DataFrame
+    convergence: pd.DataFrame
+    budget: pd.DataFrame
+    per_task: pd.DataFrame
+    summary: str
+    problems: list[str]
+    metrics: dict[str, Any]
+
+
 def summarize(
     stats: Sequence[Mapping[str, Any]],
     pairs: Sequence[Mapping[str, Any]],
@@ -164,12 +192,13 @@ def summarize(
     confidence: float,
     judge: Sequence[Mapping[str, Any]] = (),
     attribution: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Everything in one place, sorted: ``groups`` (records with ``outcomes``, ``health``,
-    ``costs`` (:func:`evalnoise.costs.combine_costs`) and, with a judge stage, ``judge``:
-    :func:`judge_summary`), ``levels``, ``comparisons``
-    (Holm over the whole family), ``skipped``
-    (pairs not compared because a group is not a measurement), ``profiles`` /
+) -> RunSummary:
+    """Everything in one place, sorted (a :class:`RunSummary`): ``groups`` (typed records,
+    :class:`evalnoise.group_records.GroupRecord`, with ``outcomes``, ``health``, ``costs``
+    (:func:`evalnoise.costs.combine_costs`) and, with a judge stage, ``judge``:
+    :func:`judge_summary`; a withheld group's judges show no accuracy,
+    :func:`withheld_judge`), ``levels``, ``comparisons`` (Holm over the whole family),
+    ``skipped`` (pairs not compared because a group is not a measurement), ``profiles`` /
     ``convergence`` / ``budget`` / ``per_task`` (DataFrames), ``summary`` (text),
     ``problems`` (what makes the run fail) and ``metrics`` (the DVC metrics dict)."""
     from evalnoise.costs import combine_costs
@@ -274,19 +303,19 @@ def summarize(
         lines.append(
             f"{r['kind']} ({r['within']}): {r['a']} vs {r['b']}: not compared — {r['reason']}"
         )
-    return {
-        "groups": groups,
-        "levels": levels,
-        "comparisons": comparisons,
-        "skipped": skipped,
-        "profiles": profiles,
-        "convergence": concat(convergence, CONVERGENCE_TABLE_COLUMNS, "trials"),
-        "budget": concat(budgets, BUDGET_COLUMNS, "n_tasks"),
-        "per_task": per_task,
-        "summary": "\n".join(lines) + "\n",
-        "problems": problems,
-        "metrics": metrics(stats, records, comparisons, attribution),
-    }
+    return RunSummary(
+        groups=groups,
+        levels=levels,
+        comparisons=comparisons,
+        skipped=skipped,
+        profiles=profiles,
+        convergence=concat(convergence, CONVERGENCE_TABLE_COLUMNS, "trials"),
+        budget=concat(budgets, BUDGET_COLUMNS, "n_tasks"),
+        per_task=per_task,
+        summary="\n".join(lines) + "\n",
+        problems=problems,
+        metrics=metrics(stats, records, comparisons, attribution),
+    )
 
 
 def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
