@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.group_records import ESTIMATE_FIELDS, GroupRecord
+from evalnoise.group_records import ESTIMATE_FIELDS, GroupRecord, Reading
 from evalnoise.stats import accuracy, compare, holm, icc_convergence, icc_oneway
 from evalnoise.stats.accuracy import AccuracyResult
 from evalnoise.stats.icc import ICCResult
@@ -109,7 +109,7 @@ def failure_readings(
     confidence: float = 0.95,
     cluster_se: str = "cr1",
     quantile: str = "normal",
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Reading]:
     """Two labelled readings of one group's accuracy, which no headline ever stands for.
 
     ``answered``: μ̂ (mean of task means, task-clustered CI; :func:`accuracy`) over the trials
@@ -118,8 +118,9 @@ def failure_readings(
     answered ones; trials waiting for a grader's verdict (``unscored``, ``verifier_error``)
     are left out of both.
     ``trials`` holds the group's final attempts (``task_id``, ``status``, ``score``,
-    ``exit_code`` when known). Each reading: ``mean``, ``ci_low``, ``ci_high``,
-    ``n_trials``, ``n_tasks`` (None estimates when no trial is in it).
+    ``exit_code`` when known). Each reading is a :class:`evalnoise.group_records.Reading`:
+    ``mean``, ``ci_low``, ``ci_high``, ``n_trials``, ``n_tasks`` (None estimates when no
+    trial is in it).
     """
     from evalnoise.outcomes import UNDECIDED, final_attempts, outcome_of
 
@@ -136,13 +137,7 @@ def failure_readings(
         ("failures_as_incorrect", answered | failed, np.where(failed, 0.0, score)),
     ):
         if not keep.any():
-            out[name] = {
-                "mean": None,
-                "ci_low": None,
-                "ci_high": None,
-                "n_trials": 0,
-                "n_tasks": 0,
-            }
+            out[name] = Reading(mean=None, ci_low=None, ci_high=None, n_trials=0, n_tasks=0)
             continue
         acc = accuracy(
             values[keep],
@@ -151,13 +146,13 @@ def failure_readings(
             cluster_se=cluster_se,
             quantile=quantile,
         )
-        out[name] = {
-            "mean": acc.mean,
-            "ci_low": acc.ci_low,
-            "ci_high": acc.ci_high,
-            "n_trials": int(keep.sum()),
-            "n_tasks": acc.n_tasks,
-        }
+        out[name] = Reading(
+            mean=acc.mean,
+            ci_low=acc.ci_low,
+            ci_high=acc.ci_high,
+            n_trials=int(keep.sum()),
+            n_tasks=acc.n_tasks,
+        )
     return out
 
 

@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
-    from evalnoise.group_records import GroupRecord, Reading
+    from evalnoise.group_records import GroupRecord
     from evalnoise.group_text import readings_text, reporting_line
     from evalnoise.outcomes import assess_health, failed_trials, outcome_counts, outcome_line
     from evalnoise.trial_table import read_any, shown_group, validate_trials
@@ -260,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
                 record = record.with_estimates_withheld(reason)
             record = replace(
                 record,
-                readings={k: Reading.from_dict(r) for k, r in readings.items()},
+                readings=readings,
                 outcomes=outcomes,
                 health=health.to_dict(),
             )

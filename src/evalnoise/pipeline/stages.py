@@ -31,7 +31,7 @@ from evalnoise.analysis import (
     undefined_group_record,
 )
 from evalnoise.column_names import CONVERGENCE_TABLE_COLUMNS
-from evalnoise.group_records import GroupRecord, Reading
+from evalnoise.group_records import GroupRecord
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -159,7 +159,7 @@ def analyze_group(
         )
         return replace(
             record,
-            readings={k: Reading.from_dict(r) for k, r in readings.items()},
+            readings=readings,
             **ident,
             **more,
         ).to_dict()
