@@ -54,7 +54,7 @@ SCHEMA_DOC = pipeline_settings.load_schema(
 # Every violation, each naming its key, and the cross-field rules; then the schema's defaults
 # filled in, as snakemake.utils.validate(set_default=True) fills them (a test holds the two
 # equal) without parsing the schema again in pure Python and building a second validator
-# (0.15-0.4 s of every Snakemake start, measured).
+# (a noticeable part of every Snakemake start).
 try:
     pipeline_settings.check_config(config, SCHEMA_DOC)
 except pipeline_settings.ConfigError as error:

@@ -37,7 +37,7 @@ PARTITION = list(OUTCOMES)  # unscored is its own outcome: ok means answered and
     [
         (139, "SIGSEGV"),  # docker-init / a shell: 128 + 11
         (-11, "SIGSEGV"),  # subprocess.Popen.returncode
-        (132, "SIGILL"),  # a binary built for a CPU with AVX-512 (FACTS.md)
+        (132, "SIGILL"),  # a binary built for a CPU with AVX-512 (docs/measurements.md)
         (134, "SIGABRT"),
         (135, "SIGBUS"),
         (136, "SIGFPE"),

@@ -196,7 +196,7 @@ def setup_venv_block(root: Path) -> subprocess.CompletedProcess[str]:
     python whose ``-m venv`` makes venvs without pip (fast; nothing is installed)."""
     text = SETUP.read_text()
     start = text.index("PY=${PYTHON:-python3}\n")
-    end = text.index('if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then', start)
+    end = text.index('step "offline model: building', start)
     tools = root / "tools"
     tools.mkdir(exist_ok=True)
     shutil.copy(TOOL, tools / TOOL.name)

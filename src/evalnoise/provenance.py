@@ -9,13 +9,13 @@ derived by :mod:`evalnoise.pipeline.dependencies` from the scripts of the rules 
 ``code_version(component)``, following their imports — the same declaration ``dvc.yaml``'s
 deps are written from.
 
-Snakemake asks for every rule's ``code_version`` at every DAG build, and the derivation
-parses and walks the package (~0.4 s a process). So the derived sets are kept twice: in the
-process, per state of the tree (paths, mtimes and sizes of what the derivation reads), and
-on disk in ``.snakemake/evalnoise/component_files.json`` under the checkout, keyed by a
-SHA-256 of the bytes of every file the derivation reads (:func:`_inputs_digest`): a changed
-byte anywhere is a new key, so the file is never stale, only unused. The digests themselves
-always hash the files' current bytes.
+Snakemake asks for every rule's ``code_version`` at every DAG build, and the derivation parses and
+walks the package, a noticeable part of a process's start. So the derived sets are kept twice: in
+the process, per state of the tree (paths, mtimes and sizes of what the derivation reads), and on
+disk in ``.snakemake/evalnoise/component_files.json`` under the checkout, keyed by a SHA-256 of the
+bytes of every file the derivation reads (:func:`_inputs_digest`): a changed byte anywhere is a new
+key, so the file is never stale, only unused. The digests themselves always hash the files' current
+bytes.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ from evalnoise.outcome_table import STATUSES as STATUSES
 # which follow the declared infra policy) are views of the one outcome table,
 # :data:`evalnoise.outcome_table.OUTCOME_TABLE`: ``ok`` and ``agent_error`` are the agent's;
 # ``timeout``, ``oom_killed`` and ``infra_error`` the infrastructure's; ``verifier_error``
-# (environment tasks) the grader's: no valid reward, so no score (never a 0) until a rerun.
+# (environment tasks) the grader's: no valid reward, so no score (never a 0) until a rerun;
+# how the infra policy counts them: config/README.md, "Scoring and the infra policy".
 
 #: Task kinds: a question with a reference answer, or a task that brings its environment and
 #: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor`).

@@ -2,7 +2,7 @@
 
 The baseline check disassembles the shared objects (``objdump -d``) and counts instructions
 that name an AVX-512 (zmm, k-mask) or AMX (tmm) register: a native build on an AVX-512
-machine has ~15,600 of them in ``libggml-cpu.so`` (FACTS.md), the baseline build none. A
+machine has ~15,600 of them in ``libggml-cpu.so`` (docs/measurements.md), the baseline build none. A
 positive control compiles a function for AVX-512 and checks the same count finds it, so the
 check can fail.
 

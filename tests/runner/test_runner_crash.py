@@ -1,7 +1,7 @@
 """A real crash, classified: an agent that dies of SIGSEGV, run through the real runner.
 
 The segv agent (tests/runner/agents/segv) kills itself with SIGSEGV — a real fault signal,
-as a native library built for another CPU gives (FACTS.md: AMX/AVX-512 builds). Through a
+as a native library built for another CPU gives (docs/measurements.md, "CPUs differ"). Through a
 whole shard on each backend its trials must end ``agent_error`` with the signal's exit code,
 and :func:`evalnoise.outcomes.outcome_counts` must count them ``crashed`` — not
 ``no_answer``, which is what an agent that merely exits non-zero gets — beside a healthy

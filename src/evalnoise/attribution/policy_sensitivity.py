@@ -1,12 +1,12 @@
 """Policy sensitivity: does the declared infra policy move the headline accuracy?
 
-An infrastructure outcome (``timeout``, ``oom_killed``, ``infra_error``) is not an answer, so
-*how it counts* is a choice (DESIGN.md, "Resources"; :mod:`evalnoise.runner.infra_policies`): as a
-wrong answer (the paper's choice), left out, or retried. The infrastructure-noise article
-finds infra error rates of 0.5–6% per configuration — the same order as the gaps between
-leaderboard entries — so the choice can matter. This module recomputes the accuracy of one
-group's trials under every policy the data allow and says whether the choice moves the
-result by more than its own confidence interval.
+An infrastructure outcome (``timeout``, ``oom_killed``, ``infra_error``) is not an answer, so *how
+it counts* is a choice (config/README.md, "Scoring and the infra policy";
+:mod:`evalnoise.runner.infra_policies`): as a wrong answer (the paper's choice), left out, or
+retried. The infrastructure-noise article finds infra error rates of 0.5–6% per configuration — the
+same order as the gaps between leaderboard entries — so the choice can matter. This module
+recomputes the accuracy of one group's trials under every policy the data allow and says whether the
+choice moves the result by more than its own confidence interval.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ bn-fit-modify) whose memory needs sit between the limits compared. This module f
 tasks: one agent's trials under two resource profiles, paired by (task, trial), tested task
 by task with the exact McNemar test, with multiplicity control across tasks.
 
-Pairing is sound because a trial's seed is a pure function of (run seed, agent, task, trial
-index) and not of the resource profile (DESIGN.md, "Determinism"): trial k of a task under
-profile A and under profile B start from the same seed, so the pair differs only by the
-profile (and by the agent's own nondeterminism).
+Pairing is sound because a trial's seed is a pure function of (run seed, agent, task, trial index)
+and not of the resource profile (:func:`evalnoise.runner.seeds.trial_seed`): trial k of a task under
+profile A and under profile B start from the same seed, so the pair differs only by the profile (and
+by the agent's own nondeterminism).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Every build context is staged in a temporary directory from exactly the files it
 ``evalnoise_client.py``) and every tag is a hash of what went in, so an unchanged agent is
 never rebuilt and a changed one always is.
 
-Staging the llama runtime is two ``pip install --target`` runs (~8 s of a core), paid only to
+Staging the llama runtime is two ``pip install --target`` runs, paid only to
 learn the tag of an image that usually exists. The tag is therefore kept in the user cache
 (:func:`evalnoise.user_cache.cache_dir`) under a digest of everything the staged context is
 a function of (:func:`llama_runtime_key`): the base image's tag, the portable wheel's and the
@@ -243,7 +243,7 @@ def build_llama_runtime_image(
     """``evalnoise-llama-runtime:<hash>`` on ``base``; built only if missing. Returns the tag.
 
     The tag is :func:`evalnoise.runner.base_image.context_digest` of the staged context. The
-    staging (two ``pip install --target`` runs, ~8 s) is skipped when the user cache keeps a
+    staging (two ``pip install --target`` runs) is skipped when the user cache keeps a
     tag for :func:`llama_runtime_key` and that image exists. ``context`` is one
     :func:`stage_llama_runtime_context` already staged (``model_path`` is then ignored), for
     a caller that stages it anyway and should not pay twice.

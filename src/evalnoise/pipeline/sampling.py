@@ -19,8 +19,9 @@ Tasks that declare no resources get :data:`DEFAULT_RESOURCES`; the config's
 ``benchmark.cpus`` / ``memory_mb`` / ``time_limit_s`` override every task's.
 
 :func:`generated_rows` gives the generated benchmark's table as plain rows, without pandas:
-Snakemake's DAG build needs only the rows' count and per-chunk digests, and pandas (with
-pyarrow) is ~0.5 s of every Snakemake start that needs nothing else of it.
+Snakemake's DAG build needs only the rows' count and per-chunk digests, and importing
+pandas (with pyarrow) would be a large part of every Snakemake start that needs nothing else
+of it.
 """
 
 from __future__ import annotations

@@ -60,8 +60,8 @@ class ConfigError(ValueError):
 
 
 #: libyaml's safe loader where PyYAML was built with it, else the pure-Python one: the same
-#: YAML 1.1 documents, and every Snakemake start parses the 38 kB schema (0.14 s of CPU with
-#: the pure-Python loader, 0.015 s with libyaml; measured here)
+#: YAML 1.1 documents, and every Snakemake start parses the schema (libyaml is an order of
+#: magnitude faster)
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -520,12 +520,10 @@ def infra_policy_spec(config: Mapping[str, Any]) -> dict[str, Any]:
 #: How many prompt tokens a served model evaluates at once (``n_ubatch``), by who it serves.
 #: Both are history-free (:attr:`evalnoise.models.ServerConfig.history_free`). A judge's
 #: prompts are long and its replies short, and each is new: in batches a prompt token costs
-#: a third less (the default run's LLM judge jobs, same trials: 99.5 → 80.8 s, measured).
-#: An agent's conversation carries its own replies into its next prompt: one token at a
-#: time, the server reuses their cache; in batches it must evaluate them again, and the
-#: default run's trials were hardly faster (tool_agent 2.84 → 2.90 s a trial, chat 2.25 →
-#: 2.10 s, same machine and hour). Agents stay at one token at a time, so their trials are
-#: sampled as before this setting existed, and a grown run's new trials as its earlier ones.
+#: less (``benchmarks/results/prompt-batch-judge.md``). An agent's conversation carries its
+#: own replies into its next prompt: one token at a time, the server reuses their cache; in
+#: batches it must evaluate them again, for no gain. Agents stay at one token at a time, so
+#: a grown run's new trials are sampled as its earlier ones.
 PROMPT_BATCH = {"agent": 1, "judge": 512}
 
 

@@ -9,10 +9,9 @@ job for holding what its containers were promised:
 - ``mem_mb`` = the largest per-trial memory of the shard (the profile's hard limit; the
   guarantee when the profile is uncapped, which leaves the job's allocation as the effective
   cap) × the trials running at once, + the job's own memory (:data:`RUNNER_OVERHEAD_MB`:
-  the job step's Snakemake and the one it starts under ``srun``, each ≈ 250 MB since each
-  parses the workflow, and the trial runner, ≈ 140 MB; ≈ 650 MB measured in a Slurm job
-  here) + the model server's when the agent uses one (:data:`SERVER_OVERHEAD_MB`, ≈ 350 MB
-  measured);
+  the job step's Snakemake and the one it starts under ``srun``, each parsing the workflow,
+  and the trial runner) + the model server's when the agent uses one
+  (:data:`SERVER_OVERHEAD_MB`);
 - ``cpus_per_task`` = the largest per-trial CPU *guarantee* × the trials running at once
   (CPU limits are bursts above it); the job's ``threads`` for the usual 1-CPU tasks;
 - ``runtime`` (minutes, the kill line) = the worst case: every trial uses its whole time
@@ -61,10 +60,10 @@ __all__ = [
 ]
 
 #: The job's own memory besides its trials: two Snakemake processes (the job step's and the
-#: one it runs under ``srun``, ≈ 250 MB RSS each: each parses the workflow) and the trial
-#: runner (≈ 140 MB); ≈ 650 MB measured, rounded up.
+#: one it runs under ``srun``: each parses the workflow) and the trial runner, rounded up
+#: from a Slurm job's peak (``tests/pipeline/test_slurm.py`` runs such jobs).
 RUNNER_OVERHEAD_MB = 768
-#: A managed llama.cpp server (SmolLM2-135M: 270–360 MB RSS), rounded up.
+#: A managed llama.cpp server serving SmolLM2-135M, rounded up from its peak RSS.
 SERVER_OVERHEAD_MB = 512
 #: Per trial besides its time limit: creating, starting and removing its container.
 TRIAL_OVERHEAD_S = 5.0

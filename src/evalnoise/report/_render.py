@@ -56,7 +56,7 @@ PNG_SCALE = 2.0
 def vega_bundle() -> str:
     """The vega + vega-lite + vega-embed bundle, defining ``window.vegaEmbed``.
 
-    vl-convert bundles it anew on every call (1–2 s, in every report job); it is a function
+    vl-convert bundles it anew on every call (seconds, in every report job); it is a function
     of vl-convert's version and the Vega-Lite version alone, so it is kept in the user cache
     (:func:`evalnoise.user_cache.cache_dir`) under both, written atomically."""
     cached = cache_dir() / "vega" / f"bundle-{vlc.__version__}-{VL_VERSION}.js"
@@ -207,10 +207,9 @@ class _RenderThread:
     """Renders PNGs in a thread of this process, in submission order.
 
     Started with the report: its first render (a one-point chart, :data:`_png._WARM_UP`)
-    starts vl-convert's V8 engine and Vega-Lite compiler (~1 s) while the report builds its
-    cards and charts. vl-convert releases the GIL while it renders (measured: a Python loop
-    in another thread kept ~85-90 % of its speed on a loaded 2-core machine), so the
-    report's own work goes on beside it. :meth:`close` waits for every PNG and returns the
+    starts vl-convert's V8 engine and Vega-Lite compiler while the report builds its cards
+    and charts. vl-convert releases the GIL while it renders, so the report's own work goes
+    on beside it. :meth:`close` waits for every PNG and returns the
     problems: each chart whose rendering raised, by name."""
 
     def __init__(self) -> None:

@@ -8,10 +8,9 @@ chart is a pure function of its table.
 
 The specs are written as altair's ``to_dict`` writes a chart (:mod:`evalnoise.report.vegalite`:
 the same keys in the same order, the same inline datasets under the same names), and
-``tests/report/test_report_specs.py`` compares each with an independent altair build of the
-same chart. Building the objects of altair's schema, deep-copying and validating them was
-~1.7 s of a report of 100,000 trials (and importing altair ~0.5 s); these dicts take
-milliseconds.
+``tests/report/test_report_specs.py`` compares each with an independent altair build of the same
+chart. Plain dicts skip building, deep-copying and validating altair's schema objects, most of a
+large report's chart time (``benchmarks/results/analysis-imported-100000-a2-analysis4-idle.md``).
 
 =========================  =================================================================
 spec                       input columns

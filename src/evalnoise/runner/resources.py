@@ -2,7 +2,7 @@
 
 Each task declares ``cpus`` and ``memory_mb`` (and a ``time_limit_s``). A *resource profile*
 scales that spec into two separate numbers per resource, as container runtimes enforce
-them (see DESIGN.md, "Resources"):
+them (config/README.md, "Resource profiles"):
 
 - a **guarantee** (reserved up front): Docker ``mem_reservation`` and ``cpu_shares``
   (1024 × guaranteed CPUs);

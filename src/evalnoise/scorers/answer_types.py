@@ -5,7 +5,7 @@ the model to read the final answer out of a reply, constrained by a JSON schema.
 tightly the schema fits the answer decides how good a small model is at it: measured with
 SmolLM2-135M on 60 arithmetic replies, a digits-only answer (``"pattern":
 "^-?[0-9]{1,6}$"``) agreed with the truth at κ 0.80 with no false accept, where a free
-string let the model ramble to the token limit (FACTS.md, "Small judges"). So the schema
+string let the model ramble to the token limit (docs/measurements.md, "Small judges"). So the schema
 follows the reference's type, decided per task by :func:`answer_spec`:
 
 ``number``

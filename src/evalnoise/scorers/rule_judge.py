@@ -1,8 +1,8 @@
 """Rule-based judges: a fixed rule reads the answer out of a reply, no model.
 
-A level of the judge facet beside the LLM judges (config ``scorer.judge.judges``): it costs
-nothing, never fails, and is deterministic (one vote per trial). Measured on 60 arithmetic
-replies (FACTS.md, "Small judges"), the last number in the reply was right on 0.95 of them,
+A level of the judge facet beside the LLM judges (config ``scorer.judge.judges``): it costs nothing,
+never fails, and is deterministic (one vote per trial). Measured on 60 arithmetic replies
+(docs/measurements.md, "Small judges"), the last number in the reply was right on 0.95 of them,
 better than SmolLM2-135M extracting (0.90).
 
 Rules

@@ -454,7 +454,7 @@ def reml(
         if change < 1e-13 * max(abs(ll), 1.0) and np.all(moved <= 1e-11 * max(scale, 1e-300)):
             converged, message = True, f"converged in {it} average-information steps"
     if not converged:
-        from scipy import optimize  # only for the fallback: it costs ~0.3 s to import
+        from scipy import optimize  # only for the fallback: an import most fits never need
 
         gam0 = phi[:-1] / phi[-1]
         n_scale = max(float(prob.n_obs), 1.0)

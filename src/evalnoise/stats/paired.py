@@ -44,8 +44,8 @@ __all__ = [
 # block, of the bootstrap to about 32 MB of int64.
 _BOOTSTRAP_BLOCK = 1 << 22
 # Counts of distinct values are drawn when there are at most n / this many of them: one
-# multinomial category costs about as much as 8–10 uniform indices with their gather
-# (measured here, numpy 2, 5,000 tasks).
+# multinomial category costs about as much as this many uniform indices with their gather
+# (benchmarks/bench_stats.py times both).
 _MULTINOMIAL_RATIO = 8
 
 

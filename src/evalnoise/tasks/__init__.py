@@ -6,7 +6,7 @@
 
 The names below are loaded on first access (PEP 562 ``__getattr__``): Snakemake's DAG build
 reads the generated benchmark (:mod:`evalnoise.tasks.generated`) as plain rows, and importing
-it must not import pandas and pyarrow for the task files (~0.5 s of every Snakemake start).
+it must not import pandas and pyarrow for the task files (a large part of a Snakemake start).
 """
 
 from __future__ import annotations
