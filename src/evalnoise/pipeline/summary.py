@@ -33,7 +33,6 @@ from evalnoise.outcomes import OUTCOMES, failed_trials, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
 
 __all__ = [
-    "PROFILE_COLUMNS",
     "RunSummary",
     "failed_trials",
     "health_problems",
@@ -75,11 +74,6 @@ def profile_columns() -> tuple[str, ...]:
         *OUTCOMES,
         "valid",
     )
-
-
-#: The per-resource-profile table's columns with the outcome table as it is at import
-#: (:func:`profile_columns` reads it at the time of use).
-PROFILE_COLUMNS = profile_columns()
 
 
 def _holm(records: list[dict[str, Any]]) -> None:
