@@ -105,6 +105,11 @@ def test_analyze_counts_the_outcome_and_the_flag(extended, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["analyze", "--help"])
     assert "verifier_error, engine_lost)" in " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        main(["import", "--help"])
+    assert "verifier_error, engine_lost (the outcome table" in " ".join(
+        capsys.readouterr().out.split()
+    )
 
 
 def _group(tmp_path):
