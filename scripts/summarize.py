@@ -1,6 +1,7 @@
 """Snakemake entry point of rule `summarize`: all groups and pairs; tables; metrics.json."""
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 
@@ -31,8 +32,9 @@ s = summarize(
 )
 if i.sequential:  # sequential mode: why each agent stopped where it did
     sequential = load([i.sequential[0]])[0]
-    s["summary"] = s["summary"].rstrip("\n") + "\n\n" + "\n".join(summary_lines(sequential)) + "\n"
-    s["metrics"]["sequential"] = {
+    lines = "\n".join(summary_lines(sequential))
+    s = replace(s, summary=s.summary.rstrip("\n") + "\n\n" + lines + "\n")
+    s.metrics["sequential"] = {
         u["unit"]: {
             "status": u["status"],
             "round": u["round"],
@@ -41,19 +43,14 @@ if i.sequential:  # sequential mode: why each agent stopped where it did
         }
         for u in sequential["units"]
     }
-write_text(o.groups, dumps({"groups": s["groups"], "levels": s["levels"]}) + "\n")
-write_text(o.comparisons, dumps({"comparisons": s["comparisons"], "skipped": s["skipped"]}) + "\n")
-write_text(o.summary, s["summary"])
-write_text(o.metrics, dumps(s["metrics"]) + "\n")
-write_csv(o.convergence, s["convergence"])
-write_csv(o.budget, s["budget"])
-write_csv(o.profiles, s["profiles"])
-write_csv(o.per_task, s["per_task"])
-log.info(
-    "%d groups, %d comparisons, %d skipped",
-    len(s["groups"]),
-    len(s["comparisons"]),
-    len(s["skipped"]),
-)
-for problem in s["problems"]:
+write_text(o.groups, dumps({"groups": s.groups, "levels": s.levels}) + "\n")
+write_text(o.comparisons, dumps({"comparisons": s.comparisons, "skipped": s.skipped}) + "\n")
+write_text(o.summary, s.summary)
+write_text(o.metrics, dumps(s.metrics) + "\n")
+write_csv(o.convergence, s.convergence)
+write_csv(o.budget, s.budget)
+write_csv(o.profiles, s.profiles)
+write_csv(o.per_task, s.per_task)
+log.info("%d groups, %d comparisons, %d skipped", len(s.groups), len(s.comparisons), len(s.skipped))
+for problem in s.problems:
     log.warning("%s", problem)

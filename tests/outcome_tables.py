@@ -46,3 +46,21 @@ RETRIED = table(
         ("t3", 1, 1, "ok", 1.0),
     ]
 )
+
+# an imported Harbor job (issue 36): 15 trials of 3 tasks, one attempt each; 9 answered (7
+# right), 3 agent failures, 3 whose verifier wrote no reward (verifier_error, score null).
+# Every number counts 12 decided trials (7/12 with the failures as 0, 7/9 over the answered);
+# the 3 without a verdict are never a 0 (7/15 would be the silent zero).
+WITHOUT_VERDICT = table(
+    [
+        (t, k, 1, s, sc)
+        for t in ("t1", "t2", "t3")
+        for k, s, sc in (
+            (0, "ok", 1.0),
+            (1, "ok", 1.0 if t != "t3" else 0.0),
+            (2, "ok", 1.0 if t != "t3" else 0.0),
+            (3, "agent_error", None),
+            (4, "verifier_error", None),
+        )
+    ]
+)

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from outcome_tables import WITHOUT_VERDICT
 
 from evalnoise.cli import main
 
@@ -93,25 +94,25 @@ def test_tables_without_status_are_analysed_as_before(tmp_path, capsys):
     assert "outcomes" not in record and record["mean"] == 0.75
 
 
-def test_a_trial_without_a_verdict_is_never_a_zero_in_the_headline(tmp_path, capsys):
-    """3 of 15 trials whose verifier left no reward (verifier_error, no score): the headline
-    is over the 12 with a verdict, as its failures-as-incorrect reading is — never the 15
-    with three zeros averaged in."""
-    rows = [
-        ("a", f"t{k}", trial, "ok", 0, float(trial < 2)) for k in range(3) for trial in (0, 1, 2)
-    ]
-    rows += [("a", "t3", trial, "agent_error", 1, None) for trial in (0, 1, 2)]
-    rows += [("a", "t4", trial, "verifier_error", 0, None) for trial in (0, 1, 2)]
-    frame = pd.DataFrame(
-        rows, columns=["agent", "task_id", "trial", "status", "exit_code", "score"]
+def test_trials_without_a_verdict_are_no_zero_in_the_headline(tmp_path, capsys):
+    """An imported Harbor job (issue 36, :data:`outcome_tables.WITHOUT_VERDICT`): 15 trials,
+    3 of them ``verifier_error`` with a null score. The headline is over the 12 decided
+    trials (9 answered, 3 agent failures as 0), never the 15 with the 3 undecided ones
+    averaged in as 0."""
+    path = tmp_path / "harbor.csv"
+    WITHOUT_VERDICT.assign(exit_code=WITHOUT_VERDICT["status"].map({"agent_error": 1})).to_csv(
+        path, index=False
     )
-    path = tmp_path / "noverdict.csv"
-    frame.to_csv(path, index=False)
-    assert main(["analyze", str(path), "--group", "agent", "--score", "score", "--json"]) == 0
-    (group,) = json.loads(capsys.readouterr().out)["groups"]
-    assert group["outcomes"]["verifier_error"] == 3
-    assert (group["n_obs"], group["n_tasks"]) == (12, 4)
-    # by hand: tasks t0–t2 at 2/3 each, t3 (agent errors) at 0: mean of task means 0.5
-    assert group["mean"] == pytest.approx(0.5)
-    assert group["readings"]["failures_as_incorrect"]["mean"] == pytest.approx(0.5)
-    assert group["readings"]["failures_as_incorrect"]["n_trials"] == 12
+    assert main(["analyze", str(path), "--score", "score", "--json"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)["groups"]
+    assert record["outcomes"]["verifier_error"] == 3 and record["outcomes"]["trials"] == 15
+    assert record["n_obs"] == 12
+    # 7 of 9 answered right, the 3 agent failures as 0: 7 / 12 (balanced: 4 per task)
+    assert record["mean"] == pytest.approx(7 / 12)
+    assert record["readings"]["failures_as_incorrect"]["mean"] == pytest.approx(7 / 12)
+    assert record["readings"]["failures_as_incorrect"]["n_trials"] == 12
+    assert record["readings"]["answered"]["mean"] == pytest.approx(7 / 9)
+    assert record["readings"]["answered"]["n_trials"] == 9
+    assert main(["analyze", str(path), "--score", "score"]) == 0
+    out = capsys.readouterr().out
+    assert "58.3%" in out and "46.7%" not in out  # 7/15 would be the silent zeros' number

@@ -50,6 +50,8 @@ LAYERS: Layers = (
                 "errors",
                 "formatting",
                 "column_names",
+                "outcome_table",
+                "group_records",
                 "schema",
                 "atomic",
                 "user_cache",

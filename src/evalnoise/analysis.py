@@ -8,58 +8,52 @@ them (the paper's reporting line, the readings' labels) are :mod:`evalnoise.grou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import fields
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from evalnoise.group_records import ESTIMATE_FIELDS, GroupRecord, Reading
 from evalnoise.stats import accuracy, compare, holm, icc_convergence, icc_oneway
 from evalnoise.stats.accuracy import AccuracyResult
 from evalnoise.stats.icc import ICCResult
 from evalnoise.stats.proportion import wilson_interval
 
-#: What a group record takes from each result, by the result's own field names: the
-#: accuracy (:class:`~evalnoise.stats.AccuracyResult`) and the ICC
-#: (:class:`~evalnoise.stats.ICCResult`, whose ``statistic``/``df1``/``df2``/``pvalue`` are
-#: its F test of ICC = 0).
-ACCURACY_FIELDS = (
-    "n_tasks",
-    "n_obs",
-    "mean",
-    "mean_pooled",
-    "se_naive",
-    "se_clustered",
-    "ci_low",
-    "ci_high",
-    "ci_method",
-    "design_effect",
-)
-ICC_FIELDS = (
-    "icc",
-    "ci_low",
-    "ci_high",
-    "se",
-    "icc_k",
-    "icc_plugin",
-    "statistic",
-    "df1",
-    "df2",
-    "pvalue",
-    "n0",
-    "sigma2_between",
-    "sigma2_within",
-    "interpretation",
-)
+_RECORD_FIELDS = frozenset(f.name for f in fields(GroupRecord))
 #: ICC fields that would read as the accuracy's beside it: they take the prefix ``icc_``.
 ICC_PREFIXED = ("ci_low", "ci_high", "se")
 
 
+def _icc_key(name: str) -> str:
+    return f"icc_{name}" if name in ICC_PREFIXED else name
+
+
+#: What a group record (:class:`evalnoise.group_records.GroupRecord`) takes from each
+#: result, by the result's own field names: every field of the accuracy
+#: (:class:`~evalnoise.stats.AccuracyResult`) the record declares, then every field of the
+#: ICC (:class:`~evalnoise.stats.ICCResult`, whose ``statistic``/``df1``/``df2``/``pvalue``
+#: are its F test of ICC = 0) the record declares under its name (``icc_`` before
+#: :data:`ICC_PREFIXED`). A number a result gains reaches every artifact by gaining its
+#: field in the record; the warnings of both are merged.
+ACCURACY_FIELDS = tuple(
+    f.name for f in fields(AccuracyResult) if f.name in _RECORD_FIELDS and f.name != "warnings"
+)
+ICC_FIELDS = tuple(
+    f.name
+    for f in fields(ICCResult)
+    if _icc_key(f.name) in _RECORD_FIELDS and _icc_key(f.name) not in (*ACCURACY_FIELDS, "warnings")
+)
+
+
 def group_record(group: str, acc: AccuracyResult, icc: ICCResult) -> dict[str, Any]:
     """One group's numbers, with exactly the keys ``evalnoise analyze --json`` promises: the
-    :data:`ACCURACY_FIELDS` and :data:`ICC_FIELDS` (and the ICC's ``between_query_se``, paper
-    eq. 11) of the two results' ``to_dict()`` (NaN as None), under their own names but for
-    :data:`ICC_PREFIXED` (``icc_ci_low``, ``icc_se``…).
+    :data:`ACCURACY_FIELDS` and :data:`ICC_FIELDS` (the ICC's ``between_query_se`` among
+    them, paper eq. 11) of the two results' ``to_dict()`` (NaN as None), under their own
+    names but for :data:`ICC_PREFIXED` (``icc_ci_low``, ``icc_se``…): the typed
+    :class:`evalnoise.group_records.GroupRecord`, serialised.
 
     ``mean`` is the mean of the task means (each task weighs 1), ``mean_pooled`` the mean
     over all trials (paper eq. 2; equal for a balanced design); ``ci_method`` says whether
@@ -67,22 +61,17 @@ def group_record(group: str, acc: AccuracyResult, icc: ICCResult) -> dict[str, A
     task mean is equal (see :func:`evalnoise.stats.accuracy`).
     """
     a, i = acc.to_dict(), icc.to_dict()
-    return {
-        "group": group,
+    return GroupRecord(
+        group=group,
         **{k: a[k] for k in ACCURACY_FIELDS},
-        **{(f"icc_{k}" if k in ICC_PREFIXED else k): i[k] for k in ICC_FIELDS},
-        "warnings": list(dict.fromkeys([*acc.warnings, *icc.warnings])),
-        "between_query_se": i["between_query_se"],
-    }
+        **{_icc_key(k): i[k] for k in ICC_FIELDS},
+        warnings=tuple(dict.fromkeys([*acc.warnings, *icc.warnings])),
+    ).to_dict()
 
 
 #: The numbers of a group record (:func:`group_stats`): None in an undefined record. The
 #: record's keys (:func:`group_record`) but its counts and the ICC's verbal interpretation.
-ESTIMATE_KEYS = (
-    *(k for k in ACCURACY_FIELDS if k not in ("n_tasks", "n_obs")),
-    *((f"icc_{k}" if k in ICC_PREFIXED else k) for k in ICC_FIELDS if k != "interpretation"),
-    "between_query_se",
-)
+ESTIMATE_KEYS = ESTIMATE_FIELDS
 
 
 def group_stats(
@@ -105,14 +94,9 @@ def group_stats(
 def undefined_group_record(group: str, reason: str) -> dict[str, Any]:
     """A group record with no estimate (nothing counted toward accuracy): every
     :data:`ESTIMATE_KEYS` value None, interpretation "undefined", ``reason`` the warning."""
-    return {
-        "group": group,
-        "n_tasks": 0,
-        "n_obs": 0,
-        **dict.fromkeys(ESTIMATE_KEYS),
-        "interpretation": "undefined",
-        "warnings": [reason],
-    }
+    return GroupRecord(
+        group=group, n_tasks=0, n_obs=0, interpretation="undefined", warnings=(reason,)
+    ).to_dict()
 
 
 #: The labelled readings of a group with failures (:func:`failure_readings`), in print order.
@@ -126,7 +110,7 @@ def failure_readings(
     confidence: float = 0.95,
     cluster_se: str = "cr1",
     quantile: str = "normal",
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Reading]:
     """Two labelled readings of one group's accuracy, which no headline ever stands for.
 
     ``answered``: μ̂ (mean of task means, task-clustered CI; :func:`accuracy`) over the trials
@@ -138,8 +122,9 @@ def failure_readings(
     two), a third: ``verified_as_failures``, the stricter reading — as
     ``failures_as_incorrect``, but those trials counted as the failures they were (0).
     ``trials`` holds the group's final attempts (``task_id``, ``status``, ``score``,
-    ``exit_code``, ``verified_after`` when known). Each reading: ``mean``, ``ci_low``,
-    ``ci_high``, ``n_trials``, ``n_tasks`` (None estimates when no trial is in it).
+    ``exit_code``, ``verified_after`` when known). Each reading is a
+    :class:`evalnoise.group_records.Reading`: ``mean``, ``ci_low``, ``ci_high``, ``n_trials``,
+    ``n_tasks`` (None estimates when no trial is in it).
     """
     from evalnoise.outcomes import UNDECIDED, final_attempts, outcome_of
     from evalnoise.verified_after import verified_mask
@@ -162,13 +147,7 @@ def failure_readings(
     out = {}
     for name, keep, values in readings:
         if not keep.any():
-            out[name] = {
-                "mean": None,
-                "ci_low": None,
-                "ci_high": None,
-                "n_trials": 0,
-                "n_tasks": 0,
-            }
+            out[name] = Reading(mean=None, ci_low=None, ci_high=None, n_trials=0, n_tasks=0)
             continue
         acc = accuracy(
             values[keep],
@@ -177,25 +156,14 @@ def failure_readings(
             cluster_se=cluster_se,
             quantile=quantile,
         )
-        out[name] = {
-            "mean": acc.mean,
-            "ci_low": acc.ci_low,
-            "ci_high": acc.ci_high,
-            "n_trials": int(keep.sum()),
-            "n_tasks": acc.n_tasks,
-        }
+        out[name] = Reading(
+            mean=acc.mean,
+            ci_low=acc.ci_low,
+            ci_high=acc.ci_high,
+            n_trials=int(keep.sum()),
+            n_tasks=acc.n_tasks,
+        )
     return out
-
-
-def withheld_record(record: dict[str, Any], reason: str) -> dict[str, Any]:
-    """``record`` with every estimate (:data:`ESTIMATE_KEYS`) None and ``withheld`` the
-    reason: a group that is not a measurement of the agent has no headline number."""
-    return {
-        **record,
-        **dict.fromkeys(ESTIMATE_KEYS),
-        "interpretation": "withheld",
-        "withheld": reason,
-    }
 
 
 def analyze_frame(
@@ -324,8 +292,9 @@ def holm_into(
 ZERO_WITHIN_WARNINGS = ("within-task variance is zero", "every score is equal")
 
 
-def explain_fixed_seed(record: dict[str, Any], seed: str) -> None:
-    """Say why a group's trials did not vary when its table says they shared a seed.
+def fixed_seed_warnings(warnings: Sequence[str], seed: str) -> tuple[str, ...]:
+    """A group's ``warnings``, each that says its trials did not vary explained by the seed
+    when its table says they shared one.
 
     ``seed`` describes the seed (e.g. ``"seed 42"``). A model that honours a fixed seed
     (and temperature 0) answers a task the same way on every trial, so zero within-task
@@ -337,9 +306,7 @@ def explain_fixed_seed(record: dict[str, Any], seed: str) -> None:
         "repeat one measurement and cannot show trial-to-trial noise; rerun with a "
         "different seed per trial (or none) to measure it"
     )
-    record["warnings"] = [
-        w + note if w.startswith(ZERO_WITHIN_WARNINGS) else w for w in record["warnings"]
-    ]
+    return tuple(w + note if w.startswith(ZERO_WITHIN_WARNINGS) else w for w in warnings)
 
 
 #: Columns of :func:`per_task_table` (what :func:`evalnoise.report.charts.per_task_chart`

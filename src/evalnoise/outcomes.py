@@ -32,11 +32,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalnoise.outcome_table import FLAG_LABELS, FLAGS, OUTCOME_HEADERS, OUTCOMES, UNDECIDED
+from evalnoise.outcome_table import OUTCOME_LABELS as OUTCOME_LABELS
+from evalnoise.outcome_table import outcome as outcome_row
 from evalnoise.schema import TRIAL_KEY
 
 __all__ = [
     "CRASH_SIGNALS",
+    "FLAGS",
     "OUTCOMES",
+    "OUTCOME_LABELS",
     "UNDECIDED",
     "AttemptOrder",
     "Health",
@@ -45,7 +50,10 @@ __all__ = [
     "crash_signal",
     "crash_signal_name",
     "crashed_mask",
+    "failed_trials",
     "final_attempts",
+    "flag_counts",
+    "flags_text",
     "outcome_counts",
     "outcome_line",
     "outcome_of",
@@ -59,30 +67,10 @@ CRASH_SIGNALS = {
     int(signal.SIGABRT): "SIGABRT",
     int(signal.SIGFPE): "SIGFPE",
 }
-#: every outcome, in print order; they partition the trials
-OUTCOMES = (
-    "ok",
-    "crashed",
-    "no_answer",
-    "timeout",
-    "oom_killed",
-    "infra_error",
-    "verifier_error",
-    "unscored",
-)
-#: outcomes that wait for a grader's verdict: no score, never a 0, decided by a rerun
-UNDECIDED = ("verifier_error", "unscored")
-#: what each outcome means, for legends and cards
-OUTCOME_LABELS = {
-    "ok": "ok (answered and scored)",
-    "crashed": "agent_error: crashed (killed by a fault signal)",
-    "no_answer": "agent_error: no answer",
-    "timeout": "timeout",
-    "oom_killed": "oom_killed",
-    "infra_error": "infra_error",
-    "verifier_error": "verifier_error (the verifier left no valid reward)",
-    "unscored": "unscored (judge_error)",
-}
+# Every outcome in print order (OUTCOMES; they partition the trials), those that wait for a
+# grader's verdict (UNDECIDED: no score, never a 0, decided by a rerun), their words
+# (OUTCOME_LABELS) and the flags a trial can carry beside its outcome (FLAGS) are views of
+# the one outcome table, :mod:`evalnoise.outcome_table`.
 
 
 def crash_signal(exit_code: Any) -> int | None:
@@ -230,6 +218,7 @@ def outcome_of(trials: pd.DataFrame) -> np.ndarray:
     """
     status = trials["status"].astype(str).to_numpy()
     out = status.astype(object).copy()
+    # agent_error and ok are refined below; every other outcome is its own status
     out[status == "agent_error"] = "no_answer"
     out[crashed_mask(trials)] = "crashed"
     if "score" in trials.columns:
@@ -244,7 +233,9 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     ``trials`` needs ``status``; ``exit_code`` (to tell a crash), ``score`` (null = not
     scored), ``attempt`` and the trial key columns are used when present. ``ok`` counts
     trials that ended ``ok`` *and* have a score; ``unscored`` those that ended ``ok``
-    without one. The outcomes partition the trials: their counts sum to ``trials``.
+    without one. The outcomes partition the trials: their counts sum to ``trials``. The
+    counts of the flags whose columns the table has (:func:`flag_counts`, final attempts)
+    come beside them.
     """
     last = final_attempts(trials)
     names, counted = np.unique(outcome_of(last).astype(str), return_counts=True)
@@ -252,14 +243,34 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     counts = {k: int(found.get(k, 0)) for k in OUTCOMES}
     counts["trials"] = len(last)
     counts["attempts"] = len(trials)
+    counts.update(flag_counts(last))
     return counts
+
+
+def flag_counts(trials: pd.DataFrame) -> dict[str, int]:
+    """How many rows carry each flag of :data:`FLAGS` whose column the table has: a true
+    boolean or a non-empty string (null, false and ``""`` are no flag). Flags whose column
+    the table lacks are not counted (a table from before the flag)."""
+    out = {}
+    for name in FLAGS:
+        if name not in trials.columns:
+            continue
+        values = trials[name]
+        if pd.api.types.is_bool_dtype(values.dtype):
+            flagged = values.fillna(False).astype(bool)
+        else:
+            flagged = values.notna() & values.astype(str).str.strip().ne("")
+            flagged &= ~values.astype(str).str.lower().isin(("false", "0", "none", "nan"))
+        out[name] = int(flagged.sum())
+    return out
 
 
 def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
     """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
     0 verifier_error, 0 unscored`` — every outcome, zeros included, so nothing is silently
-    absent; an unknown count is ``?`` and a record without outcomes ``not recorded``. The
-    one text of a group's outcomes: the summary, the CLI and the cards print it."""
+    absent; an unknown count is ``?`` and a record without outcomes ``not recorded``; then
+    ``; flagged: N <flag>`` for every flag (:data:`FLAGS`) with a count. The one text of a
+    group's outcomes: the summary, the CLI and the cards print it."""
     if outcomes is None:
         return "not recorded"
 
@@ -267,7 +278,7 @@ def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
         value = outcomes.get(key)
         return "?" if value is None else str(value)
 
-    parts = [f"{count(k)} {k.replace('_', ' ') if k == 'no_answer' else k}" for k in OUTCOMES]
+    parts = [f"{count(k)} {OUTCOME_HEADERS[k]}" for k in OUTCOMES]
     attempts = outcomes.get("attempts")
     extra = (
         f" ({attempts} attempts)"
@@ -275,12 +286,24 @@ def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
         else ""
     )
     line = f"{count('trials')} trials{extra}: " + ", ".join(parts)
-    # the flags a count of outcomes may carry (trials verified after an agent failure,
-    # OOM kills the task lived through): evalnoise.verified_after.flag_counts
-    from evalnoise.verified_after import flag_text
+    flags = flags_text(outcomes)
+    return line + (f"; flagged: {flags}" if flags else "")
 
-    flags = flag_text(outcomes)
-    return line + (f"; {flags}" if flags else "")
+
+def flags_text(outcomes: Mapping[str, Any] | None) -> str:
+    """``2 verified after an agent failure, 1 …``: every flag (:data:`FLAGS`) the counts
+    hold a non-zero count of, in the table's order; ``""`` when none. The one text of a
+    group's flags: the outcome line, the cards and the report print it."""
+    return ", ".join(
+        f"{outcomes[k]} {FLAG_LABELS[k]}" for k in FLAGS if outcomes and outcomes.get(k)
+    )
+
+
+def failed_trials(outcomes: Mapping[str, Any]) -> int:
+    """Trials that ended in a failure: not ``ok`` and not merely waiting for a grader's
+    verdict (:data:`UNDECIDED`): ``trials − ok − Σ undecided``."""
+    waiting = sum(int(outcomes.get(k) or 0) for k in UNDECIDED)
+    return int(outcomes.get("trials") or 0) - int(outcomes.get("ok") or 0) - waiting
 
 
 @dataclass(frozen=True)
@@ -361,6 +384,12 @@ def assess_health(
         incomplete.append(
             f"{counts['unscored']} of {trials} trials unscored (judge_error); rerun to score them"
         )
+    for name in UNDECIDED:
+        if name not in ("verifier_error", "unscored") and int(counts.get(name, 0)):
+            incomplete.append(
+                f"{counts[name]} of {trials} trials without a verdict "
+                f"({outcome_row(name).label}); rerun to decide them"
+            )
     if int(counts.get("unjudged", 0)):
         incomplete.append(
             f"{counts['unjudged']} of {trials} trials unjudged by the judge stage "

@@ -20,14 +20,16 @@ from __future__ import annotations
 import pyarrow as pa
 
 from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
+from evalnoise.outcome_table import INFRA_STATUSES as INFRA_STATUSES
+from evalnoise.outcome_table import STATUSES as STATUSES
 
-#: Outcomes of one trial. ``ok`` and ``agent_error`` are the agent's; ``timeout``,
-#: ``oom_killed`` and ``infra_error`` are the infrastructure's and follow the declared infra
-#: policy (config/README.md, "Scoring and the infra policy"); ``verifier_error`` (environment
-#: tasks) is the grader's: the verifier left no valid reward, so the trial has no score (never
-#: a 0) until a rerun.
-STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error", "verifier_error")
-INFRA_STATUSES = ("timeout", "oom_killed", "infra_error")
+# The statuses a trial row may hold (STATUSES) and the infrastructure's (INFRA_STATUSES,
+# which follow the declared infra policy) are views of the one outcome table,
+# :data:`evalnoise.outcome_table.OUTCOME_TABLE`: ``ok`` and ``agent_error`` are the agent's;
+# ``timeout``, ``oom_killed`` and ``infra_error`` the infrastructure's; ``verifier_error``
+# (environment tasks) the grader's: no valid reward, so no score (never a 0) until a rerun;
+# how the infra policy counts them: config/README.md, "Scoring and the infra policy".
+
 #: The agent outcomes a verifier's valid verdict may follow (then the trial is ``ok``, the
 #: outcome kept in the column ``verified_after``: evalnoise.verified_after).
 VERIFIED_AFTER = ("timeout", "agent_error")

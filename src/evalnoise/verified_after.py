@@ -27,9 +27,6 @@ without a verdict (``verifier_error``, ``unscored``) are never a 0 under either 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -37,19 +34,14 @@ from evalnoise.schema import VERIFIED_AFTER
 
 __all__ = [
     "AFTER_AGENT_FAILURE",
-    "FLAGS",
     "VERIFIED_AFTER",
     "apply_rule",
     "as_failures",
-    "flag_counts",
-    "flag_text",
     "verified_mask",
 ]
 
 #: The rules of ``scoring.after_agent_failure``; the first is the default.
 AFTER_AGENT_FAILURE = ("verdict", "failure")
-#: The flags :func:`flag_counts` counts, in print order.
-FLAGS = ("verified_after_timeout", "verified_after_agent_error", "oom_in_agent")
 
 
 def verified_mask(trials: pd.DataFrame) -> np.ndarray:
@@ -100,36 +92,3 @@ def apply_rule(trials: pd.DataFrame, rule: str | None) -> pd.DataFrame:
             f"after_agent_failure must be one of {', '.join(AFTER_AGENT_FAILURE)}, got {rule!r}"
         )
     return as_failures(trials) if rule == "failure" else trials
-
-
-def flag_counts(trials: pd.DataFrame) -> dict[str, int]:
-    """The flags of a group's trials, only those that are not 0 (:data:`FLAGS`): how many
-    the verifier decided after a timeout and after an agent error, and how many had a
-    process OOM-killed in their agent phase while the container lived on (``oom_in_agent``
-    true). ``trials`` holds one row per trial (the final attempts)."""
-    out: dict[str, int] = {}
-    if "verified_after" in trials.columns:
-        after = trials["verified_after"]
-        for failure in VERIFIED_AFTER:
-            n = int((after == failure).sum())
-            if n:
-                out[f"verified_after_{failure}"] = n
-    if "oom_in_agent" in trials.columns:
-        n = int(trials["oom_in_agent"].fillna(False).astype(bool).sum())
-        if n:
-            out["oom_in_agent"] = n
-    return out
-
-
-def flag_text(outcomes: Mapping[str, Any] | None) -> str | None:
-    """``flags: 20 verified after timeout, 1 oom_in_agent`` — the flags a group's outcomes
-    carry (:func:`flag_counts`), or None when none is set."""
-    if not outcomes:
-        return None
-    labels = {
-        "verified_after_timeout": "verified after timeout",
-        "verified_after_agent_error": "verified after agent_error",
-        "oom_in_agent": "oom_in_agent",
-    }
-    parts = [f"{outcomes[k]} {labels[k]}" for k in FLAGS if outcomes.get(k)]
-    return "flags: " + ", ".join(parts) if parts else None

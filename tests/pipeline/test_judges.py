@@ -8,6 +8,8 @@ the expected components are known.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -203,8 +205,8 @@ def test_unjudged_by_any_judge_makes_the_group_incomplete(run, tmp_path):
     group = load_group([run["reference"]], run["tasks"], "a", "1x", AS_INCORRECT)
     stats = analyze_group(group, OPTIONS, policy="as incorrect")
     result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
-    assert result["metrics"]["groups"]["a@1x"]["outcomes"]["unjudged"] == 3
-    assert result["metrics"]["valid"] is False
+    assert result.metrics["groups"]["a@1x"]["outcomes"]["unjudged"] == 3
+    assert result.metrics["valid"] is False
 
 
 def test_the_summary_and_the_cards_show_every_judge(run, tmp_path):
@@ -217,7 +219,7 @@ def test_the_summary_and_the_cards_show_every_judge(run, tmp_path):
     group = load_group([run["reference"]], run["tasks"], "a", "1x", AS_INCORRECT)
     stats = analyze_group(group, OPTIONS, policy="as incorrect")
     result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
-    text = result["summary"]
+    text = result.summary
     kappa = record["judges"][0]["agreement"]["kappa"]
     assert "judge smol (extract, 2 samples per trial): accuracy" in text
     assert f"κ = {kappa:.2f}" in text
@@ -225,7 +227,7 @@ def test_the_summary_and_the_cards_show_every_judge(run, tmp_path):
     assert "agrees by construction" in text
     assert "    judges as a facet: 2 judges; σ²(judge)" in text
     assert "best judge smol" in text
-    entry = result["metrics"]["groups"]["a@1x"]["judge"]
+    entry = result.metrics["groups"]["a@1x"]["judge"]
     assert entry["kappa_by_judge"] == {
         "smol": pytest.approx(kappa, abs=1e-6),
         "last_number": pytest.approx(1.0),
@@ -238,6 +240,50 @@ def test_the_summary_and_the_cards_show_every_judge(run, tmp_path):
     single = _quality(run, {"llm": [lenient]}, {"llm": {**LLM, "name": "llm"}})
     assert judges_rows(judge_summary(single), "95%") == []
     assert judge_text(judge_summary(single), "95%").startswith("judge (extract, 2 samples")
+
+
+def test_a_withheld_group_shows_no_accuracy_by_any_judge(run, tmp_path):
+    """Issue 38.4: a group whose headline is withheld (here 20 of 48 trials crashed) shows no
+    accuracy in the judge's line of summary.txt, in metrics.json or on its card; the judges'
+    agreement and the group's labelled readings stay."""
+    from evalnoise.report.card_text import card_rows
+    from evalnoise.report.cards import CardContext, evaluation_card
+
+    frame = pq.read_table(run["reference"]).to_pandas()
+    crashed = frame.index < 20
+    frame.loc[crashed, "status"] = "agent_error"
+    frame["exit_code"] = frame["exit_code"].astype("Int64")
+    frame.loc[crashed, "exit_code"] = 139
+    frame["correct"] = frame["correct"].astype("boolean")
+    frame.loc[crashed, ["score", "correct"]] = None
+    crashes = tmp_path / "crashes.parquet"
+    pq.write_table(conform(pa.Table.from_pandas(frame, preserve_index=False), SCORES), crashes)
+    lenient = _other_judge(run["rule"], tmp_path / "lenient.parquet", lambda i, t, k: i < 2)
+    record = _quality(
+        run,
+        {"smol": [lenient], "last_number": [run["rule"]]},
+        {"smol": {**LLM, "name": "smol"}, "last_number": {"rule": "last_number"}},
+    )
+    assert record["accuracy"]["mean"] is not None  # the judge stage alone knows no health
+    stats = analyze_group(
+        load_group([crashes], run["tasks"], "a", "1x", AS_INCORRECT), OPTIONS, policy="x"
+    )
+    assert stats["overall"]["withheld"]
+    result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
+    text = result.summary
+    assert "judge smol (extract, 2 samples per trial): no accuracy (withheld" in text
+    assert "readings: over the trials that answered" in text
+    assert not re.search(r"accuracy \d", text), text
+    metric = result.metrics["groups"]["a@1x"]
+    assert metric["accuracy"] is None and metric["judge"]["accuracy"] is None
+    assert metric["judge"]["kappa"] is not None and metric["readings"]["answered"]["accuracy"]
+    (group,) = result.groups
+    assert group["judge"]["accuracy"] is None and group["judge"]["withheld"]
+    assert all(j["accuracy"] is None for j in group["judge"]["judges"])
+    card = evaluation_card(group, CardContext(benchmark="b", infra_policy="x"))
+    assert card["metrics"]["accuracy"] is None and card["judge"]["accuracy"] is None
+    judge_rows = [v for k, v in card_rows(card) if k.startswith("Judge")]
+    assert judge_rows and all("no accuracy (withheld" in v for v in judge_rows[:2])
 
 
 # -- config ------------------------------------------------------------------------------------

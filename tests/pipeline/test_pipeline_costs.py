@@ -185,12 +185,12 @@ def test_the_judge_stage_calls_reach_the_group_once(tmp_path, tasks):
 
     # analysis of the reference scores + the judge stage: the judge's calls come from it
     group = summarize([stats_of([reference])], [], [], [], confidence=0.95, judge=[record])
-    costs = group["groups"][0]["costs"]
+    costs = group.groups[0]["costs"]
     assert costs["drivers"]["judge_calls"]["total"] == 5.0
     assert costs["drivers"]["container_seconds"]["total"] == 4.0
     # analysis of the judge stage's own scores (analysis.score: judge): still 5 calls, not 10
     group = summarize([stats_of([judged])], [], [], [], confidence=0.95, judge=[record])
-    assert group["groups"][0]["costs"]["drivers"]["judge_calls"]["total"] == 5.0
+    assert group.groups[0]["costs"]["drivers"]["judge_calls"]["total"] == 5.0
 
 
 def test_prices_in_the_config(default_config_raw, default_config, schema):

@@ -156,9 +156,9 @@ def test_compare_and_summarize(shards):
     budgets = [budget_table(s, OPTIONS, max_tasks=None) for s in stats]
     extra = dict(agents, within="3x", a="a@3x", b="b@3x", pvalue=0.01)
     result = summarize(stats, [profiles, agents, extra], conv, budgets, confidence=0.95)
-    assert [g["group"] for g in result["groups"]] == ["a@1x", "a@3x", "b@1x"]
+    assert [g["group"] for g in result.groups] == ["a@1x", "a@3x", "b@1x"]
     # Holm over the run's whole family: agents and resource profiles together
-    family = result["comparisons"]
+    family = result.comparisons
     assert len(family) == 3
     expected = holm(np.array([r["pvalue"] for r in family]))
     assert [r["pvalue_holm"] for r in family] == pytest.approx(list(expected))
@@ -166,14 +166,14 @@ def test_compare_and_summarize(shards):
     assert lone[0]["pvalue_holm"] >= lone[0]["pvalue"]
     # a pair file never claims an adjustment over a family of one
     assert "pvalue_holm" not in agents and "pvalue_holm" not in agents["mcnemar"]
-    assert list(result["profiles"]["group"]) == ["a@1x", "a@3x", "b@1x"]
-    assert set(result["convergence"]["group"]) == {"a@1x", "a@3x", "b@1x"}
-    assert "a@1x:" in result["summary"] and "Holm p" in result["summary"]
-    metrics = result["metrics"]
+    assert list(result.profiles["group"]) == ["a@1x", "a@3x", "b@1x"]
+    assert set(result.convergence["group"]) == {"a@1x", "a@3x", "b@1x"}
+    assert "a@1x:" in result.summary and "Holm p" in result.summary
+    metrics = result.metrics
     assert metrics["groups"]["a@1x"]["n_trials"] == 24
     assert "agents:1x:a@1x-vs-b@1x" in metrics["comparisons"]
     again = summarize(stats, [agents, profiles, extra], conv, budgets, confidence=0.95)
-    assert json.dumps(again["metrics"]) == json.dumps(metrics)  # order-independent
+    assert json.dumps(again.metrics) == json.dumps(metrics)  # order-independent
 
 
 def test_budget_table(shards):
@@ -318,14 +318,14 @@ def test_unjudged_trials_are_counted_and_make_the_group_incomplete(shards, tmp_p
     group = load_group([files["a3"]], tasks, "a", "3x", AS_INCORRECT)
     stats = analyze_group(group, OPTIONS, policy="as incorrect")
     result = summarize([stats], [], [], [], confidence=0.95, judge=[record])
-    metrics = result["metrics"]
+    metrics = result.metrics
     entry = metrics["groups"]["a@3x"]
     assert entry["outcomes"]["unjudged"] == 6 and entry["judge"]["unjudged"] == 6
     assert entry["valid"] is False and entry["measurement"] is True
     assert "6 of 24 trials unjudged" in entry["incomplete"][0]
     assert entry["accuracy"] is not None  # the reference scorer's headline is complete
     assert metrics["valid"] is False
-    assert any("6 of 24 trials unjudged" in p for p in result["problems"])
-    assert "6 of 24 UNJUDGED (5 calls failed, 1 reply unparseable)" in result["summary"]
-    (out,) = result["groups"]
+    assert any("6 of 24 trials unjudged" in p for p in result.problems)
+    assert "6 of 24 UNJUDGED (5 calls failed, 1 reply unparseable)" in result.summary
+    (out,) = result.groups
     assert out["health"]["complete"] is False and out["outcomes"]["unjudged"] == 6

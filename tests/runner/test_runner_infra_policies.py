@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from outcome_tables import RETRIED, SINGLE, table
+from outcome_tables import RETRIED, SINGLE, WITHOUT_VERDICT, table
 
 from evalnoise.runner.infra_policies import (
     InfraPolicy,
@@ -175,3 +175,12 @@ def test_crashes_follow_the_policy_and_are_counted():
     assert excluded.counted["score"].tolist() == [1.0, 0.0, 1.0]
     # without exit codes a crash cannot be told from another agent error
     assert apply_infra_policy(rows.drop(columns="exit_code"), "exclude").counts["excluded"] == 0
+
+
+@pytest.mark.parametrize("policy", ["as_incorrect", "exclude", "retry:3"])
+def test_a_trial_without_a_verdict_is_never_a_zero(policy):
+    """verifier_error (no reward written) keeps a null score under every policy: the analysis
+    leaves it out of every number (issue 36)."""
+    result = apply_infra_policy(WITHOUT_VERDICT, policy)
+    rows = result.counted[result.counted["status"] == "verifier_error"]
+    assert len(rows) == 3 and rows["score"].isna().all()

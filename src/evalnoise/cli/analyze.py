@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalnoise.cli._columns import add_column_options
 from evalnoise.errors import InputError
+from evalnoise.outcome_table import describe_statuses
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,9 +59,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--status",
         default="status",
         metavar="COL",
-        help="column with each trial's outcome (ok, timeout, oom_killed, agent_error, "
-        "infra_error); when the file has it, every group's outcomes are counted and a group "
-        "that crashed or failed too often is flagged",
+        help=f"column with each trial's status ({describe_statuses()}); when the file has "
+        "it, every group's outcomes are counted and a group that crashed or failed too often "
+        "is flagged",
     )
     p.add_argument(
         "--no-attribution",
@@ -118,15 +119,16 @@ def with_outcomes(
     raw: pd.DataFrame, columns: Columns, status: str, path: str, rule: str = "verdict"
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The rows that count (a failed trial without a score counts as incorrect, as the
-    pipeline's ``as_incorrect`` policy does; a trial without a verdict — ``ok`` without a
-    score, ``verifier_error`` — is left out, never a 0), read under the ``after_agent_failure``
-    ``rule`` (:func:`evalnoise.verified_after.apply_rule`), and each group's rows as recorded
-    with the columns :func:`outcome_counts` and :func:`evalnoise.analysis.failure_readings`
-    read (``task_id``, ``status``, ``exit_code``, ``score``, ``verified_after``)."""
+    pipeline's ``as_incorrect`` policy does; a trial waiting for a grader's verdict —
+    :data:`evalnoise.outcomes.UNDECIDED`: an ``ok`` trial without a score, a
+    ``verifier_error`` — is left out, never a 0), read under the ``after_agent_failure``
+    ``rule`` (:func:`evalnoise.verified_after.apply_rule`), and each group's rows with the
+    columns :func:`outcome_counts` and :func:`evalnoise.analysis.failure_readings` read
+    (``task_id``, ``status``, ``exit_code``, ``score`` and the flags)."""
     import numpy as np
     import pandas as pd
 
-    from evalnoise.outcomes import UNDECIDED
+    from evalnoise.outcomes import FLAGS, UNDECIDED, outcome_of
     from evalnoise.trial_table import _to_scores
     from evalnoise.verified_after import apply_rule
 
@@ -144,19 +146,18 @@ def with_outcomes(
             "status": state.to_numpy(),
             "exit_code": raw["exit_code"].to_numpy() if "exit_code" in raw else np.nan,
             "score": values,
-            "verified_after": raw["verified_after"].to_numpy() if "verified_after" in raw else None,
-            "oom_in_agent": raw["oom_in_agent"].to_numpy() if "oom_in_agent" in raw else None,
+            # the flags a trial row carries (evalnoise.outcome_table.FLAGS), counted beside
+            **{name: raw[name].to_numpy() for name in FLAGS if name in raw.columns},
         }
     )
     groups = raw[columns.group].astype(str) if columns.group else pd.Series("all", raw.index)
     per_group = {str(g): view[(groups == g).to_numpy()] for g in groups.unique()}
     ruled = apply_rule(view, rule)
-    state = pd.Series(ruled["status"].to_numpy(), index=raw.index)
-    no_verdict = (missing & state.eq("ok")) | state.isin(UNDECIDED)
-    counted = raw[~no_verdict.to_numpy()].copy()
+    undecided = np.isin(outcome_of(ruled).astype(str), UNDECIDED)
+    counted = raw[~undecided].copy()
     if rule != "verdict":  # the verdicts the rule overrides: the failures' scores
-        counted[status] = state[~no_verdict].to_numpy()
-        counted[columns.score] = ruled["score"][~no_verdict.to_numpy()].to_numpy()
+        counted[status] = ruled["status"].to_numpy()[~undecided]
+        counted[columns.score] = ruled["score"].to_numpy()[~undecided]
     failed = counted[columns.score].isna() & counted[status].astype(str).ne("ok")
     if failed.any():
         counted[columns.score] = counted[columns.score].astype(object)
@@ -234,18 +235,20 @@ def task_pool(source: pd.DataFrame, columns: Columns, args: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from evalnoise.analysis import (
         analyze_frame,
         convergence_records,
-        explain_fixed_seed,
         failure_readings,
-        withheld_record,
+        fixed_seed_warnings,
     )
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
     from evalnoise.formatting import dumps, fmt, pct, table
+    from evalnoise.group_records import GroupRecord
     from evalnoise.group_text import readings_text, reporting_line
-    from evalnoise.outcomes import assess_health, outcome_line
+    from evalnoise.outcomes import assess_health, failed_trials, outcome_line
     from evalnoise.pipeline.stages import outcomes_with_flags
     from evalnoise.trial_table import read_any, shown_group, validate_trials
 
@@ -267,15 +270,20 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--facet-costs and --target-se need --facets")
         frame = validate_trials(raw, columns, path=str(args.path))
     announce("analyze", used)
-    records = analyze_frame(
-        frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
-    )
+    records = []
     seeded = fixed_seeds(source, columns)
-    for record in records:
-        if record["group"] in seeded:
-            explain_fixed_seed(record, seeded[record["group"]])
-        if record["group"] in per_group:
-            view = per_group[record["group"]]
+    for record in map(
+        GroupRecord.from_dict,
+        analyze_frame(
+            frame, confidence=args.confidence, cluster_se=args.cluster_se, quantile=args.quantile
+        ),
+    ):
+        if record.group in seeded:
+            record = replace(
+                record, warnings=fixed_seed_warnings(record.warnings, seeded[record.group])
+            )
+        if record.group in per_group:
+            view = per_group[record.group]
             outcomes = outcomes_with_flags(view, args.after_agent_failure)
             health = assess_health(outcomes, max_failure_rate=args.max_failure_rate)
             readings = failure_readings(
@@ -287,10 +295,14 @@ def run(args: argparse.Namespace) -> int:
             if not health.valid:
                 # not a measurement of the agent: no headline, the reason in its place
                 reason = "not a measurement of the agent (" + "; ".join(health.reasons) + ")"
-                record.update(withheld_record(record, reason))
-            record["readings"] = readings
-            record["outcomes"] = outcomes
-            record["health"] = health.to_dict()
+                record = record.with_estimates_withheld(reason)
+            record = replace(
+                record,
+                readings=readings,
+                outcomes=outcomes,
+                health=health.to_dict(),
+            )
+        records.append(record)
     conv = (
         convergence_records(frame, n_subsamples=args.subsamples, seed=args.seed)
         if args.convergence
@@ -302,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
         else attribution_of(source, columns, args.status, args)
     )
     if args.json:
-        out: dict[str, Any] = {"groups": records}
+        out: dict[str, Any] = {"groups": [r.to_dict() for r in records]}
         if import_warnings:
             out["import_warnings"] = import_warnings
         if conv is not None:
@@ -316,18 +328,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [
         [
-            shown_group(r["group"]),
-            r["n_tasks"],
-            r["n_obs"],
-            pct(r["mean"]),
-            f"[{pct(r['ci_low'])}, {pct(r['ci_high'])}]",
-            fmt(r["design_effect"], ".2f"),
-            fmt(r["icc"]),
-            f"[{fmt(r['icc_ci_low'], '.2f')}, {fmt(r['icc_ci_high'], '.2f')}]",
-            fmt(r["icc_plugin"]),
-            fmt(r["sigma2_between"], ".4f"),
-            fmt(r["sigma2_within"], ".4f"),
-            r["interpretation"],
+            shown_group(r.group),
+            r.n_tasks,
+            r.n_obs,
+            pct(r.mean),
+            f"[{pct(r.ci_low)}, {pct(r.ci_high)}]",
+            fmt(r.design_effect, ".2f"),
+            fmt(r.icc),
+            f"[{fmt(r.icc_ci_low, '.2f')}, {fmt(r.icc_ci_high, '.2f')}]",
+            fmt(r.icc_plugin),
+            fmt(r.sigma2_between, ".4f"),
+            fmt(r.sigma2_within, ".4f"),
+            r.interpretation,
         ]
         for r in records
     ]
@@ -354,19 +366,18 @@ def run(args: argparse.Namespace) -> int:
     )
     print()
     for r in records:
-        print(f"{shown_group(r['group'])}: {reporting_line(r, args.confidence)}")
-        if "outcomes" in r:
-            print(f"  outcomes: {outcome_line(r['outcomes'])}")
-            if not r["health"]["valid"]:
-                print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r["health"]["reasons"]))
-            o = r["outcomes"]
-            failed = o["trials"] - o["ok"] - o["unscored"] - o["verifier_error"]
-            if r.get("withheld") or failed or "verified_as_failures" in r["readings"]:
-                print(f"  readings: {readings_text(r['readings'])}")
-        summary = attribution.summary.get(str(r["group"])) if attribution is not None else None
+        print(f"{shown_group(r.group)}: {reporting_line(r, args.confidence)}")
+        if r.outcomes is not None:
+            print(f"  outcomes: {outcome_line(r.outcomes)}")
+            if not r.health["valid"]:
+                print("  NOT A MEASUREMENT OF THE AGENT: " + "; ".join(r.health["reasons"]))
+            verified = "verified_as_failures" in (r.readings or {})
+            if r.withheld or failed_trials(r.outcomes) or verified:
+                print(f"  readings: {readings_text(r.readings)}")
+        summary = attribution.summary.get(str(r.group)) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:
             print("".join(f"  {line}\n" for line in attribution_lines(summary)), end="")
-        for w in r["warnings"]:
+        for w in r.warnings:
             print(f"  warning: {w}", file=sys.stderr)
     if attribution is not None:
         for resource in attribution.summary.get("_resource") or ():

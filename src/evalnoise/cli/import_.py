@@ -8,8 +8,10 @@ Register with :func:`add_parser` (sets ``run``, the convention of :mod:`evalnois
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from evalnoise.importers import FORMATS, import_trials, write_trials
+from evalnoise.outcome_table import describe_statuses
 
 HELP = "convert other projects' evaluation results into a trial table (Parquet)"
 
@@ -65,7 +67,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p = subparsers.add_parser(
         "import",
         help=HELP,
-        description=DESCRIPTION,
+        description=DESCRIPTION
+        + "\n"
+        + textwrap.fill(
+            f"A trial's status is one of: {describe_statuses()} (the outcome table, "
+            "evalnoise.outcome_table); a trial without a verdict is never a score of 0.",
+            92,
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -29,9 +29,9 @@ from evalnoise.analysis import (
     failure_readings,
     group_stats,
     undefined_group_record,
-    withheld_record,
 )
 from evalnoise.column_names import CONVERGENCE_TABLE_COLUMNS
+from evalnoise.group_records import GroupRecord
 from evalnoise.pipeline.collect import GroupData
 
 __all__ = [
@@ -122,17 +122,14 @@ def group_health(
 
 
 def outcomes_with_flags(attempts: pd.DataFrame, rule: str = "verdict") -> dict[str, int]:
-    """The count of every outcome of ``attempts`` read under the ``after_agent_failure``
+    """The count of every outcome of ``attempts`` and of every flag whose column they have
+    (:func:`evalnoise.outcomes.outcome_counts`), read under the ``after_agent_failure``
     ``rule`` (:func:`evalnoise.verified_after.apply_rule`: under ``failure`` a trial verified
-    after an agent failure counts as that failure), plus the flags that are not 0
-    (:func:`evalnoise.verified_after.flag_counts`: how many trials the verifier decided after
-    a timeout or an agent error, and ``oom_in_agent``), counted over the final attempts."""
-    from evalnoise.outcomes import final_attempts, outcome_counts
-    from evalnoise.verified_after import apply_rule, flag_counts
+    after an agent failure counts as that failure, still flagged)."""
+    from evalnoise.outcomes import outcome_counts
+    from evalnoise.verified_after import apply_rule
 
-    outcomes = outcome_counts(apply_rule(attempts, rule))
-    outcomes.update(flag_counts(final_attempts(attempts)))
-    return outcomes
+    return outcome_counts(apply_rule(attempts, rule))
 
 
 def analyze_group(
@@ -160,24 +157,24 @@ def analyze_group(
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
     withheld = None if verdict.valid else not_a_measurement(verdict)
 
-    def estimates(frame: pd.DataFrame, attempts: pd.DataFrame) -> dict[str, Any]:
-        record = group_estimates(frame, data.group, options)
+    def estimates(frame: pd.DataFrame, attempts: pd.DataFrame, **more: Any) -> dict[str, Any]:
+        record = GroupRecord.from_dict(group_estimates(frame, data.group, options))
         if withheld is not None:
-            record = withheld_record(record, withheld)
-        record["readings"] = failure_readings(
+            record = record.with_estimates_withheld(withheld)
+        readings = failure_readings(
             attempts,
             confidence=options["confidence"],
             cluster_se=options["cluster_se"],
             quantile=options["quantile"],
         )
-        return record
+        return replace(
+            record,
+            readings=readings,
+            **ident,
+            **more,
+        ).to_dict()
 
-    overall = {
-        **estimates(data.frame, data.attempts),
-        **ident,
-        "outcomes": outcomes,
-        "health": verdict.to_dict(),
-    }
+    overall = estimates(data.frame, data.attempts, outcomes=outcomes, health=verdict.to_dict())
     levels = []
     if options.get("per_level", True):
         known = data.attempts.dropna(subset=["level"])
@@ -185,12 +182,12 @@ def analyze_group(
             part = data.frame[data.frame["level"].astype(str) == level]
             rows = known[known["level"].astype(str) == level]
             levels.append(
-                {
-                    **estimates(part, rows),
-                    **ident,
-                    "level": level,
-                    "outcomes": outcomes_with_flags(rows, data.after_agent_failure),
-                }
+                estimates(
+                    part,
+                    rows,
+                    level=level,
+                    outcomes=outcomes_with_flags(rows, data.after_agent_failure),
+                )
             )
     per_task = (
         per_task_table(data.frame, confidence=options["confidence"])

@@ -20,52 +20,60 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
 from evalnoise.analysis import holm_comparisons
 from evalnoise.attribution.text import attribution_lines, resource_line
+from evalnoise.group_records import GroupMetrics, GroupRecord
 from evalnoise.group_text import readings_text, reporting_line
-from evalnoise.outcomes import OUTCOMES, outcome_line
+from evalnoise.outcomes import OUTCOMES, failed_trials, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
-from evalnoise.verified_after import FLAGS
 
 __all__ = [
-    "PROFILE_COLUMNS",
+    "RunSummary",
     "failed_trials",
     "health_problems",
     "judge_line",
     "judge_summary",
     "metrics",
+    "profile_columns",
     "summarize",
     "summary_lines",
     "with_judge",
+    "withheld_judge",
 ]
 
-#: The per-resource-profile table (accuracy and infra error rate per agent × profile).
-PROFILE_COLUMNS = (
-    "resource_profile",
-    "agent",
-    "group",
-    "accuracy",
-    "ci_low",
-    "ci_high",
-    "icc",
-    "infra_error_rate",
-    "infra_ci_low",
-    "infra_ci_high",
-    "trials",
-    "attempts",
-    "counted",
-    "excluded",
-    "unscored",
-    "timeout_attempts",
-    "oom_killed_attempts",
-    "infra_error_attempts",
-    *OUTCOMES,
-    "valid",
-)
+
+def profile_columns() -> tuple[str, ...]:
+    """The per-resource-profile table's columns (accuracy and infra error rate per agent ×
+    profile): the attempts of every infrastructure status
+    (:func:`evalnoise.outcome_table.attempt_columns`) and every outcome's count, from the
+    outcome table."""
+    from evalnoise.outcome_table import attempt_columns
+
+    return (
+        "resource_profile",
+        "agent",
+        "group",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "icc",
+        "infra_error_rate",
+        "infra_ci_low",
+        "infra_ci_high",
+        "trials",
+        "attempts",
+        "counted",
+        "excluded",
+        "unscored",
+        *attempt_columns(),
+        *OUTCOMES,
+        "valid",
+    )
 
 
 def _holm(records: list[dict[str, Any]]) -> None:
@@ -76,16 +84,18 @@ def _holm(records: list[dict[str, Any]]) -> None:
     holm_comparisons(records)
 
 
-def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
-    rec, infra = stats["overall"], stats["infra"]
+def _profile_row(stats: Mapping[str, Any], record: GroupRecord) -> dict[str, Any]:
+    from evalnoise.outcome_table import attempt_columns
+
+    infra = stats["infra"]
     return {
         "resource_profile": stats["resource_profile"],
         "agent": stats["agent"],
         "group": stats["group"],
-        "accuracy": rec["mean"],
-        "ci_low": rec["ci_low"],
-        "ci_high": rec["ci_high"],
-        "icc": rec["icc"],
+        "accuracy": record.headline,
+        "ci_low": record.ci_low,
+        "ci_high": record.ci_high,
+        "icc": record.icc,
         "infra_error_rate": infra["infra_error_rate_attempts"],
         "infra_ci_low": infra["infra_ci_low"],
         "infra_ci_high": infra["infra_ci_high"],
@@ -94,21 +104,10 @@ def _profile_row(stats: Mapping[str, Any]) -> dict[str, Any]:
         "counted": infra["counted"],
         "excluded": infra["excluded"],
         "unscored": infra["unscored"],
-        "timeout_attempts": infra["timeout_attempts"],
-        "oom_killed_attempts": infra["oom_killed_attempts"],
-        "infra_error_attempts": infra["infra_error_attempts"],
+        **{name: infra[name] for name in attempt_columns()},
         **{name: stats["outcomes"][name] for name in OUTCOMES},
         "valid": stats["health"]["valid"],
     }
-
-
-def failed_trials(outcomes: Mapping[str, int]) -> int:
-    """Trials that ended in a failure: not ``ok`` and not merely waiting for a grader's
-    verdict (:data:`evalnoise.outcomes.UNDECIDED`)."""
-    from evalnoise.outcomes import UNDECIDED
-
-    waiting = sum(int(outcomes.get(k, 0)) for k in UNDECIDED)
-    return int(outcomes.get("trials", 0)) - int(outcomes.get("ok", 0)) - waiting
 
 
 def health_problems(stats: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -151,6 +150,33 @@ def with_judge(stats: Mapping[str, Any], judged: Mapping[str, Any] | None) -> di
     return {**stats, "outcomes": outcomes, "health": merged, "overall": overall}
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """Everything the summarize step writes, in one place (:func:`summarize`).
+
+    groups, levels : the group records (:meth:`evalnoise.group_records.GroupRecord.to_dict`;
+        ``groups.json``), sorted by agent and resource profile.
+    comparisons, skipped : the compared pairs (Holm over the whole family) and the pairs
+        not compared because a group is not a measurement (``comparisons.json``).
+    profiles, convergence, budget, per_task : the tables the report and DVC plots read.
+    summary : the text of ``summary.txt``.
+    problems : what makes the run fail (rule ``check``).
+    metrics : ``metrics.json``.
+    """
+
+    groups: list[dict[str, Any]]
+    levels: list[dict[str, Any]]
+    comparisons: list[dict[str, Any]]
+    skipped: list[dict[str, Any]]
+    profiles: pd.DataFrame
+    convergence: pd.DataFrame
+    budget: pd.DataFrame
+    per_task: pd.DataFrame
+    summary: str
+    problems: list[str]
+    metrics: dict[str, Any]
+
+
 def summarize(
     stats: Sequence[Mapping[str, Any]],
     pairs: Sequence[Mapping[str, Any]],
@@ -160,34 +186,39 @@ def summarize(
     confidence: float,
     judge: Sequence[Mapping[str, Any]] = (),
     attribution: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Everything in one place, sorted: ``groups`` (records with ``outcomes``, ``health``,
-    ``costs`` (:func:`evalnoise.costs.combine_costs`) and, with a judge stage, ``judge``:
-    :func:`judge_summary`), ``levels``, ``comparisons``
-    (Holm over the whole family), ``skipped``
-    (pairs not compared because a group is not a measurement), ``profiles`` /
+) -> RunSummary:
+    """Everything in one place, sorted (a :class:`RunSummary`): ``groups`` (typed records,
+    :class:`evalnoise.group_records.GroupRecord`, with ``outcomes``, ``health``, ``costs``
+    (:func:`evalnoise.costs.combine_costs`) and, with a judge stage, ``judge``:
+    :func:`judge_summary`; a withheld group's judges show no accuracy,
+    :func:`withheld_judge`), ``levels``, ``comparisons`` (Holm over the whole family),
+    ``skipped`` (pairs not compared because a group is not a measurement), ``profiles`` /
     ``convergence`` / ``budget`` / ``per_task`` (DataFrames), ``summary`` (text),
     ``problems`` (what makes the run fail) and ``metrics`` (the DVC metrics dict)."""
     from evalnoise.costs import combine_costs
 
     judged = {r["group"]: judge_summary(r) for r in judge}
+    for s in stats:
+        if s["group"] in judged and s["overall"].get("withheld"):
+            judged[s["group"]] = withheld_judge(judged[s["group"]], s["overall"]["withheld"])
     stats = sorted(
         (with_judge(s, judged.get(s["group"])) for s in stats),
         key=lambda s: (s["agent"], s["resource_profile"]),
     )
     judge_costs = {r["group"]: r.get("costs") for r in judge}
-    groups = [
-        {
-            **s["overall"],
-            "crash_signals": dict(s.get("crash_signals", {})),
-            **({"judge": judged[s["group"]]} if s["group"] in judged else {}),
+    records = [
+        replace(
+            GroupRecord.from_dict(s["overall"]),
+            crash_signals=dict(s.get("crash_signals", {})),
+            judge=judged.get(s["group"]),
             # the trials' cost drivers, with the judge stage's calls when it ran (priced
             # by the report: prices are no statistic)
-            "costs": combine_costs(s.get("costs"), judge_costs.get(s["group"])),
-        }
+            costs=combine_costs(s.get("costs"), judge_costs.get(s["group"])),
+        )
         for s in stats
     ]
-    levels = [dict(r) for s in stats for r in s["levels"]]
+    groups = [r.to_dict() for r in records]
+    levels = [GroupRecord.from_dict(r).to_dict() for s in stats for r in s["levels"]]
     ordered = sorted(
         (dict(p) for p in pairs), key=lambda r: (r["kind"], r["within"], r["a"], r["b"])
     )
@@ -201,7 +232,10 @@ def summarize(
         if record["mcnemar"] is not None:
             record["mcnemar"] = dict(record["mcnemar"])
     _holm(comparisons)
-    profiles = pd.DataFrame([_profile_row(s) for s in stats], columns=list(PROFILE_COLUMNS))
+    profiles = pd.DataFrame(
+        [_profile_row(s, r) for s, r in zip(stats, records, strict=True)],
+        columns=list(profile_columns()),
+    )
     from evalnoise.analysis import PER_TASK_COLUMNS
 
     # with columns also when empty (every group withheld): readers get a header, not nothing
@@ -220,17 +254,17 @@ def summarize(
     lines = []
     if problems:
         lines.append("!! " + "\n!! ".join(problems))
-    for s in stats:
+    for s, record in zip(stats, records, strict=True):
         flag = "" if s["health"]["valid"] else "  [NOT A MEASUREMENT OF THE AGENT]"
         if s["health"]["expected"] and s["health"]["reasons"]:
             flag = "  [failures declared as the experiment: health.expected_failures]"
-        lines.append(f"{s['group']}: {reporting_line(s['overall'], confidence)}{flag}")
-        for r in s["levels"]:
-            lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
-        lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
-        shown = readings_text(s["overall"].get("readings"))
-        verified = "verified_as_failures" in (s["overall"].get("readings") or {})
-        if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"]) or verified):
+        lines.append(f"{s['group']}: {reporting_line(record, confidence)}{flag}")
+        for r in map(GroupRecord.from_dict, s["levels"]):
+            lines.append(f"  level {r.level}: {reporting_line(r, confidence)}")
+        lines.append(f"  outcomes: {outcome_line(record.outcomes)}")
+        shown = readings_text(record.readings)
+        verified = "verified_as_failures" in (record.readings or {})
+        if shown and (record.withheld or failed_trials(s["outcomes"]) or verified):
             lines.append(f"  readings: {shown}")
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']], confidence)}")
@@ -239,7 +273,7 @@ def summarize(
             if "not_computed" in a:
                 lines.append(f"  attribution: not computed ({a['not_computed']})")
             else:
-                if s["overall"].get("withheld"):
+                if record.withheld:
                     # no statistic of a group that is not a measurement: no noise model
                     a = {k: v for k, v in a.items() if k != "noise"}
                 lines.extend(f"  {line}" for line in attribution_lines(a))
@@ -264,19 +298,19 @@ def summarize(
         lines.append(
             f"{r['kind']} ({r['within']}): {r['a']} vs {r['b']}: not compared — {r['reason']}"
         )
-    return {
-        "groups": groups,
-        "levels": levels,
-        "comparisons": comparisons,
-        "skipped": skipped,
-        "profiles": profiles,
-        "convergence": concat(convergence, CONVERGENCE_TABLE_COLUMNS, "trials"),
-        "budget": concat(budgets, BUDGET_COLUMNS, "n_tasks"),
-        "per_task": per_task,
-        "summary": "\n".join(lines) + "\n",
-        "problems": problems,
-        "metrics": metrics(stats, comparisons, judged, attribution),
-    }
+    return RunSummary(
+        groups=groups,
+        levels=levels,
+        comparisons=comparisons,
+        skipped=skipped,
+        profiles=profiles,
+        convergence=concat(convergence, CONVERGENCE_TABLE_COLUMNS, "trials"),
+        budget=concat(budgets, BUDGET_COLUMNS, "n_tasks"),
+        per_task=per_task,
+        summary="\n".join(lines) + "\n",
+        problems=problems,
+        metrics=metrics(stats, records, comparisons, attribution),
+    )
 
 
 def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -318,6 +352,21 @@ def judge_summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "share_judge": nested.get("share_judge"),
         "sigma2_judge_ci_low": nested.get("sigma2_judge_ci_low"),
         "sigma2_judge_ci_high": nested.get("sigma2_judge_ci_high"),
+    }
+
+
+def withheld_judge(j: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """A judge summary (:func:`judge_summary`) of a group whose headline is withheld: no
+    accuracy by any judge (``accuracy``, ``ci_low``, ``ci_high`` and every judge's
+    ``accuracy`` None) and ``withheld`` the reason. The judges' agreement with the reference
+    stays: it measures the judges, not the agent."""
+    return {
+        **j,
+        "accuracy": None,
+        "ci_low": None,
+        "ci_high": None,
+        "withheld": reason,
+        "judges": [{**r, "accuracy": None} for r in j.get("judges") or ()],
     }
 
 
@@ -369,80 +418,30 @@ def _num(value: Any, digits: int = 6) -> float | None:
 
 def metrics(
     stats: Sequence[Mapping[str, Any]],
+    records: Sequence[GroupRecord],
     comparisons: Sequence[Mapping[str, Any]],
-    judged: Mapping[str, Mapping[str, Any]] | None = None,
     attribution: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``results/metrics.json``: per group accuracy, CI, ICC, infra error rate, outcome
-    counts and ``valid`` (false = not a measurement of the agent); per compared pair the
-    difference and its Holm-adjusted p (rounded to 6 digits: stable across platforms);
-    ``valid`` at the top: every group valid and no trial unscored."""
+    """``results/metrics.json``: per group its :class:`evalnoise.group_records.GroupMetrics`
+    (accuracy, CI, ICC, infra error rate, outcome counts and ``valid``: false = not a
+    measurement of the agent), from the group's typed record (``records``, in the order of
+    ``stats``); per compared pair the difference and its Holm-adjusted p (rounded to 6
+    digits: stable across platforms); ``valid`` at the top: every group valid and no trial
+    unscored."""
     groups = {}
-    for s in stats:
-        rec, infra = s["overall"], s["infra"]
-        groups[s["group"]] = {
-            "accuracy": _num(rec["mean"]),
-            "ci_low": _num(rec["ci_low"]),
-            "ci_high": _num(rec["ci_high"]),
-            "icc": _num(rec["icc"]),
-            "icc_ci_low": _num(rec["icc_ci_low"]),
-            "icc_ci_high": _num(rec["icc_ci_high"]),
-            "infra_error_rate": _num(infra["infra_error_rate_attempts"]),
-            "n_tasks": int(rec["n_tasks"]),
-            "n_trials": int(rec["n_obs"]),
-            # a measurement of the agent with every trial decided by its scorers
-            "valid": bool(s["health"]["valid"]) and not s["health"].get("incomplete"),
-            "measurement": bool(s["health"]["valid"]),
-            "expected_failures": bool(s["health"]["expected"]),
-            "outcomes": {
-                k: int(s["outcomes"][k])
-                # the flags (evalnoise.verified_after.FLAGS) only when a trial has one
-                for k in (*OUTCOMES, "trials", "unjudged", *FLAGS)
-                if k in s["outcomes"]
-            },
-        }
-        if s["health"].get("incomplete"):
-            groups[s["group"]]["incomplete"] = list(s["health"]["incomplete"])
-        if rec.get("withheld"):
-            # no headline: say why beside the nulls
-            groups[s["group"]]["withheld"] = rec["withheld"]
-        if (
-            rec.get("withheld")
-            or failed_trials(s["outcomes"])
-            or "verified_as_failures" in (rec.get("readings") or {})
-        ):
-            groups[s["group"]]["readings"] = {
-                name: {
-                    "accuracy": _num(r["mean"]),
-                    "ci_low": _num(r["ci_low"]),
-                    "ci_high": _num(r["ci_high"]),
-                    "n_trials": int(r["n_trials"]),
-                }
-                for name, r in (rec.get("readings") or {}).items()
-            }
-        noise = ((attribution or {}).get(s["group"]) or {}).get("noise")
-        if noise and noise.get("dstudy") and not rec.get("withheld"):
-            # every facet that varied counted (issue 23): beside the task-clustered CI
-            te = noise["dstudy"]["total_error"]
-            groups[s["group"]]["total_error_se"] = _num(te["se"])
-            groups[s["group"]]["total_error_ci_low"] = _num(te["ci_low"])
-            groups[s["group"]]["total_error_ci_high"] = _num(te["ci_high"])
-            groups[s["group"]]["se_clustered"] = _num(te.get("se_clustered"))
-        if attribution and "infra_share" in attribution.get(s["group"], {}):
-            a = attribution[s["group"]]
-            groups[s["group"]]["infra_share"] = _num(a["infra_share"])
-            groups[s["group"]]["policy_moves_result"] = bool(a["policy_moves_result"])
-            groups[s["group"]]["flaky_tasks"] = int(a["flaky_flagged"])
-        if judged and s["group"] in judged:
-            j = judged[s["group"]]
-            groups[s["group"]]["judge"] = {
-                k: _num(j[k]) for k in ("accuracy", "kappa", "parse_rate", "share_judge")
-            }
-            groups[s["group"]]["judge"]["unjudged"] = int(j.get("unjudged") or 0)
-            if len(j.get("judges") or ()) > 1:
-                groups[s["group"]]["judge"]["kappa_by_judge"] = {
-                    r["name"]: _num(r["kappa"]) for r in j["judges"]
-                }
+    for s, record in zip(stats, records, strict=True):
+        a = (attribution or {}).get(s["group"]) or {}
+        groups[s["group"]] = GroupMetrics.from_record(
+            record,
+            infra_error_rate=s["infra"]["infra_error_rate_attempts"],
+            show_readings=bool(
+                record.withheld
+                or failed_trials(s["outcomes"])
+                or "verified_as_failures" in (record.readings or {})
+            ),
+            noise=a.get("noise"),
+            attribution=a if "infra_share" in a else None,
+        ).to_dict()
     pairs = {}
     for r in comparisons:
         name = f"{r['kind']}:{r['within']}:{r['a']}-vs-{r['b']}"

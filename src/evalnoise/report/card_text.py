@@ -17,6 +17,7 @@ from typing import Any
 
 from evalnoise.formatting import fmt, pct
 from evalnoise.group_text import readings_text
+from evalnoise.outcomes import failed_trials
 from evalnoise.report.card_costs import cost_drivers_text, cost_text
 from evalnoise.report.health import (
     NOT_A_MEASUREMENT_LABEL,
@@ -222,19 +223,11 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     ]
     readings = readings_text(m.get("readings"))
     outcomes = card.get("outcomes") or {}
-    failed = (
-        (outcomes.get("trials") or 0)
-        - (outcomes.get("ok") or 0)
-        - (outcomes.get("unscored") or 0)
-        - (outcomes.get("verifier_error") or 0)
-    )
-    if card.get("flags"):
-        # trials the verifier decided after an agent failure (evalnoise.verified_after)
-        from evalnoise.verified_after import flag_text
-
-        rows.insert(len(rows) - 1, ("Flags", (flag_text(card["flags"]) or "")[len("flags: ") :]))
+    failed = failed_trials(outcomes)
     if readings and (
-        m.get("accuracy_withheld") or failed > 0 or "verified_as_failures" in m["readings"]
+        m.get("accuracy_withheld")
+        or failed > 0
+        or "verified_as_failures" in (m.get("readings") or {})
     ):
         # labelled readings, never the headline: shown (not struck) also on an invalid card
         rows.insert(4, ("Readings", readings))

@@ -33,6 +33,7 @@ from typing import Any
 from evalnoise.costs import Prices
 from evalnoise.formatting import finite_or_none as _finite
 from evalnoise.formatting import jsonable
+from evalnoise.group_records import GroupRecord
 from evalnoise.group_text import reporting_line
 from evalnoise.report.card_costs import card_costs
 from evalnoise.report.card_limitations import level_limitations, limitations
@@ -209,9 +210,10 @@ def evaluation_card(
         # An invalid group may have no statistics at all (no trial counted): undefined.
         record = {**dict.fromkeys(missing), "interpretation": "undefined", **record}
     agent, profile = card_key(record, context)
+    rec = GroupRecord.from_dict(record)
     conf = context.confidence
-    n_tasks = 0 if record["n_tasks"] is None else int(record["n_tasks"])
-    n_obs = 0 if record["n_obs"] is None else int(record["n_obs"])
+    n_tasks = 0 if rec.n_tasks is None else int(rec.n_tasks)
+    n_obs = 0 if rec.n_obs is None else int(rec.n_obs)
     counts = sorted(int(t) for t in trials_per_task)
     trials = {
         "n_tasks": n_tasks,
@@ -237,24 +239,26 @@ def evaluation_card(
         "metrics": {
             "confidence": conf,
             # a group that is not a measurement has no accuracy: the reason instead
-            "accuracy_withheld": record.get("withheld"),
-            "accuracy": record["mean"],
-            "accuracy_ci_low": record["ci_low"],
-            "accuracy_ci_high": record["ci_high"],
-            "accuracy_se_clustered": record["se_clustered"],
+            "accuracy_withheld": rec.withheld,
+            "accuracy": rec.headline,
+            "accuracy_ci_low": rec.ci_low,
+            "accuracy_ci_high": rec.ci_high,
+            "accuracy_se_clustered": rec.se_clustered,
             "icc_variant": ICC_VARIANT,
-            "icc": record["icc"],
-            "icc_ci_low": record["icc_ci_low"],
-            "icc_ci_high": record["icc_ci_high"],
-            "icc_se": record.get("icc_se"),
-            "icc_interpretation": record["interpretation"],
-            "icc_plugin": record.get("icc_plugin"),
-            "icc_k": record.get("icc_k"),
-            "sigma2_between": record.get("sigma2_between"),
-            "sigma2_within": record.get("sigma2_within"),
+            "icc": rec.icc,
+            "icc_ci_low": rec.icc_ci_low,
+            "icc_ci_high": rec.icc_ci_high,
+            "icc_se": rec.icc_se,
+            "icc_interpretation": rec.interpretation,
+            "icc_plugin": rec.icc_plugin,
+            "icc_k": rec.icc_k,
+            "sigma2_between": rec.sigma2_between,
+            "sigma2_within": rec.sigma2_within,
             "between_query_se": between_query_se(record),
             # labelled readings that are not the headline (evalnoise.analysis.failure_readings)
-            "readings": None if record.get("readings") is None else dict(record["readings"]),
+            "readings": (
+                None if rec.readings is None else {k: r.to_dict() for k, r in rec.readings.items()}
+            ),
         },
         "task_complexity": {
             "level": context.task_level,
@@ -285,24 +289,10 @@ def evaluation_card(
             converged=converged,
         )
         + level_limitations(levels, group_invalid=health["valid"] is False),
-        "reporting_line": reporting_line(dict(record), conf),
+        "reporting_line": reporting_line(rec, conf),
         "machine": None if machine is None else dict(machine),
-        "judge": None if record.get("judge") is None else dict(record["judge"]),
+        "judge": None if rec.judge is None else dict(rec.judge),
         "policy_sensitivity": (None if attribution is None else policy_sensitivity_of(attribution)),
-        "costs": card_costs(record.get("costs"), context.prices),
+        "costs": card_costs(rec.costs, context.prices),
     }
-    flags = _flags_of(record)
-    if flags:  # only a group with flags: every other card stays as it was
-        card["flags"] = flags
     return jsonable(card)
-
-
-def _flags_of(record: Mapping[str, Any]) -> dict[str, int]:
-    """The flags the record's outcomes carry (:func:`evalnoise.verified_after.flag_counts`):
-    trials verified after an agent failure, OOM kills the task lived through."""
-    from evalnoise.verified_after import FLAGS
-
-    raw = record.get("outcomes")
-    if not isinstance(raw, Mapping):
-        return {}
-    return {k: int(raw[k]) for k in FLAGS if raw.get(k)}

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalnoise.formatting import fmt, pct
+from evalnoise.outcomes import flags_text
 from evalnoise.report.card_text import card_banner, card_fields, card_note, card_title
 from evalnoise.report.health import (
     NOT_A_MEASUREMENT_LABEL,
@@ -44,6 +45,8 @@ def _md_outcomes(card: Mapping[str, Any]) -> list[str]:
         "",
         OUTCOME_LEGEND,
     ]
+    if flags_text(outcomes):
+        lines += ["", "Flagged: " + flags_text(outcomes)]
     signals = (card.get("health") or {}).get("crash_signals") or {}
     if signals:
         lines += ["", "Crash signals: " + crash_signals_text(signals)]

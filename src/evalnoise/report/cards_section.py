@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalnoise.formatting import fmt, pct
+from evalnoise.outcomes import flags_text
 from evalnoise.report._markup import struck_through
 from evalnoise.report.card_text import card_banner, card_fields, card_note, card_title
 from evalnoise.report.health import crash_signals_text
@@ -46,6 +47,8 @@ def _card_outcomes_html(card: Mapping[str, Any]) -> str:
         f"<h4>Outcomes of {outcomes.get('trials') or '?'} trials</h4>",
         f'<table class="outcomes">{outcome_header()}<tr>{outcome_cells(outcomes)}</tr></table>',
     ]
+    if flags_text(outcomes):
+        parts.append(f'<p class="flags">Flagged: {html.escape(flags_text(outcomes))}</p>')
     signals = (card.get("health") or {}).get("crash_signals") or {}
     if signals:
         text = crash_signals_text(signals)

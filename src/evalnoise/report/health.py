@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from evalnoise.outcomes import OUTCOME_LABELS, OUTCOMES
+from evalnoise.outcome_table import FLAGS, OUTCOME_HEADERS, OUTCOME_LABELS, OUTCOMES
 
 __all__ = [
     "EXPECTED_NOTE",
@@ -48,17 +48,6 @@ NOT_A_MEASUREMENT_LABEL = NOT_A_MEASUREMENT[0].lower() + NOT_A_MEASUREMENT[1:]
 NOT_A_MEASUREMENT_SUFFIX = " — NOT A MEASUREMENT"
 #: The neutral note of a group whose failures the config declared to be the experiment.
 EXPECTED_NOTE = "failures declared as the experiment (health.expected_failures)"
-#: Short column headers of the outcome tables, in :data:`OUTCOMES` order.
-OUTCOME_HEADERS = {
-    "ok": "ok",
-    "crashed": "crashed",
-    "no_answer": "no answer",
-    "timeout": "timeout",
-    "oom_killed": "oom_killed",
-    "infra_error": "infra_error",
-    "verifier_error": "verifier_error",
-    "unscored": "unscored",
-}
 #: Under every outcome table (a card's Markdown, the page's "Outcomes"): what the outcomes mean.
 OUTCOME_LEGEND = (
     "crashed and no answer are the two kinds of agent_error (crashed: killed by a fault "
@@ -97,8 +86,9 @@ def _flag(value: Any) -> bool | None:
 
 
 def outcomes_of(record: Mapping[str, Any]) -> dict[str, int | None] | None:
-    """The record's outcome counts (every key of :data:`OUTCOMES`, ``trials``, ``attempts``),
-    or None when the record has none (an input older than outcome accounting).
+    """The record's outcome counts (every key of :data:`OUTCOMES`, ``trials``, ``attempts``,
+    and the flags of :data:`evalnoise.outcome_table.FLAGS` the record counts), or None when
+    the record has none (an input older than outcome accounting).
 
     A count the record lacks is None; a missing ``trials`` is the sum of the outcomes that
     partition the trials (every outcome but ``unscored``) when all of them are known.
@@ -107,6 +97,7 @@ def outcomes_of(record: Mapping[str, Any]) -> dict[str, int | None] | None:
     if not isinstance(raw, Mapping):
         return None
     out = {key: _count(raw.get(key)) for key in (*OUTCOMES, "trials", "attempts")}
+    out.update({key: _count(raw[key]) for key in FLAGS if key in raw})
     if "verifier_error" not in raw:  # a record from before environment tasks: none could be
         out["verifier_error"] = 0
     if out["trials"] is None:

@@ -40,6 +40,22 @@ def _judged_text(j: Mapping[str, Any]) -> str:
     return f"{unjudged} of {sent} UNJUDGED{split}; {parsed}"
 
 
+#: what a judge's accuracy reads as in a group that is not a measurement of the agent
+WITHHELD_ACCURACY = "no accuracy (withheld: the group is not a measurement of the agent)"
+
+
+def _accuracy_text(j: Mapping[str, Any], conf: str) -> str:
+    """``accuracy 41.7% (95% CI [30.1%, 53.2%])``, or no number at all when the group's
+    headline is withheld (``withheld`` in the record): the judge's scores of a group that is
+    not a measurement of the agent are no measurement either."""
+    if j.get("withheld"):
+        return WITHHELD_ACCURACY
+    return (
+        f"accuracy {pct(j.get('accuracy'))} ({conf} CI [{pct(j.get('ci_low'))}, "
+        f"{pct(j.get('ci_high'))}])"
+    )
+
+
 def judge_text(j: Mapping[str, Any], conf: str) -> str:
     """The LLM judge beside the reference scorer: its accuracy, parse rate, kappa against
     the reference with its CI, error rates, and its share of the score variance."""
@@ -48,8 +64,7 @@ def judge_text(j: Mapping[str, Any], conf: str) -> str:
     name = f" {j.get('name')}" if len(j.get("judges") or ()) > 1 else ""
     text = (
         f"judge{name} ({j.get('mode')}, {samples} sample{'s' if samples != 1 else ''} per trial): "
-        f"accuracy {pct(j.get('accuracy'))} ({conf} CI [{pct(j.get('ci_low'))}, "
-        f"{pct(j.get('ci_high'))}]); {_judged_text(j)}; "
+        f"{_accuracy_text(j, conf)}; {_judged_text(j)}; "
         f"κ = {fmt(j.get('kappa'), '.2f')} [{fmt(j.get('kappa_ci_low'), '.2f')}, "
         f"{fmt(j.get('kappa_ci_high'), '.2f')}], false accept {pct(j.get('false_accept_rate'))}, "
         f"false reject {pct(j.get('false_reject_rate'))}"
@@ -82,7 +97,8 @@ def judges_rows(j: Mapping[str, Any], conf: str) -> list[tuple[str, str]]:
             f"κ = {fmt(r.get('kappa'), '.2f')} [{fmt(r.get('kappa_ci_low'), '.2f')}, "
             f"{fmt(r.get('kappa_ci_high'), '.2f')}], false accept "
             f"{pct(r.get('false_accept_rate'))}, false reject {pct(r.get('false_reject_rate'))}; "
-            f"{_judged_text(r)}; accuracy {pct(r.get('accuracy'))}"
+            f"{_judged_text(r)}; "
+            + (WITHHELD_ACCURACY if j.get("withheld") else f"accuracy {pct(r.get('accuracy'))}")
         )
         if r.get("same_as_reference"):
             text += " (the reference scorer's own rule: agrees by construction)"

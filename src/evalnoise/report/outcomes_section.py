@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalnoise.formatting import pct
+from evalnoise.outcomes import flags_text
 from evalnoise.report.card_text import card_note, card_title
 from evalnoise.report.health import (
     NOT_A_MEASUREMENT,
@@ -105,6 +106,8 @@ def outcomes_section(cards: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         rate = health.get("failure_rate")
         if rate is not None:
             status += f" ({pct(rate)} failed)"
+        if flags_text(card.get("outcomes")):
+            status += f"; flagged: {flags_text(card.get('outcomes'))}"
         cls = ' class="invalid"' if card.get("valid") is False else ""
         rows.append(
             f'<tr{cls}><td><a href="#card-{html.escape(stem)}">'
