@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from evalnoise.analysis import failure_readings
-from evalnoise.outcomes import outcome_line
+from evalnoise.outcomes import flag_counts, flags_text, outcome_line
 from evalnoise.runner.environment import agent_oom_outcome, verdict_after_agent_failure
 from evalnoise.runner.infra_policies import (
     InfraPolicy,
@@ -16,13 +16,7 @@ from evalnoise.runner.infra_policies import (
     infra_policy,
     should_retry,
 )
-from evalnoise.verified_after import (
-    apply_rule,
-    as_failures,
-    flag_counts,
-    flag_text,
-    verified_mask,
-)
+from evalnoise.verified_after import apply_rule, as_failures, verified_mask
 
 
 def _trials() -> pd.DataFrame:
@@ -70,24 +64,18 @@ def test_a_table_without_the_column_is_read_as_it_is():
     plain = pd.DataFrame({"status": ["ok", "timeout"], "score": [1.0, np.nan]})
     assert as_failures(plain) is plain
     assert not verified_mask(plain).any()
-    assert flag_counts(plain) == {}
+    assert flag_counts(plain) == {}  # no flag column: nothing counted
 
 
 def test_flag_counts_and_their_text():
+    """The flags come from the one flag table (evalnoise.outcome_table.FLAG_TABLE)."""
     counts = flag_counts(_trials())
-    assert counts == {
-        "verified_after_timeout": 2,
-        "verified_after_agent_error": 1,
-        "oom_in_agent": 1,
-    }
-    assert flag_text(counts) == (
-        "flags: 2 verified after timeout, 1 verified after agent_error, 1 oom_in_agent"
-    )
-    assert flag_text({"ok": 3}) is None
+    assert (counts["verified_after"], counts["oom_in_agent"]) == (3, 1)
     line = outcome_line({"trials": 6, "attempts": 6, "ok": 5, "timeout": 1, **counts})
-    assert line.endswith("; flags: 2 verified after timeout, 1 verified after agent_error, "
-                          "1 oom_in_agent")  # fmt: skip
-    assert "flags" not in outcome_line({"trials": 1, "attempts": 1, "ok": 1})
+    assert line.endswith(
+        "; flagged: 3 verified after an agent failure, 1 OOM kill in the agent phase"
+    )
+    assert "flagged" not in outcome_line({"trials": 1, "attempts": 1, "ok": 1})
 
 
 def _mean_of_task_means(tasks, values):
@@ -99,17 +87,17 @@ def test_readings_show_the_stricter_reading_beside():
     trials = _trials()
     readings = failure_readings(trials)
     # by hand: answered = the five ok trials; failures as incorrect adds the timeout as 0
-    assert readings["answered"]["n_trials"] == 5
-    assert readings["answered"]["mean"] == pytest.approx(
+    assert readings["answered"].n_trials == 5
+    assert readings["answered"].mean == pytest.approx(
         _mean_of_task_means(["t1"] * 3 + ["t2"] * 2, [1, 1, 1, 1, 0])
     )
-    assert readings["failures_as_incorrect"]["mean"] == pytest.approx(
+    assert readings["failures_as_incorrect"].mean == pytest.approx(
         _mean_of_task_means(["t1"] * 3 + ["t2"] * 3, [1, 1, 1, 1, 0, 0])
     )
     # the stricter reading: the three verdicts after an agent failure count as 0 too
     strict = readings["verified_as_failures"]
-    assert strict["n_trials"] == 6
-    assert strict["mean"] == pytest.approx(
+    assert strict.n_trials == 6
+    assert strict.mean == pytest.approx(
         _mean_of_task_means(["t1"] * 3 + ["t2"] * 3, [1, 0, 0, 0, 0, 0])
     )
     # without such a trial there is no third reading (every other group's record unchanged)
@@ -174,12 +162,12 @@ def test_outcomes_and_health_follow_the_rule():
     trials = _trials()
     verdict = outcomes_with_flags(trials, "verdict")
     assert (verdict["ok"], verdict["timeout"], verdict["no_answer"]) == (5, 1, 0)
-    assert verdict["verified_after_timeout"] == 2
+    assert verdict["verified_after"] == 3
     # the health rule counts as a failure only what has no valid verdict
     assert assess_health(verdict).failure_rate == pytest.approx(1 / 6)
     failure = outcomes_with_flags(trials, "failure")
     assert (failure["ok"], failure["timeout"], failure["no_answer"]) == (2, 3, 1)
-    assert failure["verified_after_timeout"] == 2  # the flags are the same under both rules
+    assert failure["verified_after"] == 3  # the flags are the same under both rules
 
 
 def _row(status, exit_code=None):
@@ -232,10 +220,10 @@ def test_the_pipeline_group_reads_the_rule_from_the_policy():
     assert failure.frame["score"].tolist() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     assert failure.attempts["status"].tolist() == scores["status"].tolist()  # as recorded
     outcomes, health, _ = group_health(verdict, {"max_failure_rate": 0.5, "expected_failures": []})
-    assert (outcomes["ok"], outcomes["verified_after_timeout"], health.valid) == (5, 2, True)
+    assert (outcomes["ok"], outcomes["verified_after"], health.valid) == (5, 3, True)
     outcomes, health, _ = group_health(failure, {"max_failure_rate": 0.5, "expected_failures": []})
     assert (outcomes["ok"], health.valid) == (2, False)  # 4 of 6 failed: today's reading
-    assert outcomes["verified_after_timeout"] == 2
+    assert outcomes["verified_after"] == 3
 
 
 def test_the_card_counts_the_flags_and_shows_both_readings():
@@ -247,7 +235,7 @@ def test_the_card_counts_the_flags_and_shows_both_readings():
         "group": "a@p",
         "n_tasks": 2,
         "n_obs": 6,
-        "mean": readings["failures_as_incorrect"]["mean"],
+        "mean": readings["failures_as_incorrect"].mean,
         "ci_low": 0.0,
         "ci_high": 1.0,
         "se_clustered": 0.2,
@@ -263,22 +251,17 @@ def test_the_card_counts_the_flags_and_shows_both_readings():
             "timeout": 1,
             "trials": 6,
             "attempts": 6,
-            "verified_after_timeout": 2,
-            "verified_after_agent_error": 1,
+            "verified_after": 3,
             "oom_in_agent": 1,
         },
     }
     card = evaluation_card(record, CardContext(benchmark="b", infra_policy="as incorrect"))
-    assert card["flags"] == {
-        "verified_after_timeout": 2,
-        "verified_after_agent_error": 1,
-        "oom_in_agent": 1,
-    }
-    fields = {name: value for name, value, _ in card_fields(card)}
-    assert fields["Flags"] == (
-        "2 verified after timeout, 1 verified after agent_error, 1 oom_in_agent"
+    assert flags_text(card["outcomes"]) == (
+        "3 verified after an agent failure, 1 OOM kill in the agent phase"
     )
+    fields = {name: value for name, value, _ in card_fields(card)}
     assert "verdicts after agent failures as incorrect" in fields["Readings"]
     # a card without flags is as it was
     plain = {**record, "outcomes": {"ok": 6, "trials": 6, "attempts": 6}}
-    assert "flags" not in evaluation_card(plain, CardContext(benchmark="b", infra_policy="x"))
+    plain_card = evaluation_card(plain, CardContext(benchmark="b", infra_policy="x"))
+    assert flags_text(plain_card["outcomes"]) == ""

@@ -112,7 +112,7 @@ def test_a_resolved_trial_is_resolved(jobs: Path, tmp_path: Path, capsys) -> Non
     (group,) = json.loads(capsys.readouterr().out)["groups"]
     assert group["mean"] == pytest.approx(0.2)
     assert group["health"]["valid"] is True
-    assert group["outcomes"]["ok"] == 5 and group["outcomes"]["verified_after_agent_error"] == 4
+    assert group["outcomes"]["ok"] == 5 and group["outcomes"]["verified_after"] == 4
     assert group["readings"]["failures_as_incorrect"]["mean"] == pytest.approx(0.2)
     assert group["readings"]["verified_as_failures"]["mean"] == pytest.approx(0.0)
     # the stricter rule: today's reading, 4 of 5 agent errors, no headline
@@ -126,7 +126,7 @@ def test_a_resolved_trial_is_resolved(jobs: Path, tmp_path: Path, capsys) -> Non
     assert main(["analyze", str(out), "--no-attribution"]) == 0
     text = capsys.readouterr().out
     assert "20.0% ±" in text
-    assert "flags: 4 verified after agent_error" in text
+    assert "flagged: 4 verified after an agent failure" in text
     assert "verdicts after agent failures as incorrect 0.0%" in text
 
 

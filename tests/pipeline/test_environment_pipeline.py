@@ -105,7 +105,7 @@ def test_environment_tasks_end_to_end(tmp_path, engine):
 
     summary = (ws / "results" / "analysis" / "summary.txt").read_text()
     assert "verifier_error" in summary
-    assert "flags: 2 oom_in_agent" in summary
+    assert "flagged: 2 OOM kill in the agent phase" in summary
     resource = json.loads((ws / "results" / "analysis" / "attribution.json").read_text())
     (pair,) = resource["_resource"]
     sort_numbers = tasks.loc[tasks["task_dir"].str.endswith("sort-numbers"), "task_id"].item()

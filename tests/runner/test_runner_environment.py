@@ -323,10 +323,12 @@ def test_unset_env_variable_is_infra_error(env_backend, tmp_path):
     assert "EVALNOISE_SURELY_UNSET_VAR" in row["error"]
 
 
-def test_oracle_without_solution_is_agent_error(env_backend, tmp_path):
+def test_oracle_without_solution_is_an_agent_error_the_verifier_decides(env_backend, tmp_path):
+    """The oracle fails (no solve.sh); the verifier then writes a valid reward, which decides
+    the trial (the benchmarks' rule), and the agent's failure stays a flag."""
     folder = make_env_task(tmp_path, "nosolution", test_sh=REWARD_ONE)
     row = env_trial(env_backend, folder, "oracle")
-    assert (row["status"], row["phase"]) == ("agent_error", "agent")
+    assert (row["status"], row["verified_after"], row["phase"]) == ("ok", "agent_error", "agent")
     assert "no solution/solve.sh" in row["error"]
     assert row["rewards_json"] == '{"reward":1.0}'
 
