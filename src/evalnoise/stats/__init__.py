@@ -32,6 +32,7 @@ from evalnoise.stats.dstudy import (
     total_error,
     variance_model,
 )
+from evalnoise.stats.gate import DesignForMargin, GateResult, design_for_margin, regression_gate
 from evalnoise.stats.gdesign import Design, Facet, parse_facets
 from evalnoise.stats.gstudy import GStudyResult, gstudy
 from evalnoise.stats.icc import ICCBatch, ICCResult, bonett_se, icc_batch, icc_oneway, interpret_icc
@@ -91,8 +92,10 @@ __all__ = [
     "DStudyResult",
     "Design",
     "DesignChoice",
+    "DesignForMargin",
     "Facet",
     "GStudyResult",
+    "GateResult",
     "ICCBatch",
     "ICCResult",
     "MDDResult",
@@ -122,6 +125,7 @@ __all__ = [
     "confidence_sequence",
     "corrected_accuracy",
     "cost_allocation",
+    "design_for_margin",
     "dstudy",
     "gstudy",
     "holm",
@@ -147,6 +151,7 @@ __all__ = [
     "pass_k",
     "plan_from_pilot",
     "ppi_mean",
+    "regression_gate",
     "rogan_gladen",
     "stopping_decision",
     "tasks_for_icc_precision",
