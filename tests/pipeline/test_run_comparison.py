@@ -6,15 +6,20 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from evalnoise.cli import main
+from evalnoise.errors import InputError
+from evalnoise.pipeline.jobs import run_script
 from evalnoise.pipeline.run_comparison import Run, comparability, compare_runs, match_groups
 from evalnoise.pipeline.run_sources import read_results_dir
 
+ROOT = Path(__file__).resolve().parents[2]
 P_TASK = np.random.default_rng(0).beta(1, 1, 40)  # one benchmark: each task's success rate
 
 
@@ -274,3 +279,43 @@ def test_two_results_directories_and_a_git_revision(tmp_path, capsys):
     (rec,) = printed["pairs"]
     assert rec["detected"] and rec["comparability"]["comparable"]
     assert [d["what"] for d in rec["comparability"]["differences"]] == ["run_seed"]
+
+
+# --- the compare_runs rule's script, as Snakemake runs it in process --------------------------
+
+
+def _run_rule(tmp_path, monkeypatch, baseline):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "compare" / f"{baseline}.json"
+    analysis = {"confidence": 0.95, "bootstrap": {"resamples": 300, "seed": 0}}
+    run_script(
+        ROOT / "scripts" / "compare_runs.py",
+        input=SimpleNamespace(),
+        output=SimpleNamespace(record=str(out)),
+        params=SimpleNamespace(results="results", analysis=analysis),
+        wildcards=SimpleNamespace(baseline=baseline),
+        log=[str(tmp_path / "compare.log")],
+        name="compare_runs",
+    )
+    return json.loads(out.read_text())
+
+
+def test_the_rule_compares_this_run_with_a_baseline_directory(tmp_path, monkeypatch):
+    results_dir(tmp_path, 2, config=_config(run_seed=1))  # this run: the candidate
+    results_dir(tmp_path / "baselines" / "yesterday", 1)  # baselines/yesterday/results
+    rec = _run_rule(tmp_path, monkeypatch, "yesterday")
+    (pair,) = rec["pairs"]
+    assert rec["baseline"]["source"] == "baselines/yesterday"
+    assert not pair["detected"] and pair["mdd"] > 0 and pair["comparability"]["comparable"]
+    assert "no difference detected" in (tmp_path / "compare.log").read_text()
+
+
+def test_the_rule_never_calls_dvc_for_a_baseline(tmp_path, monkeypatch):
+    results_dir(tmp_path, 2)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "README").write_text("no results in git\n")
+    subprocess.run([*git, "add", "README"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    with pytest.raises(InputError, match="is not in git; materialise it first"):
+        _run_rule(tmp_path, monkeypatch, "HEAD")

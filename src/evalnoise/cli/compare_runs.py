@@ -80,15 +80,6 @@ def _opened(spec: str, args: argparse.Namespace):
         )
 
 
-def _side(run) -> dict[str, Any]:
-    return {
-        "source": run.source,
-        "kind": run.kind,
-        "groups": sorted(run.frame["group"].astype(str).unique().tolist()),
-        "notes": list(run.notes),
-    }
-
-
 def gate_exit(records: list[dict[str, Any]]) -> int:
     """The gate's exit status over every pair (:data:`GATE_EXIT`)."""
     decisions = {r["gate"]["decision"] for r in records}
@@ -101,7 +92,7 @@ def gate_exit(records: list[dict[str, Any]]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from evalnoise.atomic import write_text
-    from evalnoise.pipeline.run_comparison import compare_runs
+    from evalnoise.pipeline.run_comparison import compare_runs, comparison_record
 
     if args.gate is not None and args.gate < 0:
         raise InputError(f"--gate {args.gate}: the margin must be >= 0")
@@ -122,12 +113,7 @@ def run(args: argparse.Namespace) -> int:
             )
         except ValueError as exc:
             raise InputError(str(exc)) from exc
-        record: dict[str, Any] = {
-            "baseline": _side(baseline),
-            "candidate": _side(candidate),
-            "pairs": records,
-            "gate": None,
-        }
+        record = comparison_record(baseline, candidate, records)
     status = 0
     if args.gate is not None:
         status = gate_exit(records)

@@ -40,6 +40,7 @@ __all__ = [
     "Run",
     "comparability",
     "compare_runs",
+    "comparison_record",
     "match_groups",
 ]
 
@@ -382,3 +383,29 @@ def compare_runs(
                 power=float(power["power"]),
             ).to_dict()
     return records
+
+
+def _side(run: Run) -> dict[str, Any]:
+    return {
+        "source": run.source,
+        "kind": run.kind,
+        "groups": sorted(run.frame["group"].astype(str).unique().tolist()),
+        "notes": list(run.notes),
+    }
+
+
+def comparison_record(
+    baseline: Run,
+    candidate: Run,
+    records: list[dict[str, Any]],
+    gate: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What ``evalnoise compare RUN_A RUN_B --json`` prints and ``results/compare/*.json``
+    holds: each side (source, kind, groups, notes), the pairs (:func:`compare_runs`) and the
+    gate's settings and exit status (None without a gate)."""
+    return {
+        "baseline": _side(baseline),
+        "candidate": _side(candidate),
+        "pairs": records,
+        "gate": gate,
+    }

@@ -35,7 +35,14 @@ from evalnoise.pipeline.judges import judge_specs
 from evalnoise.pipeline.run_comparison import Run
 from evalnoise.pipeline.settings import infra_policy_spec, judge_stage
 
-__all__ = ["is_results_dir", "materialised_revision", "read_results_dir", "results_root"]
+__all__ = [
+    "baseline_run",
+    "is_results_dir",
+    "is_revision",
+    "materialised_revision",
+    "read_results_dir",
+    "results_root",
+]
 
 #: The tasks table's columns that say what a task is (compared between runs).
 TASK_CONTENT = ("task_id", "question", "answer", "level", "instruction", "reference")
@@ -134,9 +141,12 @@ def is_revision(spec: str, repo: str | os.PathLike[str] = ".") -> bool:
 
 
 @contextmanager
-def materialised_revision(spec: str, repo: str | os.PathLike[str] = ".") -> Iterator[Path]:
+def materialised_revision(
+    spec: str, repo: str | os.PathLike[str] = ".", *, allow_dvc: bool = True
+) -> Iterator[Path]:
     """A temporary directory holding ``results/`` as of revision ``spec`` of ``repo``,
-    removed on exit (module docstring). Raises :class:`InputError` saying what failed."""
+    removed on exit (module docstring); without ``allow_dvc`` only from git (a pipeline rule
+    never calls dvc). Raises :class:`InputError` saying what failed."""
     top = _git(Path(repo), "rev-parse", "--show-toplevel")
     if top.returncode != 0:
         raise InputError("not inside a git repository", path=str(repo))
@@ -155,6 +165,12 @@ def materialised_revision(spec: str, repo: str | os.PathLike[str] = ".") -> Iter
                 )
             with tarfile.open(archive) as tar:
                 tar.extractall(out, filter="data")
+        elif not allow_dvc:
+            raise InputError(
+                f"results/ at {spec} is not in git; materialise it first (e.g. `dvc get . "
+                f"results --rev {spec} -o baselines/{spec}`) and name that directory",
+                path=str(root),
+            )
         else:
             dvc = shutil.which("dvc")
             if dvc is None:
@@ -175,3 +191,24 @@ def materialised_revision(spec: str, repo: str | os.PathLike[str] = ".") -> Iter
                     path=str(root),
                 )
         yield out / "results"
+
+
+@contextmanager
+def baseline_run(
+    name: str, *, baselines: str | os.PathLike[str] = "baselines", repo: str = "."
+) -> Iterator[Run]:
+    """The baseline the ``compare_runs`` rule names: the results directory
+    ``baselines/NAME`` when there is one, else revision ``NAME`` of ``repo`` from git alone
+    (a rule never calls dvc: materialise a DVC-tracked baseline into ``baselines/`` first)."""
+    local = Path(baselines) / name
+    if local.is_dir():
+        yield read_results_dir(local, source=str(local))
+        return
+    if not is_revision(name, repo):
+        raise InputError(
+            f"no baseline {name!r}: neither a results directory {local} nor a git revision"
+        )
+    with materialised_revision(name, repo, allow_dvc=False) as root:
+        run = read_results_dir(root, source=name)
+        run.kind = "revision"
+        yield run
