@@ -59,8 +59,13 @@ LAYERS: Layers = (
     ("statistics", frozenset({"stats"})),
     ("trial data", frozenset({"outcomes", "facets", "tasks", "importers"})),
     ("execution", frozenset({"runner", "models", "machine"})),
-    ("analysis", frozenset({"scorers", "analysis", "costs", "attribution", "manifest", "archive"})),
-    ("report", frozenset({"report", "group_text"})),
+    (
+        "analysis",
+        frozenset(
+            {"scorers", "analysis", "consistency", "costs", "attribution", "manifest", "archive"}
+        ),
+    ),
+    ("report", frozenset({"report", "group_text", "consistency_text"})),
     ("pipeline", frozenset({"pipeline", "provenance"})),
     ("command line", frozenset({"cli", "__main__"})),
 )

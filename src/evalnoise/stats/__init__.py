@@ -17,6 +17,7 @@ from evalnoise.stats.accuracy_sequences import (
 )
 from evalnoise.stats.agreement import AgreementResult, judge_agreement, judge_agreement_by_level
 from evalnoise.stats.confidence_sequences import MeanCSResult, mean_confidence_sequence
+from evalnoise.stats.consistency import OutcomeConsistencyResult, outcome_consistency
 from evalnoise.stats.convergence import ConvergenceResult, icc_convergence
 from evalnoise.stats.dstudy import (
     DesignChoice,
@@ -76,6 +77,13 @@ from evalnoise.stats.planning import (
 )
 from evalnoise.stats.proportion import ProportionInterval, wilson_interval
 from evalnoise.stats.stopping import AgentTrials, StoppingDecision, StoppingRule, stopping_decision
+from evalnoise.stats.trajectory import (
+    TrajectoryConsistencyResult,
+    first_divergence,
+    levenshtein,
+    normalised_edit_distance,
+    trajectory_consistency,
+)
 
 __all__ = [
     "AccuracyResult",
@@ -103,6 +111,7 @@ __all__ = [
     "MeanCSResult",
     "OptimalDesignResult",
     "OptimalTrialsResult",
+    "OutcomeConsistencyResult",
     "PPIResult",
     "PairedBootstrapResult",
     "PairedDifferenceResult",
@@ -114,6 +123,7 @@ __all__ = [
     "StoppingDecision",
     "StoppingRule",
     "TotalErrorResult",
+    "TrajectoryConsistencyResult",
     "VarianceModel",
     "accuracy",
     "allocation_table",
@@ -127,6 +137,7 @@ __all__ = [
     "cost_allocation",
     "design_for_margin",
     "dstudy",
+    "first_divergence",
     "gstudy",
     "holm",
     "icc_batch",
@@ -135,13 +146,16 @@ __all__ = [
     "interpret_icc",
     "judge_agreement",
     "judge_agreement_by_level",
+    "levenshtein",
     "mcnemar",
     "mcnemar_exact_p",
     "mean_confidence_sequence",
     "minimum_detectable_difference",
     "model_of",
     "nested_optimum",
+    "normalised_edit_distance",
     "optimal_trials_per_task",
+    "outcome_consistency",
     "paired_bootstrap",
     "paired_confidence_sequence",
     "paired_difference",
@@ -156,6 +170,7 @@ __all__ = [
     "stopping_decision",
     "tasks_for_icc_precision",
     "total_error",
+    "trajectory_consistency",
     "variance_model",
     "wilson_interval",
 ]

@@ -1,0 +1,34 @@
+"""The interval of a mean over tasks of per-task statistics, with the task as the unit.
+
+Used by the statistics that average one number per task (pass^k, pass@k, outcome and
+trajectory consistency): tasks are independent draws, so the mean of G per-task values h_g
+has the CR1 task-clustered standard error
+
+    SE = sqrt(Σ_g (h_g − h̄)² / (G (G − 1))) = s(h) / sqrt(G),
+
+the same as :func:`evalnoise.stats.accuracy`'s ``se_clustered`` when h_g is a task's mean
+score, and the Wald interval h̄ ∓ z_{1−α/2} SE truncated to the statistic's range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evalnoise.stats._distributions import norm_ppf
+
+
+def task_mean_interval(
+    values: np.ndarray, confidence: float, *, low: float = 0.0, high: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, SE, ci_low, ci_high) over axis 0 of ``values`` (tasks × anything), CR1 SE,
+    normal quantile, the interval truncated to [``low``, ``high``]; SE and interval NaN with
+    fewer than two tasks."""
+    v = np.asarray(values, dtype=float)
+    g = v.shape[0]
+    mean = v.mean(axis=0)
+    if g < 2:
+        nan = np.full(mean.shape, np.nan)
+        return mean, nan, nan.copy(), nan.copy()
+    se = v.std(axis=0, ddof=1) / np.sqrt(g)
+    z = float(norm_ppf(0.5 + confidence / 2.0))
+    return mean, se, np.clip(mean - z * se, low, high), np.clip(mean + z * se, low, high)
