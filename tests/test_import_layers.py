@@ -62,7 +62,16 @@ LAYERS: Layers = (
     (
         "analysis",
         frozenset(
-            {"scorers", "analysis", "consistency", "costs", "attribution", "manifest", "archive"}
+            {
+                "scorers",
+                "analysis",
+                "consistency",
+                "multiverse",
+                "costs",
+                "attribution",
+                "manifest",
+                "archive",
+            }
         ),
     ),
     ("report", frozenset({"report", "group_text", "consistency_text"})),

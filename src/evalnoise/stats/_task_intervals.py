@@ -8,6 +8,13 @@ has the CR1 task-clustered standard error
 
 the same as :func:`evalnoise.stats.accuracy`'s ``se_clustered`` when h_g is a task's mean
 score, and the Wald interval h̄ ∓ z_{1−α/2} SE truncated to the statistic's range.
+
+The pooled mean over trials μ̂_p = Σ S_g / N (paper eq. 2) is a ratio of cluster totals; its
+cluster-robust SE (the CR1 sandwich of an intercept-only regression clustered by task) is
+
+    SE = sqrt(c Σ_g (S_g − T_g μ̂_p)²) / N,   c = G/(G − 1) (CR1) or 1 (Miller),
+
+which for a balanced design is :func:`evalnoise.stats.accuracy`'s clustered SE.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from evalnoise.stats._distributions import norm_ppf
+from evalnoise.stats._tasks import task_sums
 
 
 def task_mean_interval(
@@ -32,3 +40,21 @@ def task_mean_interval(
     se = v.std(axis=0, ddof=1) / np.sqrt(g)
     z = float(norm_ppf(0.5 + confidence / 2.0))
     return mean, se, np.clip(mean - z * se, low, high), np.clip(mean + z * se, low, high)
+
+
+def pooled_mean_interval(
+    scores: np.ndarray, tasks: np.ndarray, confidence: float, *, cluster_se: str = "cr1"
+) -> tuple[float, float, float, float]:
+    """(μ̂_p, SE, ci_low, ci_high) of the pooled mean over trials with the task-clustered SE
+    of the module docstring (``cluster_se`` ``"cr1"`` or ``"miller"``), normal quantile, the
+    interval truncated to [0, 1]; SE and interval NaN with fewer than two tasks."""
+    ts = task_sums(np.asarray(scores, dtype=float), np.asarray(tasks))
+    n, g = ts.n_obs, ts.n_tasks
+    mean = float(ts.total.sum() / n)
+    if g < 2:
+        return mean, float("nan"), float("nan"), float("nan")
+    c = g / (g - 1) if cluster_se == "cr1" else 1.0
+    resid = ts.total - ts.count * mean
+    se = float(np.sqrt(c * float(resid @ resid)) / n)
+    z = float(norm_ppf(0.5 + confidence / 2.0))
+    return mean, se, max(0.0, mean - z * se), min(1.0, mean + z * se)
