@@ -256,6 +256,18 @@ def test_a_results_directory_counts_failures_by_its_own_policy(tmp_path):
     assert len(read_results_dir(res).frame) == 159
 
 
+def test_a_results_directory_against_a_trials_file(tmp_path, capsys):
+    results_dir(tmp_path / "a", 1)
+    csv = _write(trials(1), tmp_path / "same-trials.csv")  # the very same trials as text
+    code = main(["compare", str(tmp_path / "a"), csv, "--group", "group", "--json",
+                 "--resamples", "200"])  # fmt: skip
+    (rec,) = json.loads(capsys.readouterr().out)["pairs"]
+    assert code == 0
+    # paired trial by trial: only the infra error (a counted 0 in the directory) differs
+    assert rec["mcnemar"]["n_pairs"] == 160
+    assert rec["mcnemar"]["candidate_only_right"] + rec["mcnemar"]["baseline_only_right"] <= 1
+
+
 def test_two_results_directories_and_a_git_revision(tmp_path, capsys):
     if shutil.which("git") is None:
         pytest.fail("git is needed to test revisions")

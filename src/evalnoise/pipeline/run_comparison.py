@@ -339,8 +339,15 @@ def compare_runs(
         candidate.frame["group"].astype(str).unique().tolist(),
         pairs,
     )
-    parts_a = {str(g): p for g, p in baseline.frame.groupby("group", sort=False)}
-    parts_b = {str(g): p for g, p in candidate.frame.groupby("group", sort=False)}
+    # one spelling of task and trial labels, whichever source a run came from (a results
+    # directory numbers trials, a trials file labels them as text)
+    parts_a, parts_b = (
+        {
+            str(g): p.assign(task=p["task"].astype(str), trial=p["trial"].astype(str))
+            for g, p in run.frame.groupby("group", sort=False)
+        }
+        for run in (baseline, candidate)
+    )
     records = []
     for group_a, group_b in matched:
         rec = _pair_record(
