@@ -183,8 +183,9 @@ def pair_lines(r: dict[str, Any], confidence: float) -> list[str]:
         s = r["sequential"]
         lines.append(
             f"  anytime-valid CS   [{pct(s['ci_low'])}, {pct(s['ci_high'])}] over "
-            f"{s['n_tasks'][-1]} tasks"
+            f"{s['n_tasks'][-1]} tasks (estimate {_signed(s['mean'])})"
         )
+        lines += [f"    {w}" for w in s["warnings"]]
     if r["gate"] is not None:
         g = r["gate"]
         words = {
