@@ -221,6 +221,9 @@ def test_bad_runs_and_pairs_are_input_errors(files, tmp_path, capsys):
     assert main(["compare", files["a"], files["same"], "--group", "group", "--pair", "x"]) == 2
     assert "--pair 'x'" in capsys.readouterr().err
     assert main(["compare", files["a"], files["same"], "--sequential"]) == 2
+    # the run options mean nothing for two groups of one table
+    assert main(["compare", files["a"], "agent@3x", "agent@3x", "--gate", "0.1"]) == 2
+    assert "--gate: only for two runs" in capsys.readouterr().err
 
 
 def results_dir(root, seed, *, scale=1.0, config=CONFIG):

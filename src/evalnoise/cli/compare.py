@@ -104,6 +104,22 @@ def run(args: argparse.Namespace) -> int:
         from evalnoise.cli import compare_runs
 
         return compare_runs.run(args)
+    given = [
+        flag
+        for flag, value in (
+            ("--pair", args.pair),
+            ("--gate", args.gate),
+            ("--sequential", args.sequential),
+            ("--block", args.block),
+            ("--output", args.output),
+        )
+        if value not in (None, False)
+    ]
+    if given:
+        raise InputError(
+            f"{', '.join(given)}: only for two runs (compare RUN_A RUN_B), not for two groups "
+            "of one table (compare PATH A B)"
+        )
     args.path, args.a, args.b = args.first, args.second, args.third
     raw = read_any(args.path)
     columns, used = resolved_columns(raw, args, path=str(args.path))
