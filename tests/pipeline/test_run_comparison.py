@@ -334,3 +334,26 @@ def test_the_rule_never_calls_dvc_for_a_baseline(tmp_path, monkeypatch):
     subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
     with pytest.raises(InputError, match="is not in git; materialise it first"):
         _run_rule(tmp_path, monkeypatch, "HEAD")
+
+
+def test_a_dvc_tracked_revision_is_fetched_with_dvc_get(tmp_path, capsys, monkeypatch):
+    dvc = shutil.which("dvc")
+    if dvc is None:
+        pytest.fail("dvc is needed to test DVC-tracked revisions")
+    monkeypatch.setenv("DVC_NO_ANALYTICS", "1")
+    repo = tmp_path / "repo"
+    results_dir(repo, 1)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([dvc, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([dvc, "add", "-q", "results"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "results.dvc", ".gitignore", ".dvc"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "results in DVC"], check=True)
+    shutil.rmtree(repo / "results")  # only DVC's cache holds them now
+    results_dir(tmp_path / "cand", 3, scale=0.6)
+    code = main(["compare", "HEAD", str(tmp_path / "cand"), "--repo", str(repo), "--json",
+                 "--resamples", "200"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["baseline"]["kind"] == "revision"
+    (rec,) = out["pairs"]
+    assert rec["n_trials_baseline"] == 160 and rec["detected"] and rec["diff"] < 0
