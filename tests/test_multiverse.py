@@ -117,3 +117,10 @@ def test_pooled_interval_is_statsmodels_cluster_robust_ols():
     assert pooled_mean_interval(y, tasks, 0.95, cluster_se="miller")[1] == pytest.approx(
         miller.se_clustered
     )
+
+
+def test_when_no_choice_moves_the_headline_none_is_named():
+    plain = _group(7, infra=0.0, flagged=0.0)[["task_id", "trial", "status", "score"]]
+    res = multiverse(plain)
+    assert res.spread == 0 and res.most_influential is None
+    assert multiverse_line(res).endswith("no choice moves it (estimand, cluster_se varied)")

@@ -79,8 +79,13 @@ def trajectory_line(res: Any) -> str:
 def multiverse_line(res: Any) -> str:
     """The range of the headline over the analysis choices and the choice that moves it
     most. ``res`` is a :class:`evalnoise.multiverse.MultiverseResult`."""
+    most = res.most_influential
+    which = (
+        f"{most} moves it most ({pct(res.influence[most])})"
+        if most is not None
+        else f"no choice moves it ({', '.join(res.factors) or 'none'} varied)"
+    )
     return (
         f"the analysis choices move the headline by {pct(res.spread)} (range "
-        f"[{pct(res.low)}, {pct(res.high)}] over {res.n_cells} analyses); "
-        f"{res.most_influential} moves it most ({pct(res.influence[res.most_influential])})"
+        f"[{pct(res.low)}, {pct(res.high)}] over {res.n_cells} analyses); {which}"
     )

@@ -67,7 +67,8 @@ class MultiverseResult(DictResult):
     influence : per factor, the largest range of the mean across its levels with the other
         factors fixed.
     interval_influence : the same for the interval's width.
-    most_influential : the factor with the largest influence (None when no factor varies).
+    most_influential : the factor with the largest influence (None when no choice moves the
+        headline).
     n_cells : number of cells.
     confidence : the intervals' level.
     notes : what could not be varied, and why.
@@ -223,6 +224,8 @@ def multiverse(
     low = float(finite.min()) if len(finite) else float("nan")
     high = float(finite.max()) if len(finite) else float("nan")
     most = max(influence, key=lambda f: (influence[f], -FACTORS.index(f))) if influence else None
+    if most is not None and not influence[most] > 0:
+        most = None  # no choice moves the headline
     return MultiverseResult(
         levels=levels,
         factors=varied,

@@ -199,3 +199,16 @@ def test_pass_1_interval_is_the_task_clustered_accuracy_interval():
     assert np.all(res.pass_hat_ci_low >= 0) and np.all(res.pass_at_ci_high <= 1)
     one = pass_k(np.array([1.0, 0.0, 1.0]), np.zeros(3))
     assert np.isnan(one.pass_hat_se).all() and np.isnan(one.pass_hat_ci_low).all()
+
+
+def test_equal_task_values_take_the_wilson_interval_as_accuracy_does():
+    from evalnoise.stats import accuracy
+
+    tasks = np.repeat(np.arange(9), 4)
+    res = pass_k(np.zeros(36), tasks)
+    acc = accuracy(np.zeros(36), tasks)
+    assert acc.ci_method == "wilson_effective_n"
+    assert (res.pass_hat_ci_low[0], res.pass_hat_ci_high[0]) == pytest.approx(
+        (acc.ci_low, acc.ci_high)
+    )
+    assert np.all(res.pass_hat_ci_high > 0) and res.pass_hat_se[0] == 0

@@ -7,7 +7,10 @@ has the CR1 task-clustered standard error
     SE = sqrt(Σ_g (h_g − h̄)² / (G (G − 1))) = s(h) / sqrt(G),
 
 the same as :func:`evalnoise.stats.accuracy`'s ``se_clustered`` when h_g is a task's mean
-score, and the Wald interval h̄ ∓ z_{1−α/2} SE truncated to the statistic's range.
+score, and the Wald interval h̄ ∓ z_{1−α/2} SE truncated to the statistic's range. When every
+h_g is equal the SE is 0 and the Wald interval one point, a certainty G tasks cannot give; a
+statistic on [0, 1] then takes the Wilson interval on n_eff = G, as
+:func:`evalnoise.stats.accuracy` does (``ci_method`` ``wilson_effective_n``).
 
 The pooled mean over trials μ̂_p = Σ S_g / N (paper eq. 2) is a ratio of cluster totals; its
 cluster-robust SE (the CR1 sandwich of an intercept-only regression clustered by task) is
@@ -23,6 +26,7 @@ import numpy as np
 
 from evalnoise.stats._distributions import norm_ppf
 from evalnoise.stats._tasks import task_sums
+from evalnoise.stats.proportion import wilson_interval
 
 
 def task_mean_interval(
@@ -39,7 +43,12 @@ def task_mean_interval(
         return mean, nan, nan.copy(), nan.copy()
     se = v.std(axis=0, ddof=1) / np.sqrt(g)
     z = float(norm_ppf(0.5 + confidence / 2.0))
-    return mean, se, np.clip(mean - z * se, low, high), np.clip(mean + z * se, low, high)
+    lo, hi = np.clip(mean - z * se, low, high), np.clip(mean + z * se, low, high)
+    flat = np.ptp(v, axis=0) == 0
+    if (low, high) == (0.0, 1.0) and np.any(flat):
+        w_lo, w_hi = wilson_interval(np.clip(mean, 0.0, 1.0), g, confidence)
+        lo, hi = np.where(flat, w_lo, lo), np.where(flat, w_hi, hi)
+    return mean, se, lo, hi
 
 
 def pooled_mean_interval(
@@ -47,7 +56,8 @@ def pooled_mean_interval(
 ) -> tuple[float, float, float, float]:
     """(μ̂_p, SE, ci_low, ci_high) of the pooled mean over trials with the task-clustered SE
     of the module docstring (``cluster_se`` ``"cr1"`` or ``"miller"``), normal quantile, the
-    interval truncated to [0, 1]; SE and interval NaN with fewer than two tasks."""
+    interval truncated to [0, 1] (the Wilson interval on n_eff = G when every task mean is
+    equal); SE and interval NaN with fewer than two tasks."""
     ts = task_sums(np.asarray(scores, dtype=float), np.asarray(tasks))
     n, g = ts.n_obs, ts.n_tasks
     mean = float(ts.total.sum() / n)
@@ -56,5 +66,8 @@ def pooled_mean_interval(
     c = g / (g - 1) if cluster_se == "cr1" else 1.0
     resid = ts.total - ts.count * mean
     se = float(np.sqrt(c * float(resid @ resid)) / n)
+    if np.ptp(ts.means) == 0:
+        lo, hi = wilson_interval(mean, g, confidence)
+        return mean, se, float(lo), float(hi)
     z = float(norm_ppf(0.5 + confidence / 2.0))
     return mean, se, max(0.0, mean - z * se), min(1.0, mean + z * se)
