@@ -357,3 +357,21 @@ def test_a_dvc_tracked_revision_is_fetched_with_dvc_get(tmp_path, capsys, monkey
     assert code == 0 and out["baseline"]["kind"] == "revision"
     (rec,) = out["pairs"]
     assert rec["n_trials_baseline"] == 160 and rec["detected"] and rec["diff"] < 0
+
+
+def test_a_point_interval_or_a_failed_group_never_passes_the_gate(tmp_path, capsys):
+    same = trials(1).assign(score=0.0)  # every task differs by exactly 0
+    (rec,) = compare_runs(run(same), run(same.copy()), margin=0.05, n_resamples=200)
+    assert rec["degenerate"] and rec["ci_low"] == rec["ci_high"] == 0
+    assert rec["gate"]["interval"] == "confidence_sequence"
+    assert rec["gate"]["decision"] == "inconclusive" and rec["design"] is None
+    # a group that failed more than health allows is no measurement: never non-inferior
+    failing = _config()
+    failing["health"] = {"max_failure_rate": 0.0, "expected_failures": []}
+    results_dir(tmp_path / "a", 1, config=failing)  # one infra error: 1 of 160 failed
+    results_dir(tmp_path / "b", 4, scale=1.4, config=failing)
+    code = main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--gate", "0.05",
+                 "--resamples", "200"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "comparable         NO" in out and "is not a measurement of the agent" in out

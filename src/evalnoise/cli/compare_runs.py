@@ -156,21 +156,28 @@ def pair_lines(r: dict[str, Any], confidence: float) -> list[str]:
             "of a task are not independent: the paired t is the test)"
         )
     mdd = pct(r["mdd"])
-    verdict = (
-        f"difference detected ({_signed(r['diff'])})"
-        if r["detected"]
-        else f"no difference detected; a difference smaller than the MDD {mdd} would go "
-        "unseen at this design"
-    )
+    if r["detected"]:
+        verdict = f"difference detected ({_signed(r['diff'])})"
+    elif r["degenerate"]:
+        verdict = (
+            "no difference detected; every task differs by the same amount, so the design "
+            "gives no spread to size the MDD from"
+        )
+    else:
+        verdict = (
+            f"no difference detected; a difference smaller than the MDD {mdd} would go "
+            "unseen at this design"
+        )
     lines.append(f"  MDD (α 0.05, 80 %) {mdd}")
     lines.append(f"  verdict            {verdict}")
     comp = r["comparability"]
     affecting = [d for d in comp["differences"] if d["affects"]]
     other = [d for d in comp["differences"] if not d["affects"]]
     head = "yes" if comp["comparable"] else "NO"
-    lines.append(
-        f"  comparable         {head}" + (f" ({comp['notes'][0]})" if comp["notes"] else "")
-    )
+    lines.append(f"  comparable         {head}")
+    for why in comp["not_measurements"]:
+        lines.append(f"    {why}")
+    lines += [f"    note: {note}" for note in comp["notes"]]
     for d in affecting:
         lines.append(f"    differs: {d['what']}: {d['baseline']!r} → {d['candidate']!r}")
     if other:
@@ -197,6 +204,7 @@ def pair_lines(r: dict[str, Any], confidence: float) -> list[str]:
             f"neither clears −{pct(g['margin'])} nor lies below 0",
         }[g["decision"]]
         lines.append(f"  gate               {words}")
+        lines += [f"    {why}" for why in g["why"]]
         d = r["design"]
         if g["decision"] == "inconclusive" and d is not None:
             trials = (

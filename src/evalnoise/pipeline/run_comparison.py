@@ -78,6 +78,8 @@ class Run:
     tasks : the run's tasks table (``task_id`` and the task's content), or None.
     groups : group → (agent, resource profile) where the run says so.
     notes : what the reading could not check.
+    health : group → ``valid``, ``expected``, ``failure_rate``, ``reasons`` of
+        :class:`evalnoise.outcomes.Health`, where the run says what became of its trials.
     """
 
     source: str
@@ -87,6 +89,7 @@ class Run:
     tasks: pd.DataFrame | None = None
     groups: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    health: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def match_groups(
@@ -167,7 +170,10 @@ def comparability(baseline: Run, candidate: Run, group_a: str, group_b: str) -> 
     keys under :data:`MEASUREMENT_KEYS` (and the groups' own resource profile) change what is
     measured (``affects``); keys under :data:`AGENT_KEYS` are the agents' differences, listed
     apart; the rest are listed as not affecting it. ``comparable`` is true when no listed
-    difference affects the measurement.
+    difference affects the measurement and both groups measure the agent (``Run.health``,
+    :func:`evalnoise.outcomes.assess_health`: a group that crashed or failed too often does
+    not, ``not_measurements`` says why; failures the run declared as the experiment are a
+    note).
     """
     ta = set(baseline.frame.loc[baseline.frame["group"] == group_a, "task"].astype(str))
     tb = set(candidate.frame.loc[candidate.frame["group"] == group_b, "task"].astype(str))
@@ -190,6 +196,21 @@ def comparability(baseline: Run, candidate: Run, group_a: str, group_b: str) -> 
         differences.append(_difference("resource profile", profile_a, profile_b, True))
     agent_differences: list[dict[str, Any]] = []
     notes: list[str] = []
+    not_measurements = []
+    for side, run, group in (("baseline", baseline, group_a), ("candidate", candidate, group_b)):
+        health = run.health.get(group)
+        if health is None:
+            continue
+        if not health["valid"]:
+            not_measurements.append(
+                f"the {side}'s {group} is not a measurement of the agent: "
+                + "; ".join(health["reasons"])
+            )
+        elif health["expected"] and health["reasons"]:
+            notes.append(
+                f"the {side}'s {group} failed as declared (health.expected_failures): "
+                + "; ".join(health["reasons"])
+            )
     if agent_a != agent_b:
         agent_differences.append(_difference("agent", agent_a, agent_b, False))
     if baseline.config is None or candidate.config is None:
@@ -225,7 +246,8 @@ def comparability(baseline: Run, candidate: Run, group_a: str, group_b: str) -> 
         ):
             agent_differences.append(_difference(key, va, vb, False))
     return {
-        "comparable": not any(d["affects"] for d in differences),
+        "comparable": not any(d["affects"] for d in differences) and not not_measurements,
+        "not_measurements": not_measurements,
         "differences": differences,
         "agent_differences": agent_differences,
         "tasks_only_baseline": only_a,
@@ -294,7 +316,10 @@ def _pair_record(
         "warnings": list(rec["warnings"]),
         "sequential": None,
     }
-    if sequential:
+    # every task differing by the same amount makes the paired t interval a point, which n
+    # tasks cannot give: the gate then decides on the confidence sequence, valid for any n
+    degenerate = rec["se_paired"] is None or rec["se_paired"] == 0
+    if sequential or degenerate:
         cs = paired_confidence_sequence(
             cand["score"].to_numpy(),
             cand["task"].to_numpy(),
@@ -311,6 +336,7 @@ def _pair_record(
                      "half_width", "n_trials_excluded", "n_tasks_dropped", "confidence",
                      "method", "warnings")
         }  # fmt: skip
+    out["degenerate"] = degenerate
     return out
 
 
@@ -332,7 +358,9 @@ def compare_runs(
     ``gate`` (:class:`evalnoise.stats.gate.GateResult`, on the paired t interval or, with
     ``sequential``, on the confidence sequence's) and ``design``
     (:class:`evalnoise.stats.gate.DesignForMargin`: what the MDD says would decide it;
-    None with fewer than two common tasks).
+    None with fewer than two common tasks, or when every task differs by the same amount,
+    ``degenerate``: the gate then decides on the confidence sequence, and a group that does
+    not measure the agent never passes it).
     """
     matched = match_groups(
         baseline.frame["group"].astype(str).unique().tolist(),
@@ -370,15 +398,29 @@ def compare_runs(
         rec["gate"] = rec["design"] = None
         if margin is None:
             continue
-        interval = rec["sequential"] if sequential else rec
-        rec["gate"] = regression_gate(
+        use_cs = sequential or rec["degenerate"]
+        interval = rec["sequential"] if use_cs else rec
+        gate = regression_gate(
             rec["diff"],
             np.nan if interval["ci_low"] is None else interval["ci_low"],
             np.nan if interval["ci_high"] is None else interval["ci_high"],
             margin,
         ).to_dict()
+        gate["interval"] = "confidence_sequence" if use_cs else "paired_t"
+        gate["why"] = []
+        if rec["degenerate"] and not sequential:
+            gate["why"].append(
+                "every task differs by the same amount: the paired t interval is a point, so "
+                "the gate decides on the anytime-valid confidence sequence"
+            )
+        unmeasured = rec["comparability"]["not_measurements"]
+        if unmeasured and gate["decision"] != "regression":
+            # a group whose numbers do not measure the agent never passes a gate
+            gate["decision"] = "inconclusive"
+            gate["why"] += unmeasured
+        rec["gate"] = gate
         power = rec["power_analysis"]
-        if power is not None and margin > 0:
+        if power is not None and margin > 0 and not rec["degenerate"]:
             rec["design"] = design_for_margin(
                 margin,
                 int(power["n_tasks"]),

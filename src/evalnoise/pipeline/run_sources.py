@@ -34,6 +34,7 @@ from evalnoise.pipeline.effective_config import read_record
 from evalnoise.pipeline.judges import judge_specs
 from evalnoise.pipeline.run_comparison import Run
 from evalnoise.pipeline.settings import infra_policy_spec, judge_stage
+from evalnoise.pipeline.stages import group_health
 
 __all__ = [
     "baseline_run",
@@ -99,7 +100,7 @@ def read_results_dir(path: str | os.PathLike[str], *, source: str | None = None)
         [None] * len(tasks))), strict=True))  # fmt: skip
     policy = infra_policy_spec(config)
     block_size = int((config.get("trials") or {}).get("block_size") or 1)
-    frames, groups = [], {}
+    frames, groups, health = [], {}, {}
     keys = scores[["agent", "resource_profile"]].drop_duplicates()
     for agent, profile in keys.itertuples(index=False):
         data = group_data(scores, levels, agent, profile, policy)
@@ -108,6 +109,13 @@ def read_results_dir(path: str | os.PathLike[str], *, source: str | None = None)
         frame["block"] = frame["trial"].astype("int64") % stride // block_size
         frames.append(frame)
         groups[group_label(agent, profile)] = (str(agent), str(profile))
+        _, verdict, _ = group_health(data, config.get("health"))
+        health[data.group] = {
+            "valid": verdict.valid,
+            "expected": verdict.expected,
+            "failure_rate": verdict.failure_rate,
+            "reasons": list(verdict.reasons),
+        }
     content = [c for c in TASK_CONTENT if c in tasks.columns]
     return Run(
         source=str(source if source is not None else path),
@@ -117,6 +125,7 @@ def read_results_dir(path: str | os.PathLike[str], *, source: str | None = None)
         tasks=tasks[content].copy(),
         groups=groups,
         notes=[f"scores of {what}, infra policy {policy['mode']!r}"],
+        health=health,
     )
 
 
