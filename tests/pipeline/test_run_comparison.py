@@ -143,6 +143,20 @@ def test_a_changed_scorer_or_profile_or_task_set_is_not_comparable():
     assert not rep["comparable"] and len(rep["tasks_only_baseline"]) == 10
 
 
+def test_the_judges_settings_matter_only_when_a_judge_gives_the_scores():
+    judged = _config(scorer__name="numeric")
+    judged["scorer"]["judge"] = {"stage": True}
+    unjudged = json.loads(json.dumps(judged))
+    unjudged["scorer"]["judge"]["stage"] = False
+    rep = comparability(_side(trials(1), judged), _side(trials(2), unjudged), "agent@3x",
+                        "agent@3x")  # fmt: skip
+    assert rep["comparable"] and rep["differences"][0]["what"] == "scorer.judge.stage"
+    judged["analysis"]["score"] = unjudged["analysis"]["score"] = "judge"
+    rep = comparability(_side(trials(1), judged), _side(trials(2), unjudged), "agent@3x",
+                        "agent@3x")  # fmt: skip
+    assert not rep["comparable"]
+
+
 def test_the_agents_differences_are_listed_apart():
     cand = _config(agents__agent={"program": "chat", "env": {"AGENT_TEMPERATURE": 0.2}})
     rep = comparability(_side(trials(1), CONFIG), _side(trials(2), cand), "agent@3x", "agent@3x")

@@ -133,6 +133,13 @@ def _under(key: str, prefixes: Sequence[str]) -> bool:
     return any(key == p or key.startswith(p + ".") for p in prefixes)
 
 
+def _judged(config: Mapping[str, Any]) -> bool:
+    """Whether a judge gives the scores the statistics read (``scorer.name: judge``, or
+    ``analysis.score: judge``): only then do the judges' settings change what is measured."""
+    scorer = config.get("scorer") or {}
+    return scorer.get("name") == "judge" or (config.get("analysis") or {}).get("score") == "judge"
+
+
 def _task_content(
     tasks_a: pd.DataFrame | None, tasks_b: pd.DataFrame | None, common: Sequence[str]
 ) -> list[dict[str, Any]]:
@@ -168,9 +175,10 @@ def comparability(baseline: Run, candidate: Run, group_a: str, group_b: str) -> 
     tasks (every column both tasks tables have), the resource profile of the two groups, and
     the runs' configs key by key (:func:`evalnoise.pipeline.effective_config.config_diff`):
     keys under :data:`MEASUREMENT_KEYS` (and the groups' own resource profile) change what is
-    measured (``affects``); keys under :data:`AGENT_KEYS` are the agents' differences, listed
-    apart; the rest are listed as not affecting it. ``comparable`` is true when no listed
-    difference affects the measurement and both groups measure the agent (``Run.health``,
+    measured (``affects``), but ``scorer.judge.*`` only when a judge gives the scores; keys
+    under :data:`AGENT_KEYS` are the agents' differences, listed apart; the rest are listed
+    as not affecting it. ``comparable`` is true when no listed difference affects the
+    measurement and both groups measure the agent (``Run.health``,
     :func:`evalnoise.outcomes.assess_health`: a group that crashed or failed too often does
     not, ``not_measurements`` says why; failures the run declared as the experiment are a
     note).
@@ -235,9 +243,10 @@ def comparability(baseline: Run, candidate: Run, group_a: str, group_b: str) -> 
             }
             if key.startswith("resource_profiles.") and not own_profile:
                 continue  # another group's profile: not this pair's business
-            differences.append(
-                _difference(key, va, vb, own_profile or _under(key, MEASUREMENT_KEYS))
-            )
+            affects = own_profile or _under(key, MEASUREMENT_KEYS)
+            if _under(key, ("scorer.judge",)) and not (_judged(ca) or _judged(cb)):
+                affects = False  # the judges' settings, when no judge gives the scores
+            differences.append(_difference(key, va, vb, affects))
         spec_a = (ca.get("agents") or {}).get(agent_a)
         spec_b = (cb.get("agents") or {}).get(agent_b)
         for key, va, vb in config_diff(
