@@ -23,6 +23,7 @@ else:
 include: "rules/sequential.smk"
 include: "rules/analysis.smk"
 include: "rules/report.smk"
+include: "rules/compare_runs.smk"
 include: "rules/targets.smk"
 
 

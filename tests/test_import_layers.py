@@ -68,10 +68,20 @@ LAYERS: Layers = (
     (
         "analysis",
         frozenset(
-            {"scorers", "analysis", "costs", "attribution", "manifest", "archive", "design_text"}
+            {
+                "scorers",
+                "analysis",
+                "consistency",
+                "multiverse",
+                "costs",
+                "attribution",
+                "manifest",
+                "archive",
+                "design_text",
+            }
         ),
     ),
-    ("report", frozenset({"report", "group_text", "stopping_text"})),
+    ("report", frozenset({"report", "group_text", "stopping_text", "consistency_text"})),
     ("pipeline", frozenset({"pipeline", "provenance"})),
     ("command line", frozenset({"cli", "__main__"})),
 )

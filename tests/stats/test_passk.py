@@ -150,3 +150,65 @@ def test_pass_k_properties(data, n_tasks, n_trials):
     shuffled = pass_k(scores[perm], names[tasks][perm])
     np.testing.assert_allclose(shuffled.pass_hat, res.pass_hat, atol=1e-14)
     np.testing.assert_allclose(shuffled.pass_at, res.pass_at, atol=1e-14)
+
+
+# --- by enumeration, and the task-clustered intervals ----------------------------------------
+
+
+def _enumerated(scores, tasks, k):
+    """pass^k and pass@k by listing every k-subset of each task's trials."""
+    from itertools import combinations
+
+    hats, ats = [], []
+    for t in dict.fromkeys(tasks.tolist()):
+        mine = scores[tasks == t]
+        subsets = list(combinations(mine.tolist(), k))
+        hats.append(np.mean([all(s == 1.0 for s in sub) for sub in subsets]))
+        ats.append(np.mean([any(s == 1.0 for s in sub) for sub in subsets]))
+    return np.array(hats), np.array(ats)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pass_k_equals_enumeration_of_every_subset_on_small_tables(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(3, 7, size=4)  # unbalanced: 3–6 trials per task
+    tasks = np.repeat(np.arange(4), counts)
+    scores = (rng.random(tasks.size) < np.repeat(rng.random(4), counts)).astype(float)
+    res = pass_k(scores, tasks)
+    for k in res.k:
+        hats, ats = _enumerated(scores, tasks, int(k))
+        np.testing.assert_allclose(res.pass_hat_per_task[:, k - 1], hats, atol=1e-14)
+        np.testing.assert_allclose(res.pass_at_per_task[:, k - 1], ats, atol=1e-14)
+        # the interval's SE is that of a mean of independent per-task values
+        assert res.pass_hat_se[k - 1] == pytest.approx(hats.std(ddof=1) / 2.0, abs=1e-14)
+        assert res.pass_at_se[k - 1] == pytest.approx(ats.std(ddof=1) / 2.0, abs=1e-14)
+        assert res.pass_hat_ci_low[k - 1] <= res.pass_hat[k - 1] <= res.pass_hat_ci_high[k - 1]
+
+
+def test_pass_1_interval_is_the_task_clustered_accuracy_interval():
+    from evalnoise.stats import accuracy
+
+    tasks, _, rewards = _read_tau()
+    res = pass_k(rewards, tasks)
+    acc = accuracy((rewards >= 1 - 1e-6).astype(float), tasks, cluster_se="cr1")
+    assert res.pass_hat[0] == pytest.approx(acc.mean, abs=1e-15)
+    assert res.pass_hat_se[0] == pytest.approx(acc.se_clustered, rel=1e-12)
+    assert res.pass_hat_ci_low[0] == pytest.approx(acc.ci_low, rel=1e-12)
+    assert res.pass_hat_ci_high[0] == pytest.approx(acc.ci_high, rel=1e-12)
+    # the intervals stay in [0, 1] and one task gives none
+    assert np.all(res.pass_hat_ci_low >= 0) and np.all(res.pass_at_ci_high <= 1)
+    one = pass_k(np.array([1.0, 0.0, 1.0]), np.zeros(3))
+    assert np.isnan(one.pass_hat_se).all() and np.isnan(one.pass_hat_ci_low).all()
+
+
+def test_equal_task_values_take_the_wilson_interval_as_accuracy_does():
+    from evalnoise.stats import accuracy
+
+    tasks = np.repeat(np.arange(9), 4)
+    res = pass_k(np.zeros(36), tasks)
+    acc = accuracy(np.zeros(36), tasks)
+    assert acc.ci_method == "wilson_effective_n"
+    assert (res.pass_hat_ci_low[0], res.pass_hat_ci_high[0]) == pytest.approx(
+        (acc.ci_low, acc.ci_high)
+    )
+    assert np.all(res.pass_hat_ci_high > 0) and res.pass_hat_se[0] == 0

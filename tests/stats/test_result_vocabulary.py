@@ -102,6 +102,22 @@ def _instances() -> dict[str, list]:
         ],
         "MDDResult": [stats.minimum_detectable_difference(20, 4, 0.05, 0.1)],
         "PassKResult": [stats.pass_k(SCORES, TASKS)],
+        "OutcomeConsistencyResult": [
+            stats.outcome_consistency(SCORES, TASKS),
+            stats.outcome_consistency(CONSTANT[:3], ["a", "b", "c"]),
+        ],
+        "TrajectoryConsistencyResult": [
+            stats.trajectory_consistency([("a",) * int(s) for s in SCORES], TASKS, SCORES),
+            stats.trajectory_consistency([("a",)], ["t"], [1.0]),
+        ],
+        "GateResult": [
+            stats.regression_gate(0.01, -0.02, 0.04, 0.05),
+            stats.regression_gate(0.0, float("nan"), float("nan"), 0.05),
+        ],
+        "DesignForMargin": [
+            stats.design_for_margin(0.05, 20, 4, 0.05, 0.1),
+            stats.design_for_margin(0.01, 20, 4, 0.05, 0.1),
+        ],
         "AllocationResult": [alloc],
         "Allocation": [alloc.recommended],
         "CostAllocationResult": [cost_alloc],

@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 
 from evalnoise.outcomes import attempt_order
-from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy
+from evalnoise.runner.infra_policies import InfraPolicy, PolicyResult, apply_infra_policy
 from evalnoise.stats.accuracy import AccuracyResult, accuracy
 
 from ._common import one_group, require_columns, score_values, trial_key
 from ._json import records
 
-__all__ = ["POLICIES", "PolicySensitivityResult", "policy_sensitivity"]
+__all__ = ["POLICIES", "PolicySensitivityResult", "counted_under_policies", "policy_sensitivity"]
 
 #: the policies compared, in print order; the first is the reference
 POLICIES = ("as_incorrect", "exclude", "retry")
@@ -161,38 +161,7 @@ def policy_sensitivity(
     if "score" not in trials.columns and "correct" not in trials.columns:
         raise ValueError("the table has neither a 'score' nor a 'correct' column")
     one_group(trials)
-    key = trial_key(trials)
-    frame = trials if "attempt" in trials.columns else trials.assign(attempt=1)
-    rows = attempt_order(frame, key)
-    if not rows.in_order:
-        frame = frame.iloc[rows.order]
-    first = frame if rows.first.all() else frame[rows.first]
-    n_attempts_max = rows.most_attempts
-    retried = bool((~rows.first).any())
-    without = " (retries ignored: what the run would have scored without them)" if retried else ""
-    exhausted = "scores 0" if on_exhausted == "as_incorrect" else "is left out"
-
-    plans: dict[str, tuple[pd.DataFrame, InfraPolicy, str] | str] = {
-        "as_incorrect": (
-            first,
-            InfraPolicy("as_incorrect"),
-            f"first attempt of every trial; an infra outcome scores 0{without}",
-        ),
-        "exclude": (
-            first,
-            InfraPolicy("exclude"),
-            f"first attempt of every trial; infra outcomes are left out{without}",
-        ),
-        "retry": (
-            (
-                frame,
-                InfraPolicy("retry", max(n_attempts_max, 1), on_exhausted),
-                f"last attempt of every trial; an infra outcome on the last attempt {exhausted}",
-            )
-            if retried
-            else "not applicable: no trial has more than one attempt"
-        ),
-    }
+    plans = counted_under_policies(trials, on_exhausted=on_exhausted)
 
     k = len(POLICIES)
     nan_arr = np.full(k, np.nan)
@@ -207,9 +176,8 @@ def policy_sensitivity(
         if isinstance(plan, str):
             notes.append(plan)
             continue
-        table, policy, note = plan
+        applied, note = plan
         notes.append(note)
-        applied = apply_infra_policy(table, policy, key=tuple(key))
         y = score_values(applied.counted)
         scored = ~np.isnan(y)
         tasks = applied.counted["task_id"].to_numpy()[scored]
@@ -251,3 +219,41 @@ def policy_sensitivity(
         confidence=float(confidence),
         warnings=tuple(dict.fromkeys(warnings)),
     )
+
+
+def counted_under_policies(
+    trials: pd.DataFrame, *, on_exhausted: str = "as_incorrect"
+) -> dict[str, tuple[PolicyResult, str] | str]:
+    """Each of :data:`POLICIES` applied to one group's attempts: the policy's result
+    (:func:`evalnoise.runner.infra_policies.apply_infra_policy`: the counted and excluded
+    rows) with a note on what it counts, or why the policy is not applicable (the Notes of
+    :func:`policy_sensitivity`): ``as_incorrect`` and ``exclude`` on the
+    first attempt of every trial, ``retry`` on the last (only when some trial was retried)."""
+    key = trial_key(trials)
+    frame = trials if "attempt" in trials.columns else trials.assign(attempt=1)
+    rows = attempt_order(frame, key)
+    if not rows.in_order:
+        frame = frame.iloc[rows.order]
+    first = frame if rows.first.all() else frame[rows.first]
+    retried = bool((~rows.first).any())
+    without = " (retries ignored: what the run would have scored without them)" if retried else ""
+    exhausted = "scores 0" if on_exhausted == "as_incorrect" else "is left out"
+    out: dict[str, tuple[PolicyResult, str] | str] = {
+        "as_incorrect": (
+            apply_infra_policy(first, InfraPolicy("as_incorrect"), key=tuple(key)),
+            f"first attempt of every trial; an infra outcome scores 0{without}",
+        ),
+        "exclude": (
+            apply_infra_policy(first, InfraPolicy("exclude"), key=tuple(key)),
+            f"first attempt of every trial; infra outcomes are left out{without}",
+        ),
+    }
+    if retried:
+        policy = InfraPolicy("retry", max(rows.most_attempts, 1), on_exhausted)
+        out["retry"] = (
+            apply_infra_policy(frame, policy, key=tuple(key)),
+            f"last attempt of every trial; an infra outcome on the last attempt {exhausted}",
+        )
+    else:
+        out["retry"] = "not applicable: no trial has more than one attempt"
+    return out

@@ -1,4 +1,9 @@
-"""``evalnoise compare``: two groups on the same tasks — paired difference, McNemar, bootstrap."""
+"""``evalnoise compare``: two groups on the same tasks — paired difference, McNemar, bootstrap.
+
+Two forms: ``evalnoise compare PATH A B`` compares groups A and B of one trial table;
+``evalnoise compare RUN_A RUN_B`` compares a baseline run with a candidate run
+(:mod:`evalnoise.cli.compare_runs`, loaded only for that form).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from evalnoise.formatting import dumps, fmt, pct
 from evalnoise.stats import compare
 from evalnoise.trial_table import read_any, shown_group, validate_trials
 
-HELP = "compare two groups (agents, resource profiles) on the same tasks"
+HELP = "compare two groups of one run, or a baseline run with a candidate run, on the same tasks"
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -20,10 +25,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "compare",
         help=HELP,
         description=HELP + ": paired task-level difference, McNemar on trial-aligned pairs, "
-        "paired bootstrap over tasks, minimum detectable difference.",
+        "paired bootstrap over tasks, minimum detectable difference. `compare PATH A B`: "
+        "groups A and B of one trial table (diff = A − B). `compare RUN_A RUN_B`: each RUN a "
+        "results directory, a trials file or a git/DVC revision of results/; groups matched "
+        "by name (or --pair), trials paired by task, diff = B − A (B the candidate), p-values "
+        "Holm-adjusted over the pairs, and whether the runs are comparable.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("path", help="trial table: one row per (group, task, trial)")
+    p.add_argument(
+        "first",
+        metavar="PATH|RUN_A",
+        help="trial table (one row per group, task, trial), or the baseline run",
+    )
+    p.add_argument("second", metavar="A|RUN_B", help="first group, or the candidate run")
+    p.add_argument(
+        "third", metavar="B", nargs="?", default=None, help="second group (diff = A − B)"
+    )
     p.add_argument(
         "--group",
         default=None,
@@ -31,8 +48,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="column naming the group (default: the group column the file stores, as "
         "`evalnoise import` writes it)",
     )
-    p.add_argument("a", help="first group (diff = a − b)")
-    p.add_argument("b", help="second group")
     add_column_options(p, group_default="required")
     p.add_argument(
         "--status",
@@ -46,10 +61,66 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", type=float, default=0.95, help="CI level")
     p.add_argument("--resamples", type=int, default=10_000, help="paired bootstrap resamples")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    runs = p.add_argument_group("two runs (compare RUN_A RUN_B)")
+    runs.add_argument(
+        "--pair",
+        action="append",
+        metavar="A=B",
+        help="compare the baseline's group A with the candidate's group B (repeatable; "
+        "default: every group name both runs have)",
+    )
+    runs.add_argument(
+        "--gate",
+        type=float,
+        default=None,
+        metavar="MARGIN",
+        help="regression gate: exit 0 when the lower CI bound of B − A is above −MARGIN "
+        "(non-inferior), 1 when the upper bound is below 0 (a regression), 3 when neither",
+    )
+    runs.add_argument(
+        "--sequential",
+        action="store_true",
+        help="gate on the anytime-valid confidence sequence (valid however often a growing "
+        "run is checked)",
+    )
+    runs.add_argument(
+        "--block",
+        default=None,
+        metavar="COL",
+        help="trials file: the column numbering the block (round) a trial ran in, for "
+        "--sequential (results directories use the trial block)",
+    )
+    runs.add_argument(
+        "--repo", default=".", metavar="DIR", help="git repository a RUN revision refers to"
+    )
+    runs.add_argument(
+        "--output", "-o", default=None, metavar="FILE", help="also write the JSON record here"
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.third is None:
+        from evalnoise.cli import compare_runs
+
+        return compare_runs.run(args)
+    given = [
+        flag
+        for flag, value in (
+            ("--pair", args.pair),
+            ("--gate", args.gate),
+            ("--sequential", args.sequential),
+            ("--block", args.block),
+            ("--output", args.output),
+        )
+        if value not in (None, False)
+    ]
+    if given:
+        raise InputError(
+            f"{', '.join(given)}: only for two runs (compare RUN_A RUN_B), not for two groups "
+            "of one table (compare PATH A B)"
+        )
+    args.path, args.a, args.b = args.first, args.second, args.third
     raw = read_any(args.path)
     columns, used = resolved_columns(raw, args, path=str(args.path))
     if columns.group is None:

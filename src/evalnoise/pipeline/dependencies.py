@@ -132,7 +132,7 @@ STAGES: dict[str, Stage] = {
     "judge": Stage(data=("results/tasks.parquet", "results/trials"), rules=("judge",)),
     "analysis": Stage(
         data=("results/tasks.parquet", "results/scores", "results/judged"),
-        rules=("analyze_group", "compare", "attribution", "summarize"),
+        rules=("analyze_group", "compare", "attribution", "summarize", "compare_runs"),
     ),
     # the manifest hashes every artifact: tasks, image infos and shards, the analysis outputs
     "report": Stage(

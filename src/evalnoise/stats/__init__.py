@@ -17,6 +17,7 @@ from evalnoise.stats.accuracy_sequences import (
 )
 from evalnoise.stats.agreement import AgreementResult, judge_agreement, judge_agreement_by_level
 from evalnoise.stats.confidence_sequences import MeanCSResult, mean_confidence_sequence
+from evalnoise.stats.consistency import OutcomeConsistencyResult, outcome_consistency
 from evalnoise.stats.convergence import ConvergenceResult, icc_convergence
 from evalnoise.stats.dstudy import (
     DStudyResult,
@@ -27,6 +28,7 @@ from evalnoise.stats.dstudy import (
     total_error,
     variance_model,
 )
+from evalnoise.stats.gate import DesignForMargin, GateResult, design_for_margin, regression_gate
 from evalnoise.stats.gdesign import Design, Facet, parse_facets
 from evalnoise.stats.gstudy import GStudyResult, gstudy
 from evalnoise.stats.icc import ICCBatch, ICCResult, bonett_se, icc_batch, icc_oneway, interpret_icc
@@ -80,6 +82,13 @@ from evalnoise.stats.planning import (
 )
 from evalnoise.stats.proportion import ProportionInterval, wilson_interval
 from evalnoise.stats.stopping import AgentTrials, StoppingDecision, StoppingRule, stopping_decision
+from evalnoise.stats.trajectory import (
+    TrajectoryConsistencyResult,
+    first_divergence,
+    levenshtein,
+    normalised_edit_distance,
+    trajectory_consistency,
+)
 
 __all__ = [
     "AccuracyResult",
@@ -96,9 +105,11 @@ __all__ = [
     "DStudyResult",
     "Design",
     "DesignChoice",
+    "DesignForMargin",
     "DesignStatus",
     "Facet",
     "GStudyResult",
+    "GateResult",
     "ICCBatch",
     "ICCResult",
     "JudgeSamplePlan",
@@ -107,6 +118,7 @@ __all__ = [
     "MeanCSResult",
     "OptimalDesignResult",
     "OptimalTrialsResult",
+    "OutcomeConsistencyResult",
     "PPIResult",
     "PairedBootstrapResult",
     "PairedDifferenceResult",
@@ -118,6 +130,7 @@ __all__ = [
     "StoppingDecision",
     "StoppingRule",
     "TotalErrorResult",
+    "TrajectoryConsistencyResult",
     "VarianceModel",
     "accuracy",
     "allocation_table",
@@ -129,7 +142,9 @@ __all__ = [
     "confidence_sequence",
     "corrected_accuracy",
     "cost_allocation",
+    "design_for_margin",
     "dstudy",
+    "first_divergence",
     "gstudy",
     "holm",
     "icc_batch",
@@ -139,13 +154,16 @@ __all__ = [
     "judge_agreement",
     "judge_agreement_by_level",
     "judge_sample_plan",
+    "levenshtein",
     "mcnemar",
     "mcnemar_exact_p",
     "mean_confidence_sequence",
     "minimum_detectable_difference",
     "model_of",
     "nested_optimum",
+    "normalised_edit_distance",
     "optimal_trials_per_task",
+    "outcome_consistency",
     "paired_bootstrap",
     "paired_confidence_sequence",
     "paired_difference",
@@ -155,10 +173,12 @@ __all__ = [
     "pass_k",
     "plan_from_pilot",
     "ppi_mean",
+    "regression_gate",
     "rogan_gladen",
     "stopping_decision",
     "tasks_for_icc_precision",
     "total_error",
+    "trajectory_consistency",
     "variance_model",
     "wilson_interval",
 ]

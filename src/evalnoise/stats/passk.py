@@ -12,6 +12,11 @@ Both are averaged over tasks with equal weight, exactly as tau-bench's ``display
 (``tau_bench/run.py``) averages ``comb(c, k) / comb(n, k)`` over task ids. Both are computed as
 running products of ratios in [0, 1], never as binomial coefficients, so nothing overflows for
 large n.
+
+Each average is a mean of one unbiased per-task value over independent tasks, so its interval
+takes the task as the unit (:mod:`evalnoise.stats._task_intervals`: CR1 SE s(h)/sqrt(N), normal
+quantile, truncated to [0, 1]); pass^1 = pass@1 then has exactly the task-clustered interval of
+the accuracy of the success indicators.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from evalnoise.stats._checks import check_positive_int, finite_scores
+from evalnoise.stats._checks import check_positive_int, check_probability, finite_scores
 from evalnoise.stats._results import DictResult
+from evalnoise.stats._task_intervals import task_mean_interval
 from evalnoise.stats._tasks import task_sums
 
 __all__ = ["PassKResult", "pass_at_k", "pass_hat_k", "pass_k"]
@@ -45,6 +51,10 @@ class PassKResult(DictResult):
     n_success : c_i, successful trials per task.
     pass_hat_per_task, pass_at_per_task : shape (n_tasks, K).
     success_threshold : a trial succeeded when its score was at least this.
+    pass_hat_se, pass_hat_ci_low, pass_hat_ci_high : task-clustered SE and interval of
+        ``pass_hat``, shape (K,) (NaN with one task).
+    pass_at_se, pass_at_ci_low, pass_at_ci_high : the same for ``pass_at``.
+    confidence : the intervals' level.
     """
 
     k: np.ndarray
@@ -56,6 +66,13 @@ class PassKResult(DictResult):
     pass_hat_per_task: np.ndarray
     pass_at_per_task: np.ndarray
     success_threshold: float
+    pass_hat_se: np.ndarray
+    pass_hat_ci_low: np.ndarray
+    pass_hat_ci_high: np.ndarray
+    pass_at_se: np.ndarray
+    pass_at_ci_low: np.ndarray
+    pass_at_ci_high: np.ndarray
+    confidence: float
 
 
 def _counts(n: Any, c: Any, k: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -123,6 +140,7 @@ def pass_k(
     *,
     k_max: int | None = None,
     success_threshold: float = TAU_BENCH_SUCCESS,
+    confidence: float = 0.95,
 ) -> PassKResult:
     """pass^k and pass@k for k = 1..K from a long (task, score) table.
 
@@ -143,6 +161,7 @@ def pass_k(
     tasks : the task label of each trial.
     k_max : K; default and maximum is the smallest n_i, so every task supports every k.
     success_threshold : minimum score of a successful trial.
+    confidence : level of the task-clustered intervals (module docstring).
 
     Returns
     -------
@@ -150,6 +169,7 @@ def pass_k(
         pass^1 = pass@1 = the mean over tasks of the per-task success rate; pass^k is
         non-increasing and pass@k non-decreasing in k.
     """
+    conf = check_probability(confidence)
     y = finite_scores(scores, "scores")
     if y.size == 0:
         raise ValueError("scores must be a non-empty 1-D array")
@@ -167,14 +187,23 @@ def pass_k(
         )
     hat = _running_products(n, c, int(k_max))
     at = 1.0 - _running_products(n, n - c, int(k_max))
+    hat_mean, hat_se, hat_lo, hat_hi = task_mean_interval(hat, conf)
+    at_mean, at_se, at_lo, at_hi = task_mean_interval(at, conf)
     return PassKResult(
         k=np.arange(1, int(k_max) + 1),
-        pass_hat=hat.mean(axis=0),
-        pass_at=at.mean(axis=0),
+        pass_hat=hat_mean,
+        pass_at=at_mean,
         tasks=ts.labels,
         n_trials=n,
         n_success=c,
         pass_hat_per_task=hat,
         pass_at_per_task=at,
         success_threshold=float(success_threshold),
+        pass_hat_se=hat_se,
+        pass_hat_ci_low=hat_lo,
+        pass_hat_ci_high=hat_hi,
+        pass_at_se=at_se,
+        pass_at_ci_low=at_lo,
+        pass_at_ci_high=at_hi,
+        confidence=conf,
     )

@@ -1,0 +1,91 @@
+"""One line each, in words, for the results of :mod:`evalnoise.consistency`: pass^k and
+pass@k, outcome consistency (with how it differs from the ICC), trajectory consistency, and
+the multiverse of analysis choices. For ``summary.txt``, the cards and ``evalnoise analyze``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from evalnoise.formatting import fmt, pct
+
+__all__ = [
+    "C_OUT_VERSUS_ICC",
+    "multiverse_line",
+    "outcome_consistency_line",
+    "passk_line",
+    "trajectory_line",
+]
+
+#: The sentence beside C_out and the ICC, on how they differ.
+C_OUT_VERSUS_ICC = (
+    "C_out measures how decided each task's outcome is on an absolute scale (1 − 4 × its "
+    "trial-to-trial variance for pass/fail); the ICC compares that variance with how much "
+    "tasks differ, so tasks that all succeed 90 % of the time give C_out 0.64 and an ICC "
+    "near 0"
+)
+
+
+def _ci(lo: Any, hi: Any, digits: int = 1) -> str:
+    return f"[{pct(lo, digits)}, {pct(hi, digits)}]"
+
+
+def passk_line(res: Any) -> str:
+    """pass^k for every k with its interval, and pass@k at the largest k: how fast reliability
+    decays with repeats. ``res`` is a :class:`evalnoise.stats.PassKResult`."""
+    ks = list(res.k)
+    hats = ", ".join(
+        f"^{k} {pct(res.pass_hat[i])} {_ci(res.pass_hat_ci_low[i], res.pass_hat_ci_high[i])}"
+        for i, k in enumerate(ks)
+    )
+    last = len(ks) - 1
+    return (
+        f"pass{hats}; pass@{ks[last]} {pct(res.pass_at[last])} "
+        f"{_ci(res.pass_at_ci_low[last], res.pass_at_ci_high[last])} "
+        f"(unbiased per task, mean of {len(res.tasks)} tasks, {res.confidence:.0%} task-clustered)"
+    )
+
+
+def outcome_consistency_line(res: Any, icc: float | None = None) -> str:
+    """Mean C_out with its interval (and the unbiased mean), and the ICC beside it with the
+    sentence on how they differ. ``res`` is an
+    :class:`evalnoise.stats.consistency.OutcomeConsistencyResult`."""
+    unbiased = res.mean_unbiased
+    extra = "" if not math.isfinite(unbiased) else f", unbiased {fmt(unbiased, '.2f')}"
+    beside = "" if icc is None else f"; ICC {fmt(icc, '.2f')}: {C_OUT_VERSUS_ICC}"
+    return (
+        f"outcome consistency C_out {fmt(res.statistic, '.2f')} "
+        f"[{fmt(res.ci_low, '.2f')}, {fmt(res.ci_high, '.2f')}] over {res.n_tasks} tasks"
+        f"{extra}{beside}"
+    )
+
+
+def trajectory_line(res: Any) -> str:
+    """Distinct paths, edit distance, first divergence and the accuracy of consistent against
+    inconsistent tasks. ``res`` is a
+    :class:`evalnoise.stats.trajectory.TrajectoryConsistencyResult`."""
+    t = int(max(res.n_trials)) if len(res.n_trials) else 0
+    return (
+        f"trajectories: {fmt(res.mean_distinct, '.1f')} distinct paths per {t} trials "
+        f"[{fmt(res.distinct_ci_low, '.1f')}, {fmt(res.distinct_ci_high, '.1f')}], edit "
+        f"distance {fmt(res.mean_edit_distance, '.2f')}, first divergence at step "
+        f"{fmt(res.mean_first_divergence, '.1f')} ({pct(res.share_diverging_by_step_2, 0)} by "
+        f"step 2); accuracy {pct(res.accuracy_consistent)} on {res.n_consistent} consistent "
+        f"tasks against {pct(res.accuracy_inconsistent)} on {res.n_inconsistent} others"
+    )
+
+
+def multiverse_line(res: Any) -> str:
+    """The range of the headline over the analysis choices and the choice that moves it
+    most. ``res`` is a :class:`evalnoise.multiverse.MultiverseResult`."""
+    most = res.most_influential
+    which = (
+        f"{most} moves it most ({pct(res.influence[most])})"
+        if most is not None
+        else f"no choice moves it ({', '.join(res.factors) or 'none'} varied)"
+    )
+    return (
+        f"the analysis choices move the headline by {pct(res.spread)} (range "
+        f"[{pct(res.low)}, {pct(res.high)}] over {res.n_cells} analyses); {which}"
+    )
