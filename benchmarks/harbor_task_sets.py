@@ -7,7 +7,7 @@
 folder is checked as a run would load it (:func:`evalnoise.tasks.check.check_tasks`) under each
 ``benchmark.network`` choice; ``--old-src`` names another checkout's ``src`` whose loader is
 measured the same way under its own choices (the loader before a change). Writes
-``OUT.json`` (every folder's result) and ``OUT.md`` (the tables; default OUT:
+``<OUT>.json`` (every folder's result) and ``<OUT>.md`` (the tables; default OUT:
 ``benchmarks/results/harbor-task-sets``).
 """
 
