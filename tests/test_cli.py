@@ -45,6 +45,8 @@ ANALYZE_KEYS = [
     "interpretation",
     "warnings",
     "between_query_se",
+    "pass_k",
+    "outcome_consistency",
 ]
 COMPARE_KEYS = [
     "a",

@@ -9,6 +9,9 @@ dataclass from :mod:`evalnoise.stats`; the words are :mod:`evalnoise.consistency
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
 from evalnoise.stats.consistency import OutcomeConsistencyResult, outcome_consistency
@@ -19,6 +22,7 @@ __all__ = [
     "ACTION_COLUMNS",
     "outcome_consistency_for_group",
     "passk_for_group",
+    "reliability_fields",
     "trajectories_of",
     "trajectory_consistency_for_group",
 ]
@@ -105,3 +109,73 @@ def trajectory_consistency_for_group(
         consistent_max_distinct=consistent_max_distinct,
         confidence=confidence,
     )
+
+
+def _plain(values: Any) -> Any:
+    """A result's array or number as JSON holds it: lists, and None for NaN."""
+    if isinstance(values, np.ndarray):
+        return [_plain(v) for v in values.tolist()]
+    if isinstance(values, float) and not np.isfinite(values):
+        return None
+    return values
+
+
+def reliability_fields(
+    frame: pd.DataFrame,
+    attempts: pd.DataFrame | None = None,
+    *,
+    confidence: float = 0.95,
+) -> dict[str, dict[str, Any]]:
+    """The record fields of a group's reliability beyond its mean (the keys of
+    :class:`evalnoise.group_records.GroupRecord`): ``pass_k`` (:func:`passk_for_group`: k,
+    pass^k and pass@k with their task-clustered intervals), ``outcome_consistency``
+    (:func:`outcome_consistency_for_group`: mean C_out = (2p̂ − 1)² with its interval, the
+    unbiased mean) and, with the group's ``attempts`` (their ``status`` and
+    ``verified_after``), ``multiverse`` (:func:`evalnoise.multiverse.multiverse_for_group`:
+    the headline's range over the analysis choices that apply, each choice's influence; its
+    reference cell the project's defaults: mean of task means, failures as incorrect, the
+    verifier's verdict, CR1). An empty frame gives no field: nothing was counted, so nothing
+    is estimated."""
+    from evalnoise.multiverse import multiverse_for_group
+
+    if frame.empty:
+        return {}
+    passk = passk_for_group(frame, confidence=confidence)
+    cout = outcome_consistency_for_group(frame, confidence=confidence)
+    out: dict[str, dict[str, Any]] = {
+        "pass_k": {
+            name: _plain(getattr(passk, name))
+            for name in (
+                "k",
+                "pass_hat",
+                "pass_hat_ci_low",
+                "pass_hat_ci_high",
+                "pass_at",
+                "pass_at_ci_low",
+                "pass_at_ci_high",
+                "confidence",
+            )
+        }
+        | {"n_tasks": len(passk.tasks)},
+        "outcome_consistency": {
+            name: _plain(getattr(cout, name))
+            for name in ("statistic", "ci_low", "ci_high", "mean_unbiased", "n_tasks")
+        },
+    }
+    if attempts is not None and not attempts.empty:
+        trials = attempts
+        if "verified_after" in trials.columns:
+            # the multiverse's verdict-after-failure factor reads a true/false flag
+            trials = trials.assign(agent_failed=trials["verified_after"].notna())
+        universe = multiverse_for_group(trials, confidence=confidence)
+        out["multiverse"] = {
+            "headline": _plain(universe.headline),
+            "low": _plain(universe.low),
+            "high": _plain(universe.high),
+            "spread": _plain(universe.spread),
+            "n_cells": int(universe.n_cells),
+            "factors": list(universe.factors),
+            "influence": {k: _plain(v) for k, v in universe.influence.items()},
+            "most_influential": universe.most_influential,
+        }
+    return out

@@ -6,6 +6,7 @@ the multiverse of analysis choices. For ``summary.txt``, the cards and ``evalnoi
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 from evalnoise.formatting import fmt, pct
@@ -15,6 +16,7 @@ __all__ = [
     "multiverse_line",
     "outcome_consistency_line",
     "passk_line",
+    "reliability_lines",
     "trajectory_line",
 ]
 
@@ -52,7 +54,8 @@ def outcome_consistency_line(res: Any, icc: float | None = None) -> str:
     sentence on how they differ. ``res`` is an
     :class:`evalnoise.stats.consistency.OutcomeConsistencyResult`."""
     unbiased = res.mean_unbiased
-    extra = "" if not math.isfinite(unbiased) else f", unbiased {fmt(unbiased, '.2f')}"
+    finite = unbiased is not None and math.isfinite(unbiased)
+    extra = f", unbiased {fmt(unbiased, '.2f')}" if finite else ""
     beside = "" if icc is None else f"; ICC {fmt(icc, '.2f')}: {C_OUT_VERSUS_ICC}"
     return (
         f"outcome consistency C_out {fmt(res.statistic, '.2f')} "
@@ -89,3 +92,21 @@ def multiverse_line(res: Any) -> str:
         f"the analysis choices move the headline by {pct(res.spread)} (range "
         f"[{pct(res.low)}, {pct(res.high)}] over {res.n_cells} analyses); {which}"
     )
+
+
+def reliability_lines(record: Any) -> list[str]:
+    """The lines of a group record's reliability fields
+    (:class:`evalnoise.group_records.GroupRecord`: ``pass_k``, ``outcome_consistency``,
+    ``multiverse``, as :func:`evalnoise.consistency.reliability_fields` writes them), each
+    with its label; none for a record without them (withheld, or nothing counted)."""
+    lines = []
+    if record.pass_k:
+        m = record.pass_k
+        lines.append(passk_line(SimpleNamespace(**m, tasks=range(int(m["n_tasks"])))))
+    if record.outcome_consistency:
+        lines.append(
+            outcome_consistency_line(SimpleNamespace(**record.outcome_consistency), record.icc)
+        )
+    if record.multiverse:
+        lines.append("multiverse: " + multiverse_line(SimpleNamespace(**record.multiverse)))
+    return lines

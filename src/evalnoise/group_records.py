@@ -85,7 +85,11 @@ class GroupRecord:
     per outcome, :func:`evalnoise.outcomes.outcome_counts`), ``health``
     (:meth:`evalnoise.outcomes.Health.to_dict`), ``crash_signals``, ``judge`` (the judges'
     summary, :func:`evalnoise.pipeline.summary.judge_summary`), ``costs`` (the cost drivers,
-    :func:`evalnoise.costs.combine_costs`).
+    :func:`evalnoise.costs.combine_costs`); the reliability beyond the mean
+    (:func:`evalnoise.consistency.reliability_fields`, None when withheld): ``pass_k``
+    (pass^k and pass@k for k = 1…T with task-clustered intervals), ``outcome_consistency``
+    (mean C_out = (2p̂ − 1)²) and ``multiverse`` (the headline's range over the analysis
+    choices).
     """
 
     group: str
@@ -125,6 +129,9 @@ class GroupRecord:
     crash_signals: Mapping[str, int] | None = _optional()
     judge: Mapping[str, Any] | None = _optional()
     costs: Mapping[str, Any] | None = _optional()
+    pass_k: Mapping[str, Any] | None = _optional()
+    outcome_consistency: Mapping[str, Any] | None = _optional()
+    multiverse: Mapping[str, Any] | None = _optional()
 
     def to_dict(self) -> dict[str, Any]:
         """The record as its artifacts hold it: every field under its own name, an optional
@@ -223,7 +230,9 @@ class GroupMetrics:
     every trial decided (``measurement`` without the second half). The optional fields are
     present only when they say something: ``incomplete``, ``withheld``, ``readings`` (a group
     with failures or withheld), the total-error SE of the D study, the attribution's
-    ``infra_share``/``policy_moves_result``/``flaky_tasks``, and ``judge``.
+    ``infra_share``/``policy_moves_result``/``flaky_tasks``, ``judge``, and the reliability
+    beyond the mean: ``pass_hat_k`` (k → pass^k), ``outcome_consistency`` (mean C_out) and
+    ``multiverse_spread`` (how far the analysis choices move the headline).
     """
 
     accuracy: float | None
@@ -250,6 +259,9 @@ class GroupMetrics:
     policy_moves_result: bool | None = _optional()
     flaky_tasks: int | None = _optional()
     judge: Mapping[str, Any] | None = _optional()
+    pass_hat_k: Mapping[str, float | None] | None = _optional()
+    outcome_consistency: float | None = _optional()
+    multiverse_spread: float | None = _optional()
 
     @classmethod
     def from_record(
@@ -317,6 +329,24 @@ class GroupMetrics:
             ),
             flaky_tasks=None if attribution is None else int(attribution["flaky_flagged"]),
             judge=None if judge is None else _judge_metrics(judge),
+            pass_hat_k=(
+                None
+                if not record.pass_k or record.withheld
+                else {
+                    str(k): _num(v)
+                    for k, v in zip(record.pass_k["k"], record.pass_k["pass_hat"], strict=True)
+                }
+            ),
+            outcome_consistency=(
+                None
+                if not record.outcome_consistency or record.withheld
+                else _num(record.outcome_consistency["statistic"])
+            ),
+            multiverse_spread=(
+                None
+                if not record.multiverse or record.withheld
+                else _num(record.multiverse["spread"])
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:

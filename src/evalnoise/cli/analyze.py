@@ -143,6 +143,8 @@ def with_outcomes(
             "task_id": raw[columns.task].astype(str).to_numpy()
             if columns.task in raw.columns
             else "",
+            # the trial labels, when the table has them (the multiverse pairs attempts by them)
+            **({"trial": raw[columns.trial].to_numpy()} if columns.trial in raw.columns else {}),
             "status": state.to_numpy(),
             "exit_code": raw["exit_code"].to_numpy() if "exit_code" in raw else np.nan,
             "score": values,
@@ -245,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from evalnoise.attribution.text import attribution_lines, resource_line
     from evalnoise.cli._columns import announce, resolved_columns
+    from evalnoise.consistency import reliability_fields
+    from evalnoise.consistency_text import reliability_lines
     from evalnoise.formatting import dumps, fmt, pct, table
     from evalnoise.group_records import GroupRecord
     from evalnoise.group_text import readings_text, reporting_line
@@ -301,6 +305,17 @@ def run(args: argparse.Namespace) -> int:
                 readings=readings,
                 outcomes=outcomes,
                 health=health.to_dict(),
+            )
+        if not record.withheld and facet_out is None:
+            # pass^k, C_out and (with the trials' outcomes) the multiverse
+            view = per_group.get(record.group)
+            record = replace(
+                record,
+                **reliability_fields(
+                    frame[frame["group"].astype(str) == record.group],
+                    view if view is not None and "trial" in view.columns else None,
+                    confidence=args.confidence,
+                ),
             )
         records.append(record)
     conv = (
@@ -374,6 +389,8 @@ def run(args: argparse.Namespace) -> int:
             verified = "verified_as_failures" in (r.readings or {})
             if r.withheld or failed_trials(r.outcomes) or verified:
                 print(f"  readings: {readings_text(r.readings)}")
+        for line in reliability_lines(r):
+            print(f"  {line}")
         summary = attribution.summary.get(str(r.group)) if attribution is not None else None
         if isinstance(summary, dict) and "not_computed" not in summary:
             print("".join(f"  {line}\n" for line in attribution_lines(summary)), end="")

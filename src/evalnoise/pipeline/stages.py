@@ -151,6 +151,7 @@ def analyze_group(
     estimates are None, never an error: it is reported, flagged, and left out of comparisons.
     """
     from evalnoise.analysis import per_task_table
+    from evalnoise.consistency import reliability_fields
     from evalnoise.costs import cost_drivers
 
     outcomes, verdict, signals = group_health(data, health)
@@ -174,7 +175,18 @@ def analyze_group(
             **more,
         ).to_dict()
 
-    overall = estimates(data.frame, data.attempts, outcomes=outcomes, health=verdict.to_dict())
+    overall = estimates(
+        data.frame,
+        data.attempts,
+        outcomes=outcomes,
+        health=verdict.to_dict(),
+        # pass^k, C_out and the multiverse: numbers about the agent, so none when withheld
+        **(
+            {}
+            if withheld is not None
+            else reliability_fields(data.frame, data.attempts, confidence=options["confidence"])
+        ),
+    )
     levels = []
     if options.get("per_level", True):
         known = data.attempts.dropna(subset=["level"])

@@ -27,6 +27,7 @@ import pandas as pd
 
 from evalnoise.analysis import holm_comparisons
 from evalnoise.attribution.text import attribution_lines, resource_line
+from evalnoise.consistency_text import reliability_lines
 from evalnoise.group_records import GroupMetrics, GroupRecord
 from evalnoise.group_text import readings_text, reporting_line
 from evalnoise.outcomes import OUTCOMES, failed_trials, outcome_line
@@ -266,6 +267,7 @@ def summarize(
         verified = "verified_as_failures" in (record.readings or {})
         if shown and (record.withheld or failed_trials(s["outcomes"]) or verified):
             lines.append(f"  readings: {shown}")
+        lines += [f"  {line}" for line in reliability_lines(record)]
         if s["group"] in judged:
             lines.append(f"  {judge_line(judged[s['group']], confidence)}")
         if attribution and s["group"] in attribution:

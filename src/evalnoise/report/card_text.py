@@ -13,8 +13,10 @@ statistics (:data:`MEASURED_FIELDS`) are marked struck; readings, cost and healt
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
+from evalnoise.consistency_text import reliability_lines
 from evalnoise.formatting import fmt, pct
 from evalnoise.group_text import readings_text
 from evalnoise.outcomes import failed_trials
@@ -231,6 +233,17 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     ):
         # labelled readings, never the headline: shown (not struck) also on an invalid card
         rows.insert(4, ("Readings", readings))
+    reliability = reliability_lines(
+        SimpleNamespace(
+            pass_k=m.get("pass_k"),
+            outcome_consistency=m.get("outcome_consistency"),
+            multiverse=m.get("multiverse"),
+            icc=m.get("icc"),
+        )
+    )
+    if reliability:
+        # beside the accuracy and ICC they qualify: how reliable beyond the mean
+        rows.insert(6, ("Reliability", "; ".join(reliability)))
     if card.get("policy_sensitivity"):
         # beside the policy it qualifies, before Health
         rows.insert(

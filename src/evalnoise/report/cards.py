@@ -259,6 +259,10 @@ def evaluation_card(
             "readings": (
                 None if rec.readings is None else {k: r.to_dict() for k, r in rec.readings.items()}
             ),
+            # reliability beyond the mean: pass^k, C_out, the multiverse (None when withheld)
+            "pass_k": None if rec.withheld else rec.pass_k,
+            "outcome_consistency": None if rec.withheld else rec.outcome_consistency,
+            "multiverse": None if rec.withheld else rec.multiverse,
         },
         "task_complexity": {
             "level": context.task_level,
