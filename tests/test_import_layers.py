@@ -59,7 +59,12 @@ LAYERS: Layers = (
     ("statistics", frozenset({"stats"})),
     ("trial data", frozenset({"outcomes", "facets", "tasks", "importers"})),
     ("execution", frozenset({"runner", "models", "machine"})),
-    ("analysis", frozenset({"scorers", "analysis", "costs", "attribution", "manifest", "archive"})),
+    (
+        "analysis",
+        frozenset(
+            {"scorers", "analysis", "costs", "attribution", "manifest", "archive", "results_check"}
+        ),
+    ),
     ("report", frozenset({"report", "group_text"})),
     ("pipeline", frozenset({"pipeline", "provenance"})),
     ("command line", frozenset({"cli", "__main__"})),
