@@ -23,8 +23,9 @@ task folders without a word). Every problem of every task of a set is collected 
 together as one :class:`HarborTaskError` whose ``problems`` name the task, the field and the
 reason:
 
-- ``[verifier].environment_mode = "separate"`` (or a ``[verifier.environment]`` table, which
-  implies it): the runner verifies in the agent's container;
+- in ``[verifier.environment]`` (Harbor's separate verifier), any key but ``docker_image``;
+  ``environment_mode = "separate"`` itself is supported
+  (:mod:`evalnoise.tasks.verifier_setup`);
 - ``[[steps]]`` (multi-step tasks: ``steps/<name>/`` folders with their own instruction,
   tests and solution);
 - ``environment/docker-compose.yaml`` (or ``.yml``): extra services;
@@ -60,6 +61,7 @@ from typing import Any
 
 from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 from evalnoise.errors import InputError
+from evalnoise.tasks.verifier_setup import SHARED, VerifierSetup, read_verifier_setup
 
 __all__ = [
     "DEFAULTS",
@@ -239,6 +241,8 @@ class HarborTask:
     defaulted: tuple[str, ...]
     digest: str
     has_solution: bool
+    #: where the verifier runs (:mod:`evalnoise.tasks.verifier_setup`)
+    verifier: VerifierSetup = SHARED
 
     @property
     def tests_dir(self) -> Path:
@@ -490,20 +494,7 @@ def _load_one(
             "multi-step tasks are not supported: a trial is one instruction, one agent "
             "phase and one verifier run",
         )
-    mode = verifier_s.get("environment_mode")
-    if mode is not None and mode not in ("shared", "separate"):
-        reader.problem("[verifier].environment_mode", "must be 'shared' or 'separate'")
-    elif mode == "separate" or (mode is None and "environment" in verifier_s):
-        reader.problem(
-            "[verifier].environment_mode" if mode else "[verifier.environment]",
-            "a separate verifier environment is not supported: the verifier runs in the "
-            'agent\'s container (environment_mode = "shared")',
-        )
-    elif mode == "shared" and "environment" in verifier_s:
-        reader.problem(
-            "[verifier.environment]",
-            'conflicts with environment_mode = "shared" (Harbor rejects it too)',
-        )
+    verifier_setup = read_verifier_setup(data, verifier_s, folder, reader.problem)
     if verifier_s.get("collect"):
         reader.problem("[[verifier.collect]]", "collect hooks need compose services")
     for compose in COMPOSE_FILES:
@@ -674,6 +665,7 @@ def _load_one(
         defaulted=tuple(defaulted),
         digest=folder_digest(folder),
         has_solution=(folder / SOLVE_SCRIPT).is_file(),
+        verifier=verifier_setup,
     )
     return task, []
 
