@@ -112,6 +112,7 @@ rule run_trials:
         task_rows=task_rows_param,
         server=agent_server,
         reward_key=config["benchmark"]["reward"],
+        tampered_environment=config["benchmark"]["tampered_environment"],
         unverified_rounds=verifier_rounds_param,
         code_version=code_version("runner"),
     script:

@@ -123,7 +123,11 @@ def run_trials_shard(
 
         if job.backend != "docker":
             raise ValueError(f"environment tasks run on the docker backend, not {job.backend!r}")
-        runner: Any = EnvironmentBackend(base=record.get("base"), reward_key=job.reward_key)
+        runner: Any = EnvironmentBackend(
+            base=record.get("base"),
+            reward_key=job.reward_key,
+            tampered_environment=job.tampered_environment,
+        )
     else:
         runner = make_backend(job.backend)
     lazy = None
