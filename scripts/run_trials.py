@@ -2,6 +2,9 @@
 
 import os
 
+import pandas as pd
+
+from evalnoise.infra_failures import failure_lines, task_failures
 from evalnoise.pipeline import faults
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
@@ -24,12 +27,18 @@ def run():
     return run_trials_shard(job, files)
 
 
+name = f"run_trials {w.agent}@{w.resource_profile} t{w.block} c{w.chunk}{w.variant}"
 faults.job(
     run,
-    name=f"run_trials {w.agent}@{w.resource_profile} t{w.block} c{w.chunk}{w.variant}",
+    name=name,
     log_path=snakemake.log[0],
     console=console,
     log=log,
     output=snakemake.output.shard,
     engine_check=faults.engine_probe(p.backend),
 )
+
+# a task whose every trial failed alike (its image did not build) is named on the console once
+for line in failure_lines(task_failures(pd.read_parquet(snakemake.output.shard))):
+    log.warning("%s", line)
+    print(f"{name}: {line}", file=console, flush=True)

@@ -57,7 +57,7 @@ LAYERS: Layers = (
         ),
     ),
     ("statistics", frozenset({"stats"})),
-    ("trial data", frozenset({"outcomes", "facets", "tasks", "importers"})),
+    ("trial data", frozenset({"outcomes", "infra_failures", "facets", "tasks", "importers"})),
     ("execution", frozenset({"runner", "models", "machine"})),
     (
         "analysis",

@@ -244,7 +244,9 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     ``trials`` needs ``status``; ``exit_code`` (to tell a crash), ``score`` (null = not
     scored), ``attempt`` and the trial key columns are used when present. ``ok`` counts
     trials that ended ``ok`` *and* have a score; ``unscored`` those that ended ``ok``
-    without one. The outcomes partition the trials: their counts sum to ``trials``.
+    without one. The outcomes partition the trials: their counts sum to ``trials``. With an
+    ``environment_tampered`` column, ``environment_tampered`` counts the flagged trials
+    (whatever their outcome), when there are any.
     """
     last = final_attempts(trials)
     names, counted = np.unique(outcome_of(last).astype(str), return_counts=True)
@@ -252,6 +254,10 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
     counts = {k: int(found.get(k, 0)) for k in OUTCOMES}
     counts["trials"] = len(last)
     counts["attempts"] = len(trials)
+    if "environment_tampered" in last.columns:  # a flag across outcomes, not an outcome
+        tampered = int(last["environment_tampered"].notna().sum())
+        if tampered:
+            counts["environment_tampered"] = tampered
     return counts
 
 
@@ -259,7 +265,9 @@ def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
     """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
     0 verifier_error, 0 unscored`` — every outcome, zeros included, so nothing is silently
     absent; an unknown count is ``?`` and a record without outcomes ``not recorded``. The
-    one text of a group's outcomes: the summary, the CLI and the cards print it."""
+    one text of a group's outcomes: the summary, the CLI and the cards print it. Trials
+    flagged ``environment_tampered`` (:mod:`evalnoise.runner.verifier_integrity`; counted
+    across outcomes) are added when there are any."""
     if outcomes is None:
         return "not recorded"
 
@@ -274,7 +282,13 @@ def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
         if attempts is not None and attempts != outcomes.get("trials")
         else ""
     )
-    return f"{count('trials')} trials{extra}: " + ", ".join(parts)
+    tampered = outcomes.get("environment_tampered")
+    flag = (
+        f"; {tampered} environment_tampered (the agent changed what the verifier executes)"
+        if tampered
+        else ""
+    )
+    return f"{count('trials')} trials{extra}: " + ", ".join(parts) + flag
 
 
 @dataclass(frozen=True)

@@ -240,10 +240,7 @@ def pytest_runtest_makereport(item, call):
 def pytest_task(tmp_path: Path) -> Path:
     """A task whose verifier is pytest, installed into an image built from the base image
     (the packages copied from this interpreter's site-packages: the same Python 3.11)."""
-    import _pytest
-    import iniconfig
-    import packaging
-    import pluggy
+    import importlib
 
     folder = make_env_task(
         tmp_path,
@@ -253,9 +250,14 @@ def pytest_task(tmp_path: Path) -> Path:
         dockerfile=PYTEST_DOCKERFILE,
     )
     site = folder / "environment" / "site"
-    for module in (pytest, _pytest, iniconfig, packaging, pluggy):
-        source = Path(module.__file__).parent
-        shutil.copytree(source, site / source.name, ignore=shutil.ignore_patterns("__pycache__"))
+    site.mkdir()
+    for name in ("pytest", "_pytest", "py", "iniconfig", "packaging", "pluggy", "pygments"):
+        source = Path(importlib.import_module(name).__file__)
+        if source.name == "__init__.py":
+            skip = shutil.ignore_patterns("__pycache__")
+            shutil.copytree(source.parent, site / source.parent.name, ignore=skip)
+        else:
+            shutil.copy(source, site / source.name)
     (folder / "tests" / "test_outputs.py").write_text(
         "from pathlib import Path\n\n\ndef test_answer():\n"
         "    assert Path('/app/answer.txt').read_text() == 'done\\n'\n"

@@ -27,6 +27,7 @@ import pandas as pd
 from evalnoise.analysis import holm_comparisons
 from evalnoise.attribution.text import attribution_lines, resource_line
 from evalnoise.group_text import readings_text, reporting_line
+from evalnoise.infra_failures import failure_lines
 from evalnoise.outcomes import OUTCOMES, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
 
@@ -179,6 +180,7 @@ def summarize(
         {
             **s["overall"],
             "crash_signals": dict(s.get("crash_signals", {})),
+            "task_failures": list(s.get("task_failures", [])),
             **({"judge": judged[s["group"]]} if s["group"] in judged else {}),
             # the trials' cost drivers, with the judge stage's calls when it ran (priced
             # by the report: prices are no statistic)
@@ -227,6 +229,7 @@ def summarize(
         for r in s["levels"]:
             lines.append(f"  level {r['level']}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(s['outcomes'])}")
+        lines.extend(f"  {line}" for line in failure_lines(s.get("task_failures", [])))
         shown = readings_text(s["overall"].get("readings"))
         if shown and (s["overall"].get("withheld") or failed_trials(s["outcomes"])):
             lines.append(f"  readings: {shown}")

@@ -436,11 +436,15 @@ def copy_paths(api: Any, source: str, target: str, paths: Iterable[str]) -> list
             ):
                 for info in tin:
                     try:
-                        safe = tarfile.data_filter(info, "/nonexistent-copy-root")
+                        filtered = tarfile.data_filter(info, "/nonexistent-copy-root")
                     except tarfile.FilterError:
                         refused += 1
                         continue
-                    data = tin.extractfile(safe) if safe.isfile() else None
+                    # the filter's mode (no setuid/setgid, no group/other write), the
+                    # owner kept: a non-root verifier may need the agent user's files
+                    mode = info.mode if filtered.mode is None else filtered.mode
+                    safe = info.replace(mode=mode & 0o1777, deep=False)
+                    data = tin.extractfile(info) if info.isfile() else None
                     tout.addfile(safe, data)
             if refused:
                 notes.append(f"{path}: {refused} unsafe entries not copied")
