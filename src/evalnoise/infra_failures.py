@@ -22,9 +22,19 @@ from typing import Any
 import pandas as pd
 
 from evalnoise.outcomes import final_attempts
+from evalnoise.schema import TRIAL_KEY
 
-__all__ = ["LOG_MARKER", "TaskFailure", "failure_lines", "task_failures"]
+__all__ = ["FAILURE_COLUMNS", "LOG_MARKER", "TaskFailure", "failure_lines", "task_failures"]
 
+#: the trial columns :func:`task_failures` reads (those a table has)
+FAILURE_COLUMNS = (
+    *TRIAL_KEY,
+    "attempt",
+    "status",
+    "error",
+    "phase",
+    "environment_tampered",
+)
 #: what separates a failed build's reason from its log's tail in a trial's ``error``
 LOG_MARKER = "--- build log (tail) ---"
 #: lines of the build log kept in a record

@@ -49,10 +49,6 @@ TASKS = pa.schema(
         pa.field("task_dir", pa.string()),
         pa.field("verifier_time_limit_s", pa.float64()),
         pa.field("task_digest", pa.string()),
-        # what the agent changed of what the verifier executes (evalnoise.runner.
-        # verifier_integrity), "; "-separated, e.g. "python3: now /usr/local/bin/python3 (was
-        # /usr/bin/python3)"; null when nothing changed and for other trials
-        pa.field("environment_tampered", pa.string()),
     ]
 )
 

@@ -141,7 +141,6 @@ def analyze_group(
     """
     from evalnoise.analysis import per_task_table
     from evalnoise.costs import cost_drivers
-    from evalnoise.infra_failures import task_failures
     from evalnoise.outcomes import outcome_counts
 
     outcomes, verdict, signals = group_health(data, health)
@@ -196,8 +195,6 @@ def analyze_group(
         "outcomes": outcomes,
         "health": verdict.to_dict(),
         "crash_signals": signals,
-        # failures of a task rather than a trial (a build that failed), named once each
-        "task_failures": [f.to_dict() for f in task_failures(data.attempts)],
         "trials_per_task": {
             "min": int(counts.min()) if len(counts) else 0,
             "max": int(counts.max()) if len(counts) else 0,
