@@ -2,24 +2,23 @@
 
 import os
 
-import pandas as pd
-
-from evalnoise.infra_failures import failure_lines, task_failures
 from evalnoise.pipeline import faults
 from evalnoise.pipeline.jobs import log_to
-from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
-from evalnoise.pipeline.shards import run_trials_shard
-from evalnoise.pipeline.slurm_resources import record_job
 
 # a fault of the environment (engine, disk) is said in one line on the terminal too
 console = os.fdopen(os.dup(2), "w")
 log = log_to(snakemake.log[0])
-record_job(snakemake.output.shard, log=snakemake.log[0])  # executor, Slurm job id
 p = snakemake.params
 w = snakemake.wildcards
 
 
 def run():
+    # imported here: a retried attempt whose fault has not cleared ends before it needs them
+    from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
+    from evalnoise.pipeline.shards import run_trials_shard
+    from evalnoise.pipeline.slurm_resources import record_job
+
+    record_job(snakemake.output.shard, log=snakemake.log[0])  # executor, Slurm job id
     job = ShardJob.from_params(p, tasks_path=snakemake.input.tasks, concurrency=snakemake.threads)
     files = ShardFiles.from_params(
         p, output=snakemake.output.shard, log=snakemake.log[0], image_info=snakemake.input.image
@@ -38,7 +37,17 @@ faults.job(
     engine_check=faults.engine_probe(p.backend),
 )
 
-# a task whose every trial failed alike (its image did not build) is named on the console once
-for line in failure_lines(task_failures(pd.read_parquet(snakemake.output.shard))):
-    log.warning("%s", line)
-    print(f"{name}: {line}", file=console, flush=True)
+
+def name_task_failures():
+    """A task whose every trial failed alike (its image did not build), named on the
+    console once."""
+    import pandas as pd
+
+    from evalnoise.infra_failures import failure_lines, task_failures
+
+    for line in failure_lines(task_failures(pd.read_parquet(snakemake.output.shard))):
+        log.warning("%s", line)
+        print(f"{name}: {line}", file=console, flush=True)
+
+
+name_task_failures()
