@@ -346,3 +346,22 @@ def test_separate_mode_with_a_tests_dockerfile_and_declared_artifacts(env_backen
     row = env_trial(env_backend, folder, "oracle")
     assert _row(row) == ("ok", 1.0, None)
     assert row["image"].startswith("evalnoise-task-test-separate-image:")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("attack", "flag"),
+    [
+        (PLANT_JSON, "/tests/json.py: added"),
+        (SHADOW_PYTHON, "python3: now /usr/local/bin/python3 (was /usr/bin/python3.11)"),
+    ],
+)
+def test_a_remote_engine_reads_the_same_through_its_archive_api(
+    env_backend, tmp_path, monkeypatch, attack, flag
+):
+    """Without the container's root on this host (a remote engine, another storage
+    driver) the snapshots go through the engine's archive API and /tests is emptied by
+    ``rm -rf`` in the container, checked afterwards: the same flags."""
+    monkeypatch.setattr(verifier_integrity, "_merged_dir", lambda api, container: None)
+    row = env_trial(env_backend, csv_task(tmp_path), scripted_agent([{"exec": attack}]))
+    assert _row(row) == ("agent_error", None, flag)

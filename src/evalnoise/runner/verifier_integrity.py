@@ -14,8 +14,9 @@ overwritten. This module closes the first two and detects the others:
   the container's root is readable on this host (overlay2), else by ``rm -rf`` in the
   container, which the agent could have replaced: so the result is checked through the
   engine's archive API either way (:func:`tests_tree`), and anything left over is reported.
-- :func:`snapshot` records, through the engine's archive API (nothing runs in the
-  container, whose tools the agent may have replaced), what the verifier will execute: for
+- :func:`snapshot` records, without running anything in the container (whose tools the agent
+  may have replaced) — through its root as this host sees it (overlay2, a local engine), else
+  the engine's archive API — what the verifier will execute: for
   every command :func:`verifier_commands` finds in ``test.sh`` (plus ``bash``, which runs it,
   and its ``#!`` interpreter) the file ``PATH`` resolves it to and that file's SHA-256 (and
   one level of ``#!`` interpreter of a script it resolves to), and every file under
@@ -45,8 +46,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 import shlex
+import stat
 import tarfile
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -287,22 +290,113 @@ class Snapshot:
     tests: Mapping[str, str] = field(default_factory=dict)
 
 
+class _HostRoot:
+    """The container's root file system as this host sees it (overlay2's merged directory
+    of a local engine): the same reads as the archive API, without streaming every file
+    through the engine. Symlinks are resolved inside the root, never on the host."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _host(self, path: str) -> Path:
+        return self.root.joinpath(*PurePosixPath(path).parts[1:])
+
+    def resolve(self, path: str) -> str | None:
+        parts = list(PurePosixPath(path).parts[1:])
+        done: list[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if done:
+                    done.pop()
+                continue
+            try:
+                info = os.lstat(self.root.joinpath(*done, part))
+            except OSError:
+                return None
+            if stat.S_ISLNK(info.st_mode):
+                hops += 1
+                if hops > _MAX_LINKS:
+                    return None
+                target = os.readlink(self.root.joinpath(*done, part))
+                if target.startswith("/"):
+                    done = []
+                parts = [p for p in PurePosixPath(target).parts if p != "/"] + parts
+                continue
+            done.append(part)
+        return "/" + "/".join(done)
+
+    def lookup(self, name: str, path_dirs: Iterable[str]) -> str | None:
+        if "/" in name:
+            return self.resolve(name) if name.startswith("/") else None
+        for directory in path_dirs:
+            if directory.startswith("/"):
+                found = self.resolve(str(PurePosixPath(directory) / name))
+                if found is not None and self._host(found).is_file():
+                    return found
+        return None
+
+    def digest(self, path: str) -> tuple[str | None, str | None]:
+        try:
+            fd = os.open(self._host(path), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None, None
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None, None
+            digest = hashlib.sha256()
+            head = fh.read(256)
+            digest.update(head)
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+        shebang = _shebang(head.decode("utf-8", "replace"))
+        return digest.hexdigest(), (shebang[0] if shebang else None)
+
+    def tree(self, path: str) -> dict[str, str]:
+        top = self._host(path)
+        if top.is_symlink():
+            return {path: f"link:{os.readlink(top)}"}
+        out: dict[str, str] = {}
+        for folder, dirs, files in os.walk(top):
+            for name in dirs + files:
+                host = Path(folder) / name
+                where = f"{path}/{host.relative_to(top).as_posix()}"
+                if host.is_symlink():
+                    out[where] = f"link:{os.readlink(host)}"
+                elif name in files:
+                    digest, _ = self.digest(where)
+                    out[where] = digest or "special"
+        return out
+
+
 def snapshot(api: Any, container: str, names: Iterable[str], path: str | None = None) -> Snapshot:
-    """Read :class:`Snapshot` of the container through the engine's archive API; ``path``:
-    the ``PATH`` the verifier runs with (default :data:`DEFAULT_PATH`)."""
+    """Read :class:`Snapshot` of the container without running anything in it: through its
+    root as this host sees it (a local overlay2 engine), else the engine's archive API;
+    ``path``: the ``PATH`` the verifier runs with (default :data:`DEFAULT_PATH`)."""
     path_dirs = [d for d in (path or DEFAULT_PATH).split(":") if d]
+    merged = _merged_dir(api, container)
+    host = _HostRoot(merged) if merged is not None else None
     commands: dict[str, tuple[str | None, str | None]] = {}
+    names = list(names)
     pending = list(dict.fromkeys(["bash", *names]))
     while pending and len(commands) < MAX_COMMANDS:
         name = pending.pop(0)
         if name in commands:
             continue
-        where = _lookup(api, container, name, path_dirs)
-        digest, interpreter = _file_digest(api, container, where) if where else (None, None)
+        if host is not None:
+            where = host.lookup(name, path_dirs)
+            digest, interpreter = host.digest(where) if where else (None, None)
+        else:
+            where = _lookup(api, container, name, path_dirs)
+            digest, interpreter = _file_digest(api, container, where) if where else (None, None)
         commands[name] = (where, digest)
         if interpreter and interpreter not in commands and name in names:
             pending.append(interpreter)  # one level: the script's interpreter
-    return Snapshot(commands=commands, tests=_archive_files(api, container, TESTS))
+    tests = host.tree(TESTS) if host is not None else _archive_files(api, container, TESTS)
+    return Snapshot(commands=commands, tests=tests)
 
 
 def changes(before: Snapshot, after: Snapshot) -> tuple[str, ...]:
@@ -397,7 +491,12 @@ def install_tests(box: Any, source: Path) -> tuple[str, ...]:
     else:
         box.run(f"rm -rf {TESTS}", user="0:0", env=None, timeout_s=60.0)
     box.api.put_archive(box.id, "/", tests_tar(source))
-    found, wanted = _archive_files(box.api, box.id, TESTS), tests_tree(source)
+    found = (
+        _HostRoot(merged).tree(TESTS)
+        if merged is not None
+        else _archive_files(box.api, box.id, TESTS)
+    )
+    wanted = tests_tree(source)
     return tuple(
         f"{path}: left in /tests after it was recreated"
         for path in sorted(set(found) - set(wanted))
