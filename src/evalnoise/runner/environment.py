@@ -265,8 +265,9 @@ class EnvironmentBackend:
         # the key decides which trials are ok: it is part of the journal header (the
         # backend's name), so a changed key starts the shard's trials afresh
         self.name = NAME if reward_key is None else f"{NAME}:reward={reward_key}"
-        #: what a trial whose agent changed what the verifier executes scores as (module
-        #: docstring, "Verifier integrity"); like the key, part of the journal header
+        #: what a trial whose agent changed what the verifier executes scores as
+        #: (:func:`evalnoise.runner.verifier_integrity.judge_tampering`); like the key, part
+        #: of the journal header
         self.tampered_environment = tampered_environment
         if tampered_environment != "failure":
             self.name += f":tampered={tampered_environment}"
