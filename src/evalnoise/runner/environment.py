@@ -131,7 +131,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalnoise.runner import contract
+from evalnoise.runner import contract, separate_verifier
 from evalnoise.runner import verifier_integrity as integrity
 from evalnoise.runner.docker_backend import (
     CGROUP_ROOT,
@@ -611,15 +611,15 @@ class EnvironmentBackend:
         """Harbor's separate mode: a fresh container of the verifier's image, the agent's
         artifacts (or working directory) copied in, the verifier run there."""
         api = box.api
-        copies = integrity.separate_copies(
+        copies = separate_verifier.separate_copies(
             api, box.id, trial.task.verifier.artifacts, trial.task.workdir
         )
         name = f"evalnoise-{request.shard_id}-{uuid.uuid4().hex[:12]}-verifier"
-        verifier_id = integrity.clone_container(
+        verifier_id = separate_verifier.clone_container(
             api, box.id, trial.verifier_image or "", name, trial.env
         )
         try:
-            notes = integrity.copy_paths(api, box.id, verifier_id, copies)
+            notes = separate_verifier.copy_paths(api, box.id, verifier_id, copies)
             if not copies:
                 notes.append("no artifacts declared and no working directory: nothing copied")
             pid = int(api.inspect_container(verifier_id)["State"].get("Pid") or 0)

@@ -30,12 +30,8 @@ The runner records the list in the trial row (``environment_tampered``) and, by 
 config's choice (``benchmark.tampered_environment``: ``failure``, the default, or
 ``verdict``), scores the trial as the agent's failure or keeps the verifier's verdict.
 
-Harbor's ``separate`` mode (:func:`copy_paths`, :func:`separate_verifier_image`): the
-verifier runs in a fresh container of the verifier's image — ``[verifier.environment]
-.docker_image``, an image built from ``tests/Dockerfile``, or the task's own image — with the
-agent's declared ``artifacts`` (or its working directory) copied over, sanitized as Harbor
-does (tarfile's ``data`` filter: no device files, no setuid bits, no links leaving the
-copy). There nothing of the agent's container runs, so no digest is needed.
+Harbor's ``separate`` mode runs the verifier in a fresh container instead
+(:mod:`evalnoise.runner.separate_verifier`); there only :func:`install_tests` applies.
 
 What is not covered: the shared libraries and language modules those programs load (the
 standard library, ``site-packages`` — where an honest agent installs what a task asks for);
@@ -63,12 +59,10 @@ __all__ = [
     "Guard",
     "Snapshot",
     "changes",
-    "clone_container",
     "container_path",
-    "copy_paths",
     "install_tests",
     "judge_tampering",
-    "separate_copies",
+    "path_stat",
     "snapshot",
     "tampered_text",
     "tests_tar",
@@ -172,7 +166,7 @@ def verifier_commands(test_sh: str) -> tuple[str, ...]:
 # -- reading the container through the engine (nothing runs inside it) ----------------------
 
 
-def _stat(api: Any, container: str, path: str) -> dict[str, Any] | None:
+def path_stat(api: Any, container: str, path: str) -> dict[str, Any] | None:
     """The engine's stat of ``path`` in the container (None: absent): a ``HEAD`` of the
     archive endpoint, which reads no file content."""
     from docker.utils import decode_json_header
@@ -185,17 +179,17 @@ def _stat(api: Any, container: str, path: str) -> dict[str, Any] | None:
     return dict(decode_json_header(header)) if header else {}
 
 
-def _is_dir(stat: Mapping[str, Any]) -> bool:
-    return bool(int(stat.get("mode", 0)) & (1 << 31))
+def _is_dir(info: Mapping[str, Any]) -> bool:
+    return bool(int(info.get("mode", 0)) & (1 << 31))
 
 
 def _resolve(api: Any, container: str, path: str) -> str | None:
     """``path`` with every symlink followed, in the container (None: absent or a loop)."""
     for _ in range(_MAX_LINKS):
-        stat = _stat(api, container, path)
-        if stat is None:
+        info = path_stat(api, container, path)
+        if info is None:
             return None
-        target = stat.get("linkTarget")
+        target = info.get("linkTarget")
         if not target:
             return path
         target = str(target)
@@ -274,8 +268,8 @@ def _lookup(api: Any, container: str, name: str, path_dirs: Iterable[str]) -> st
             continue
         found = _resolve(api, container, str(PurePosixPath(directory) / name))
         if found is not None:
-            stat = _stat(api, container, found)
-            if stat is not None and not _is_dir(stat):
+            info = path_stat(api, container, found)
+            if info is not None and not _is_dir(info):
                 return found
     return None
 
@@ -507,71 +501,6 @@ def install_tests(box: Any, source: Path) -> tuple[str, ...]:
     )
 
 
-# -- separate mode: the agent's files into a fresh container ----------------------------------
-
-
-def copy_paths(api: Any, source: str, target: str, paths: Iterable[str]) -> list[str]:
-    """Copy each container path of ``source`` to the same path in ``target``, sanitized
-    (tarfile's ``data`` filter: regular files, directories and links that stay inside the
-    copy; no setuid/setgid bits, no device files); returns notes on what was skipped."""
-    import docker.errors
-
-    notes: list[str] = []
-    for path in paths:
-        try:
-            stream, _ = api.get_archive(source, path)
-        except docker.errors.NotFound:
-            notes.append(f"{path}: not in the agent's container, not copied")
-            continue
-        with tempfile.SpooledTemporaryFile(max_size=32 << 20) as spool:
-            for chunk in stream:
-                spool.write(chunk)
-            spool.seek(0)
-            clean = io.BytesIO()
-            refused = 0
-            with (
-                tarfile.open(fileobj=spool, mode="r|") as tin,
-                tarfile.open(fileobj=clean, mode="w") as tout,
-            ):
-                for info in tin:
-                    try:
-                        filtered = tarfile.data_filter(info, "/nonexistent-copy-root")
-                    except tarfile.FilterError:
-                        refused += 1
-                        continue
-                    # the filter's mode (no setuid/setgid, no group/other write), the
-                    # owner kept: a non-root verifier may need the agent user's files
-                    mode = info.mode if filtered.mode is None else filtered.mode
-                    safe = info.replace(mode=mode & 0o1777, deep=False)
-                    data = tin.extractfile(info) if info.isfile() else None
-                    tout.addfile(safe, data)
-            if refused:
-                notes.append(f"{path}: {refused} unsafe entries not copied")
-            parent = str(PurePosixPath(path).parent)
-            _ensure_dir(api, target, parent)
-            api.put_archive(target, parent, clean.getvalue())
-    return notes
-
-
-def _ensure_dir(api: Any, container: str, path: str) -> None:
-    """Create the missing part of ``path`` in the container through the archive API (the
-    directories that exist are left as they are)."""
-    existing = PurePosixPath(path)
-    missing: list[str] = []
-    while str(existing) != "/" and _stat(api, container, str(existing)) is None:
-        missing.insert(0, existing.name)
-        existing = existing.parent
-    if not missing:
-        return
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for i in range(1, len(missing) + 1):
-            info = tarfile.TarInfo("/".join(missing[:i]))
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            archive.addfile(info)
-    api.put_archive(container, str(existing), buffer.getvalue())
-
-
 def container_path(api: Any, container: str, env: Mapping[str, str] | None = None) -> str:
     """The ``PATH`` a command run in the container with ``env`` gets: ``env``'s, else the
     container's (its image's or task's), else :data:`DEFAULT_PATH`."""
@@ -636,43 +565,3 @@ def tampered_text(found: Iterable[str]) -> str | None:
     """The trial row's ``environment_tampered``: the changes joined by ``; `` (None: none)."""
     found = list(found)
     return "; ".join(found) if found else None
-
-
-def clone_container(
-    api: Any, source: str, image: str, name: str, env: Mapping[str, str] | None
-) -> str:
-    """A new container like ``source`` (its host config: resources, network, capabilities,
-    the verifier's log mount; its labels, working directory and idle main command) but of
-    ``image``, with the trial's ``env``, started; the agent's log mount is left out.
-    Returns its id."""
-    info = api.inspect_container(source)
-    config, host = info.get("Config") or {}, dict(info.get("HostConfig") or {})
-    host["Mounts"] = [
-        m for m in host.get("Mounts") or [] if m.get("Target") != "/logs/agent"
-    ] or None
-    created = api.create_container(
-        image=image,
-        entrypoint=config.get("Entrypoint"),
-        command=config.get("Cmd") or [],
-        name=name,
-        labels=config.get("Labels"),
-        environment=dict(env) if env else None,
-        user=config.get("User") or "0:0",
-        working_dir=config.get("WorkingDir") or None,
-        host_config=host,
-        network_disabled=bool(config.get("NetworkDisabled")),
-    )["Id"]
-    api.start(created)
-    return created
-
-
-def separate_copies(
-    api: Any, agent: str, declared: Iterable[str], workdir: str | None
-) -> list[str]:
-    """What a separate verifier gets of the agent's container: the declared artifacts, else
-    the working directory (the task's, else the agent container's); empty when neither."""
-    declared = list(declared)
-    if declared:
-        return declared
-    where = workdir or (api.inspect_container(agent).get("Config") or {}).get("WorkingDir")
-    return [where] if where and where != "/" else []
