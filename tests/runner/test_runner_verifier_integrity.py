@@ -158,6 +158,33 @@ def csv_task(tmp_path: Path, *, separate: bool = False) -> Path:
     return folder
 
 
+#: the task images only this module's tests build (removed after them)
+OWN_IMAGES = (
+    "evalnoise-task-test-pytest-verifier",
+    "evalnoise-task-test-honest",
+    "evalnoise-task-test-separate-image",
+    "evalnoise-task-test-separate-image-verifier",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def remove_own_images():
+    yield
+    import docker
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        client = docker.from_env()
+        for repository in OWN_IMAGES:
+            for image in client.images.list(name=repository):
+                for tag in image.tags:
+                    if tag.split(":")[0] == repository:
+                        client.images.remove(tag)
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        pass  # no engine (the unit tests alone): nothing was built
+
+
 @pytest.fixture(scope="module")
 def verdict_backend(docker_engine, base_image):
     from evalnoise.runner.environment import EnvironmentBackend
