@@ -12,6 +12,10 @@ rule manifest:
         scores=all_score_shards,
         judged=all_judged_shards,
         analysis=analysis_outputs,
+        # everything else the run makes before the manifest, so it hashes each final file
+        analysis_all=analysis_targets,
+        trials_all=trial_targets,
+        config_record=CONFIG_RECORD,
     output:
         manifest="results/manifest.json",
     log:

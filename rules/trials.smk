@@ -114,6 +114,7 @@ rule run_trials:
         server=agent_server,
         reward_key=config["benchmark"]["reward"],
         network=RUN.network_param,
+        tampered_environment=config["benchmark"]["tampered_environment"],
         unverified_rounds=verifier_rounds_param,
         code_version=code_version("runner"),
     script:

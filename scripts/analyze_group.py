@@ -6,7 +6,8 @@ import pandas as pd
 
 from evalnoise.atomic import write_csv, write_text
 from evalnoise.formatting import dumps
-from evalnoise.pipeline.collect import load_group
+from evalnoise.infra_failures import FAILURE_COLUMNS, task_failures
+from evalnoise.pipeline.collect import load_group, read_scores
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.stages import group_outputs
 from evalnoise.runner.infra_policies import infra_policy
@@ -38,6 +39,12 @@ if getattr(o, "judge", None):  # declared only when the config has a judge stage
         judges=p.judges,
         reference=p.reference,
     )
+
+# failures of a whole task (a build that failed), named once each: read with the trials'
+# errors, which the statistics leave out
+rows = read_scores(i.scores, payload=True, columns=FAILURE_COLUMNS)
+mine = rows[(rows["agent"] == p.group[0]) & (rows["resource_profile"] == p.group[1])]
+out.stats["task_failures"] = [f.to_dict() for f in task_failures(mine)]
 
 write_text(o.stats, dumps(out.stats) + "\n")
 write_csv(o.convergence, out.convergence)

@@ -6,6 +6,7 @@ import sys
 
 from evalnoise.atomic import write_text
 from evalnoise.formatting import dumps
+from evalnoise.infra_failures import failure_lines
 from evalnoise.pipeline.jobs import job_console, log_to
 from evalnoise.pipeline.summary import health_problems
 
@@ -14,11 +15,20 @@ log = log_to(snakemake.log[0])
 with open(snakemake.input.groups, encoding="utf-8") as handle:
     groups = json.load(handle)["groups"]
 problems = health_problems(groups)
+# failures of a task (an image that did not build, tampering) named whether or not they
+# made a group fail its health check
+failures = [
+    f"{g['group']}: {line}" for g in groups for line in failure_lines(g.get("task_failures", []))
+]
+if failures and not problems:
+    note = "the run finished; failures of whole tasks:\n  " + "\n  ".join(failures)
+    log.warning("%s", note)
+    print(f"\n{note}\n", file=console, flush=True)
 if problems:
     message = (
         "the run finished, but some numbers are not measurements (the report and "
         "summary flag them):\n  "
-        + "\n  ".join(problems)
+        + "\n  ".join(problems + failures)
         + "\n  Fix the cause, or declare the failures to be the experiment in "
         "health.expected_failures."
     )

@@ -5,10 +5,14 @@ from pathlib import Path
 from evalnoise.manifest import write_manifest
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.outputs import run_manifest
+from evalnoise.results_check import recorded_files
 
 log = log_to(snakemake.log[0])
 i = snakemake.input
 artifacts = [i.tasks, *i.images, *i.trials, *i.scores, *i.judged, *i.analysis]
+# every other file under results/ too (journals, canaries, build logs): all final by now,
+# as every artifact before this rule is an input; `evalnoise archive` checks them all
+artifacts += recorded_files(Path(i.tasks).parent)
 manifest = run_manifest(
     snakemake.params.config,
     root=Path.cwd(),

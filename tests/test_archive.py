@@ -249,9 +249,9 @@ def test_cli_archive_builds_a_manifest_when_the_run_left_none(
     assert manifest["run_seed"] == 3 and manifest["started_at"] is None
     assert manifest["config"] == {"trials_from": "t.csv", "run_seed": 3}
     assert manifest["git"] == {"commit": None, "dirty": None}
+    # what the run's manifest would hash: the report comes after it
     assert [a["path"] for a in manifest["artifacts"]] == [
         "results/analysis/groups.json",
-        "results/report/index.html",
         "results/shard-0.parquet",
     ]
     # the same command again gives the same bytes
@@ -261,13 +261,111 @@ def test_cli_archive_builds_a_manifest_when_the_run_left_none(
     assert _cli(["verify", "results/eval.tar.gz"]) == 0
 
 
-def test_cli_archive_uses_the_run_manifest(tmp_path: Path, monkeypatch) -> None:
+def _run_manifest(root: Path) -> None:
+    """results/manifest.json as the pipeline's manifest rule writes it (scripts/manifest.py)."""
+    from evalnoise.manifest import build_manifest, write_manifest
+    from evalnoise.results_check import recorded_files
+
+    manifest = build_manifest(
+        config={"trials_from": "t.csv", "run_seed": 3},
+        run_seed=3,
+        seed_rule="r",
+        artifacts=recorded_files(root / "results"),
+        root=root,
+        started_at=None,
+        ended_at=None,
+        machine={},
+    )
+    write_manifest(root / "results" / "manifest.json", manifest)
+
+
+def test_cli_archive_uses_the_run_manifest(tmp_path: Path, monkeypatch, capsys) -> None:
     root = _project(tmp_path / "p")
-    (root / "results" / "manifest.json").write_text('{"schema": "evalnoise.manifest/1"}\n')
+    _run_manifest(root)
+    (root / "results" / "logs").mkdir()
+    (root / "results" / "logs" / "report.log").write_text("written after the manifest\n")
+    (root / "results" / "health.json").write_text("{}\n")
     monkeypatch.chdir(root)
     assert _cli(["archive", "-o", str(tmp_path / "e.tar.gz")]) == 0
     names = _names(tmp_path / "e.tar.gz")
     assert "results/manifest.json" in names and "manifest.json" not in names
+    assert "modifications.json" not in names
+    assert _cli(["verify", str(tmp_path / "e.tar.gz")]) == 0
+    assert "the archived results match the run's manifest (2 files)" in capsys.readouterr().out
+    assert _cli(["verify", "--workspace", str(root)]) == 0
+
+
+# -- results that differ from the run's manifest: refused, or archived as a modified run ----
+
+
+def _tamper(root: Path, how: str) -> str:
+    res = root / "results"
+    if how == "changed":
+        with open(res / "analysis" / "groups.json", "ab") as fh:
+            fh.write(b" ")
+        return "changed: results/analysis/groups.json (manifest sha256 "
+    if how == "deleted":
+        (res / "shard-0.parquet").unlink()
+        return "deleted: results/shard-0.parquet (in the manifest, not on disk)"
+    (res / "analysis" / "extra.csv").write_text("a\n1\n")
+    return "added:   results/analysis/extra.csv (on disk, not in the manifest)"
+
+
+@pytest.mark.parametrize("how", ["changed", "deleted", "added"])
+def test_archive_refuses_results_that_differ_from_the_run_manifest(
+    tmp_path: Path, monkeypatch, capsys, how: str
+) -> None:
+    root = _project(tmp_path / "p")
+    _run_manifest(root)
+    monkeypatch.chdir(root)
+    assert _cli(["verify", "--workspace", "."]) == 0
+    line = _tamper(root, how)
+    out = tmp_path / "e.tar.gz"
+    with pytest.raises(InputError) as err:
+        _cli(["archive", "-o", str(out)])
+    message = str(err.value)
+    assert message.startswith(
+        "results/manifest.json: 1 file(s) differ from the run's manifest; refusing to archive"
+    )
+    assert line in message
+    assert not out.exists()
+    capsys.readouterr()
+    assert _cli(["verify", "--workspace", "."]) == 1
+    assert line in capsys.readouterr().out
+
+    # told to, it archives the modified run and records how it differs
+    assert _cli(["archive", "--allow-modified", "-o", str(out)]) == 0
+    assert f"modified run: {line}" in capsys.readouterr().out
+    with tarfile.open(out, "r:gz") as tar:
+        record = json.load(tar.extractfile("modifications.json"))
+    assert record["reason"] == "archived with --allow-modified"
+    assert sum(len(record[k]) for k in ("changed", "deleted", "added")) == 1
+    assert _cli(["verify", str(out)]) == 0
+    assert "declared in modifications.json" in capsys.readouterr().out
+
+    # the same archive without its record, MANIFEST rewritten to match: consistent with
+    # itself, but its results contradict the run's manifest it carries
+    def drop_record(name: str, data: bytes) -> bytes | None:
+        if name == "modifications.json":
+            return None
+        if name == MANIFEST_NAME:
+            kept = [x for x in data.splitlines() if not x.endswith(b"modifications.json")]
+            return b"".join(x + b"\n" for x in kept)
+        return data
+
+    bare = tmp_path / "bare.tar.gz"
+    _rewrite(out, bare, drop_record)
+    assert verify_archive(bare).ok
+    assert _cli(["verify", str(bare)]) == 1
+    printed = capsys.readouterr().out
+    assert line in printed and "do not match the run's manifest.json" in printed
+
+
+def test_verify_needs_an_archive_or_a_workspace(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="one of them"):
+        _cli(["verify"])
+    with pytest.raises(InputError, match="no run manifest"):
+        _cli(["verify", "--workspace", str(tmp_path)])
 
 
 def test_cli_archive_refuses_secret_configs_and_missing_inputs(tmp_path: Path, monkeypatch):

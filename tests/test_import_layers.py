@@ -63,7 +63,10 @@ LAYERS: Layers = (
         ),
     ),
     ("statistics", frozenset({"stats"})),
-    ("trial data", frozenset({"outcomes", "verified_after", "facets", "tasks", "importers"})),
+    (
+        "trial data",
+        frozenset({"outcomes", "verified_after", "infra_failures", "facets", "tasks", "importers"}),
+    ),
     ("execution", frozenset({"runner", "models", "machine"})),
     (
         "analysis",
@@ -78,6 +81,7 @@ LAYERS: Layers = (
                 "manifest",
                 "archive",
                 "design_text",
+                "results_check",
             }
         ),
     ),

@@ -7,6 +7,8 @@ Members, in this order:
 - ``config/<name>`` — the config file;
 - ``dvc.lock`` — if present;
 - ``manifest.json`` — only when given as an extra member (see :mod:`evalnoise.cli.archive`);
+- ``modifications.json`` — only in an archive of a run whose results differ from its manifest
+  (archived on request; see :mod:`evalnoise.cli.archive`);
 - ``results/...`` — every file under the results directory.
 
 Determinism: members sorted by name; every header has mtime 0, uid/gid 0, no user or group
@@ -47,6 +49,7 @@ __all__ = [
     "create_archive",
     "format_manifest",
     "parse_manifest",
+    "read_members",
     "verify_archive",
 ]
 
@@ -91,6 +94,8 @@ class VerifyResult:
     changed: tuple[tuple[str, str, str], ...] = ()  # (name, MANIFEST sha256, actual sha256)
     duplicates: tuple[str, ...] = ()
     problems: tuple[str, ...] = field(default=())
+    #: every regular member's actual sha256 (MANIFEST excluded)
+    digests: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -286,6 +291,18 @@ def create_archive(
     return ArchiveResult(path=output, sha256=sha, members=digests)
 
 
+def read_members(path: str | os.PathLike[str], names: Iterable[str]) -> dict[str, bytes]:
+    """The bytes of the named regular members of an archive (those it holds)."""
+    wanted, out = set(names), {}
+    with tarfile.open(path, mode="r:gz") as tar:
+        for info in tar:
+            if info.name in wanted and info.isreg():
+                fh = tar.extractfile(info)
+                assert fh is not None
+                out[info.name] = fh.read()
+    return out
+
+
 def verify_archive(path: str | os.PathLike[str]) -> VerifyResult:
     """Recompute every member's SHA-256 and compare with the archive's ``MANIFEST``."""
     problems: list[str] = []
@@ -330,6 +347,7 @@ def verify_archive(path: str | os.PathLike[str]) -> VerifyResult:
     expected, manifest_problems = parse_manifest(manifest_data)
     problems += manifest_problems
     return VerifyResult(
+        digests=actual,
         n_checked=len(actual),
         missing=tuple(sorted(set(expected) - set(actual))),
         extra=tuple(sorted(set(actual) - set(expected))) + tuple(extra_kinds),

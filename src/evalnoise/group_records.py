@@ -26,7 +26,7 @@ only what its layer knows (a table without statuses has no ``outcomes``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -85,7 +85,9 @@ class GroupRecord:
     per outcome, :func:`evalnoise.outcomes.outcome_counts`), ``health``
     (:meth:`evalnoise.outcomes.Health.to_dict`), ``crash_signals``, ``judge`` (the judges'
     summary, :func:`evalnoise.pipeline.summary.judge_summary`), ``costs`` (the cost drivers,
-    :func:`evalnoise.costs.combine_costs`); the reliability beyond the mean
+    :func:`evalnoise.costs.combine_costs`), ``task_failures`` (the tasks every trial of which
+    failed the same way, e.g. an image build: :func:`evalnoise.infra_failures.task_failures`);
+    the reliability beyond the mean
     (:func:`evalnoise.consistency.reliability_fields`, None when withheld): ``pass_k``
     (pass^k and pass@k for k = 1…T with task-clustered intervals), ``outcome_consistency``
     (mean C_out = (2p̂ − 1)²) and ``multiverse`` (the headline's range over the analysis
@@ -129,6 +131,7 @@ class GroupRecord:
     crash_signals: Mapping[str, int] | None = _optional()
     judge: Mapping[str, Any] | None = _optional()
     costs: Mapping[str, Any] | None = _optional()
+    task_failures: Sequence[Mapping[str, Any]] | None = _optional()
     pass_k: Mapping[str, Any] | None = _optional()
     outcome_consistency: Mapping[str, Any] | None = _optional()
     multiverse: Mapping[str, Any] | None = _optional()

@@ -143,6 +143,10 @@ TRIALS = pa.schema(
         # a multi-step task's steps (evalnoise.runner.steps): JSON list of {step, status,
         # rewards}, each step's named rewards (null: no verdict); null for a single-step task
         pa.field("step_rewards_json", pa.string()),
+        # what the agent changed of what the verifier executes (evalnoise.runner.
+        # verifier_integrity), "; "-separated, e.g. "python3: now /usr/local/bin/python3 (was
+        # /usr/bin/python3)"; null when nothing changed and for other trials
+        pa.field("environment_tampered", pa.string()),
     ]
 )
 

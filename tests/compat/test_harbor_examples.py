@@ -3,8 +3,9 @@ task folders: issue 22, item 9.
 
 1. A task written by ``harbor task init`` (the committed ``tests/data/harbor/init-task/``
    and, with Harbor installed, a fresh one) is read by evalnoise's loader, which refuses
-   what it cannot honour offline — Harbor's defaults, a separate verifier environment and
-   public network — naming the task, the field and the reason; switched to
+   what it cannot honour offline — Harbor's default public network, an empty instruction —
+   naming the task, the field and the reason; its separate verifier environment is read
+   (``tests/Dockerfile`` builds the verifier's image). Switched to
    ``environment_mode = "shared"`` and a local image (and given an instruction: the
    template's is empty) it loads, with ``public_network="offline"`` since its network is
    public.
@@ -77,10 +78,6 @@ PROFILE = "3x"
 CONCURRENCY = 2  # both harnesses run two trials at a time
 INSTRUCTION = "Write the word done to /app/done.txt.\n"
 
-SEPARATE_VERIFIER = (
-    "a separate verifier environment is not supported: the verifier runs in the agent's "
-    'container (environment_mode = "shared")'
-)
 PUBLIC_NETWORK = (
     "the task declares network_mode = 'public'; the run rejects public-network tasks "
     '(benchmark.network: reject). Declare network_mode = "no-network" if it needs none, or '
@@ -126,15 +123,18 @@ def _check_init_task(folder: Path, tmp_path: Path) -> dict[str, Path]:
     """What evalnoise must say about a folder as ``harbor task init`` writes it (defaults),
     and about it once switched; returns the switched copies by image variant."""
     assert _problems(folder, "reject") == [
-        (INIT_LABEL, "[verifier].environment_mode", SEPARATE_VERIFIER),
         (INIT_LABEL, "[environment].network_mode", PUBLIC_NETWORK),
         (INIT_LABEL, "instruction.md", EMPTY_INSTRUCTION),
     ]
-    # offline: the network is no longer a problem; the separate verifier still is
-    assert _problems(folder, "offline") == [
-        (INIT_LABEL, "[verifier].environment_mode", SEPARATE_VERIFIER),
-        (INIT_LABEL, "instruction.md", EMPTY_INSTRUCTION),
-    ]
+    # offline: the network is no longer a problem; the separate verifier never was
+    assert _problems(folder, "offline") == [(INIT_LABEL, "instruction.md", EMPTY_INSTRUCTION)]
+    # given an instruction, it loads as written: its verifier in a container of its own, of
+    # the image tests/Dockerfile builds (offline that build fails: the trials' infra_error)
+    as_written = tmp_path / "as-written"
+    shutil.copytree(folder, as_written, ignore=shutil.ignore_patterns("__pycache__"))
+    (as_written / "instruction.md").write_text(INSTRUCTION)
+    verifier = load_harbor_task(as_written, public_network="offline").verifier
+    assert verifier.separate and verifier.dockerfile
     local_image = "evalnoise-base:0123456789ab"  # loading does not look the image up
     switched = {}
     for image in ("dockerfile", "docker_image"):

@@ -2,9 +2,10 @@
 
 Issue 21.12: a dead engine or a full disk made every attempt of Snakemake's ``retries: 2``
 fail within seconds, each with a ~100-line traceback. ``evalnoise.pipeline.faults.job``
-says the cause in one line and makes a retried attempt wait for the engine (or fail at once
-when the disk is still full). The faults here are real: a Docker client on a socket nobody
-serves, and a write to ``/dev/full`` (ENOSPC from the kernel).
+says the cause in one line; a retried attempt runs only once the cause has cleared, and
+otherwise ends at once without repeating the line on the console (issue 38.5: an engine
+outage fails in seconds, its line said once per job). The faults here are real: a Docker
+client on a socket nobody serves, and a write to ``/dev/full`` (ENOSPC from the kernel).
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def _run(body, tmp_path, check=None):
     return console.getvalue()
 
 
-def test_an_engine_fault_is_one_line_and_a_retry_waits_for_the_engine(tmp_path, monkeypatch):
-    monkeypatch.setattr(faults, "ENGINE_WAIT_S", 0.3)
+def test_an_engine_fault_is_one_line_and_a_retry_ends_at_once(tmp_path, monkeypatch, caplog):
+    import time
+
     out = _run(lambda: _engine_gone(tmp_path), tmp_path)
     assert out.count("\n") == 1 and "Traceback" not in out
     assert out.startswith("run_trials a@3x t0000 c000: the Docker engine does not answer")
@@ -75,10 +77,26 @@ def test_an_engine_fault_is_one_line_and_a_retry_waits_for_the_engine(tmp_path, 
     def still_down():
         _engine_gone(tmp_path)
 
-    # the retry: the engine still does not answer after the wait, so the body never runs
+    # Snakemake's retry: the engine still does not answer, so the body never runs; the
+    # attempt ends at once and says so in the job's log only (the console has the line)
+    started = time.monotonic()
+    with caplog.at_level(logging.ERROR, logger="test-faults"):
+        again = _run(lambda: ran.append(1), tmp_path, check=still_down)
+    assert time.monotonic() - started < 2.0
+    assert ran == [] and again == ""
+    assert "retried attempt: the cause has not gone away" in caplog.text
+
+    # a marker an earlier run left (older than the retry window): the line again
+    monkeypatch.setattr(faults, "RETRY_WINDOW_S", 0.0)
     again = _run(lambda: ran.append(1), tmp_path, check=still_down)
     assert ran == [] and "again: the cause has not gone away" in again
     assert again.count("\n") == 1
+
+    # with EVALNOISE_ENGINE_WAIT_S the retry waits that long, then gives up
+    monkeypatch.setattr(faults, "ENGINE_WAIT_S", 1.5)
+    started = time.monotonic()
+    _run(lambda: ran.append(1), tmp_path, check=still_down)
+    assert 1.5 <= time.monotonic() - started < 4.0 and ran == []
 
     # the engine answers again: the retry runs, and the marker is gone after it
     assert (
@@ -103,7 +121,7 @@ def test_a_full_disk_is_one_line_and_not_retried_while_still_full(tmp_path):
     )
     ran = []
     again = _run(lambda: ran.append(1), tmp_path)
-    assert ran == [] and "again" in again
+    assert ran == [] and again == ""  # the retry ends at once, its line in the log only
     faults._marker(tmp_path / "job.log").unlink()
 
 

@@ -255,12 +255,13 @@ def test_harbor_tasks_init_template_loads_with_shared_verifier(tmp_path):
 
 REJECTIONS = [
     (
-        {"verifier": 'environment_mode = "separate"'},
-        "[verifier].environment_mode: a separate verifier environment is not supported",
+        {"verifier": 'environment_mode = "sideways"'},
+        "[verifier].environment_mode: must be 'shared' or 'separate'",
     ),
     (
-        {"verifier_environment": 'docker_image = "x"', "verifier": "timeout_sec = 5.0"},
-        "[verifier.environment]: a separate verifier environment is not supported",
+        {"verifier_environment": "cpus = 2", "verifier": "timeout_sec = 5.0"},
+        "[verifier.environment].cpus: not supported: the separate verifier's container takes "
+        "the task's settings",
     ),
     (
         {"verifier_environment": 'docker_image = "x"'},
@@ -518,7 +519,7 @@ def test_invalid_toml_is_reported(tmp_path):
 def test_problems_of_a_set_are_reported_together_never_skipped(tmp_path):
     make_task(tmp_path, "good", toml_with())
     make_task(tmp_path, "gpu", toml_with(environment='network_mode = "no-network"\ngpus = 2'))
-    make_task(tmp_path, "separate", toml_with(verifier='environment_mode = "separate"'))
+    make_task(tmp_path, "separate", toml_with(verifier='environment_mode = "sideways"'))
     (tmp_path / "not-a-task").mkdir()
     (tmp_path / "not-a-task" / "notes.md").write_text("hi")
     (tmp_path / ".hidden").mkdir()  # not a task folder, and not reported

@@ -9,10 +9,13 @@ and printed a ~100-line traceback, three times. Here:
   an exception it does not know is not a fault of the environment and keeps its traceback.
 - :func:`job` runs a job's body under that rule and leaves a *marker* beside the job's log
   when it fails by a fault (removed once the job succeeds). A retried attempt finds the
-  marker and first waits for the cause to clear: the engine to answer again (up to
-  ``EVALNOISE_ENGINE_WAIT_S``, 30 s), the disk to have more room than at the failure; if it
-  has not cleared, the attempt fails at once with the same line and ``(attempt k: the
-  cause is unchanged)``, instead of burning the retry.
+  marker and first asks whether the cause has cleared: the engine answers again (one ping,
+  or waiting up to ``EVALNOISE_ENGINE_WAIT_S`` seconds when that is set), the disk has more
+  room than at the failure. If it has, the job runs. If not, the attempt ends at once: when
+  the marker is fresh (younger than :data:`RETRY_WINDOW_S`: Snakemake retrying the attempt
+  that just failed) it says so in the job's log only, so the console carries the fault's
+  line once per job however many retries the profile allows; an older marker (an earlier
+  run's) gives the line again, ``(again: the cause has not gone away)``.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ __all__ = ["Fault", "engine_probe", "fault_of", "job"]
 
 #: errno values that mean the disk (or a quota) is full
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
-#: how long a retried attempt waits for the engine to answer again
-ENGINE_WAIT_S = float(os.environ.get("EVALNOISE_ENGINE_WAIT_S", "30"))
+#: how long a retried attempt waits for the engine to answer again (0: a single ping)
+ENGINE_WAIT_S = float(os.environ.get("EVALNOISE_ENGINE_WAIT_S", "0"))
+#: a fault marker younger than this was left by the attempt Snakemake is now retrying
+RETRY_WINDOW_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,11 @@ def _marker(log_path: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(log_path)}.fault")
 
 
+def _write_marker(marker: Path, record: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        marker.write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+
 def engine_probe(backend: str) -> Callable[[], None] | None:
     """For the ``docker`` backend, a function that raises when the engine does not answer."""
     if backend != "docker":
@@ -143,9 +153,10 @@ def _cleared(fault: dict[str, Any], engine_check: Callable[[], Any] | None) -> b
                 engine_check()
                 return True
             except Exception:  # the engine does not answer yet
-                if time.monotonic() >= deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     return False
-                time.sleep(1.0)
+                time.sleep(min(1.0, left))
     if fault.get("kind") == "disk_full" and fault.get("path"):
         before, now = fault.get("free_bytes"), _free(fault["path"])
         return before is None or now is None or now > before + (1 << 20)
@@ -174,9 +185,16 @@ def job(
     with contextlib.suppress(OSError, ValueError):
         earlier = json.loads(marker.read_text(encoding="utf-8"))
     if isinstance(earlier, dict) and not _cleared(earlier, engine_check):
-        line = Fault(**earlier).line(name) + " (again: the cause has not gone away)"
+        at = earlier.pop("at", None)
+        line = Fault(**earlier).line(name)
+        if isinstance(at, int | float) and 0 <= time.time() - at < RETRY_WINDOW_S:
+            # the retry of the attempt that just failed: the console has its line already
+            log.error("%s (retried attempt: the cause has not gone away; ending it)", line)
+            sys.exit(1)
+        line += " (again: the cause has not gone away)"
         log.error("%s", line)
         print(line, file=console, flush=True)
+        _write_marker(marker, {**earlier, "at": time.time()})
         sys.exit(1)
     try:
         result = body()
@@ -187,8 +205,7 @@ def job(
         line = fault.line(name)
         log.error("%s", line)
         print(line, file=console, flush=True)
-        with contextlib.suppress(OSError):
-            marker.write_text(json.dumps(asdict(fault)) + "\n", encoding="utf-8")
+        _write_marker(marker, {**asdict(fault), "at": time.time()})
         sys.exit(1)
     with contextlib.suppress(OSError):
         marker.unlink()

@@ -119,6 +119,9 @@ class ShardJob:
     #: "name": NAME | None}`` (:class:`evalnoise.runner.trial_network.NetworkChoice`); None:
     #: the default (as_declared, a network per trial)
     network: Mapping[str, Any] | None = None
+    #: what a trial whose agent changed what the verifier executes scores as
+    #: (:data:`evalnoise.runner.verifier_integrity.TAMPERED_CHOICES`)
+    tampered_environment: str = "failure"
 
     def __post_init__(self) -> None:
         rows = _integers("rows", self.rows, "[first, last] task rows, 0 <= first <= last")
@@ -131,6 +134,8 @@ class ShardJob:
             raise _bad("backend", " or ".join(map(repr, BACKENDS)), self.backend)
         if self.reward_key is not None and not isinstance(self.reward_key, str):
             raise _bad("reward_key", "a str or None", self.reward_key)
+        if self.tampered_environment not in ("failure", "verdict"):
+            raise _bad("tampered_environment", "'failure' or 'verdict'", self.tampered_environment)
         checked = {
             "tasks_path": _path("tasks_path", self.tasks_path),
             "rows": rows,
@@ -174,6 +179,7 @@ class ShardJob:
             reward_key=_param(params, "reward_key", None),
             variant=_param(params, "variant", None),
             network=_param(params, "network", None),
+            tampered_environment=_param(params, "tampered_environment", "failure"),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -128,7 +128,10 @@ def run_trials_shard(
 
         network = NetworkChoice(**job.network) if job.network else NetworkChoice()
         runner: Any = EnvironmentBackend(
-            base=record.get("base"), reward_key=job.reward_key, network=network
+            base=record.get("base"),
+            reward_key=job.reward_key,
+            network=network,
+            tampered_environment=job.tampered_environment,
         )
     else:
         runner = make_backend(job.backend)

@@ -30,6 +30,7 @@ from evalnoise.attribution.text import attribution_lines, resource_line
 from evalnoise.consistency_text import reliability_lines
 from evalnoise.group_records import GroupMetrics, GroupRecord
 from evalnoise.group_text import readings_text, reporting_line
+from evalnoise.infra_failures import failure_lines
 from evalnoise.outcomes import OUTCOMES, failed_trials, outcome_line
 from evalnoise.pipeline.stages import BUDGET_COLUMNS, CONVERGENCE_TABLE_COLUMNS
 
@@ -211,6 +212,7 @@ def summarize(
         replace(
             GroupRecord.from_dict(s["overall"]),
             crash_signals=dict(s.get("crash_signals", {})),
+            task_failures=list(s.get("task_failures", [])) or None,
             judge=judged.get(s["group"]),
             # the trials' cost drivers, with the judge stage's calls when it ran (priced
             # by the report: prices are no statistic)
@@ -263,6 +265,7 @@ def summarize(
         for r in map(GroupRecord.from_dict, s["levels"]):
             lines.append(f"  level {r.level}: {reporting_line(r, confidence)}")
         lines.append(f"  outcomes: {outcome_line(record.outcomes)}")
+        lines.extend(f"  {line}" for line in failure_lines(s.get("task_failures", [])))
         shown = readings_text(record.readings)
         verified = "verified_as_failures" in (record.readings or {})
         if shown and (record.withheld or failed_trials(s["outcomes"]) or verified):

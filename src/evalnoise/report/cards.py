@@ -233,6 +233,8 @@ def evaluation_card(
         "valid": health["valid"],
         "health": health,
         "outcomes": outcomes_of(record),
+        # failures of whole tasks (a build that failed, tampering): evalnoise.infra_failures
+        "task_failures": list(record.get("task_failures") or []),
         "benchmark": {"name": context.benchmark, "version": context.benchmark_version},
         "agent": {"name": agent, **dict(context.agents.get(agent, {}))},
         "trials": trials,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalnoise.formatting import pct
+from evalnoise.infra_failures import failure_lines
 from evalnoise.outcomes import flags_text
 from evalnoise.report.card_text import card_note, card_title
 from evalnoise.report.health import (
@@ -22,7 +23,13 @@ from evalnoise.report.health import (
     status_text,
 )
 
-__all__ = ["outcome_cells", "outcome_header", "outcomes_section", "top_banner"]
+__all__ = [
+    "outcome_cells",
+    "outcome_header",
+    "outcomes_section",
+    "task_failures_list",
+    "top_banner",
+]
 
 
 def outcome_header(extra: Sequence[str] = ()) -> str:
@@ -119,5 +126,20 @@ def outcomes_section(cards: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         "<p>What became of every trial (its final attempt), per agent and resource profile. "
         f"{html.escape(OUTCOME_LEGEND)}</p>\n"
         f'<table class="outcomes">{outcome_header(["agent @ resource profile", "status"])}'
-        f"{''.join(rows)}</table>\n</section>"
+        f"{''.join(rows)}</table>\n{task_failures_list(cards)}</section>"
+    )
+
+
+def task_failures_list(cards: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """Failures of whole tasks (:mod:`evalnoise.infra_failures`), one item per group and
+    task; empty when there are none."""
+    items = [
+        f"<li>{html.escape(card_title(card))}: {html.escape(line)}</li>"
+        for _, card in cards
+        for line in failure_lines(card.get("task_failures") or [])
+    ]
+    if not items:
+        return ""
+    return (
+        '<p>Failures of whole tasks:</p>\n<ul class="task-failures">' + "".join(items) + "</ul>\n"
     )

@@ -33,7 +33,12 @@ the same interface as the QA backends (:class:`evalnoise.runner.trial.Backend`):
    (SIGKILL; the idle main process stays) and the agent phase ends in ``timeout`` — and, as
    in Harbor, the verifier still runs (see "The verdict after an agent failure").
 4. The **verifier phase**: the scratch ``/logs/verifier`` is emptied (nothing the agent put
-   there counts), ``tests/`` is copied to ``/tests`` and ``bash -c /tests/test.sh`` runs
+   there counts), ``/tests`` is removed and written afresh from ``tests/`` (read-only files),
+   after what the verifier executes was compared with a snapshot taken before the agent
+   phase (:mod:`evalnoise.runner.verifier_integrity`: a change is the row's
+   ``environment_tampered`` and, by default, the agent's failure); in Harbor's
+   ``separate`` mode the verifier runs instead in a fresh container of the verifier's image
+   with the agent's artifacts or working directory copied in. ``bash -c /tests/test.sh`` runs
    (output in ``/logs/verifier/test-stdout.txt``) under ``[verifier].timeout_sec`` × the time
    factor, as ``[verifier].user``, with ``[verifier].env``. Its exit code is recorded and
    otherwise ignored (Harbor's rule); the reward comes from the reward files
@@ -70,6 +75,9 @@ verifier past its deadline                          verifier_error  verifier
 a process OOM-killed during the verifier phase      oom_killed      verifier
 no reward file, empty, not a number, outside        verifier_error  verifier
 [0, 1], no scoring reward among named ones
+the agent changed what the verifier executes        agent_error     verifier
+(``environment_tampered``; unless the backend's
+``tampered_environment`` is ``verdict``)
 engine error (it still answers)                     infra_error     the phase
 a valid reward after an agent phase without         ok              —
 failure
@@ -153,7 +161,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalnoise.runner import contract
+from evalnoise.runner import contract, separate_verifier
+from evalnoise.runner import verifier_integrity as integrity
 from evalnoise.runner.compose_services import (
     ComposeProject,
     ServicesFailed,
@@ -226,6 +235,7 @@ EXTRA_COLUMNS = (
     "verified_after",
     "oom_in_agent",
     "step_rewards_json",
+    "environment_tampered",
 )
 #: What root needs in a task that switches users: to reach, chown and chmod the other
 #: user's files (CHOWN, DAC_OVERRIDE, FOWNER) and to become that user itself (SETUID, SETGID:
@@ -290,7 +300,13 @@ class EnvironmentBackend:
         images: TaskImageCache | None = None,
         environ: Mapping[str, str] | None = None,
         network: NetworkChoice | None = None,
+        tampered_environment: str = "failure",
     ) -> None:
+        if tampered_environment not in integrity.TAMPERED_CHOICES:
+            raise ValueError(
+                f"tampered_environment must be one of {integrity.TAMPERED_CHOICES}, "
+                f"got {tampered_environment!r}"
+            )
         engine = connect_engine(client, max_pool_size=max_pool_size)
         self.client, self.host, self.host_cpus = engine.client, engine.host, engine.host_cpus
         #: the cgroup version of /sys/fs/cgroup when the engine is local (None: not readable)
@@ -303,6 +319,12 @@ class EnvironmentBackend:
         if not network.default:  # a public task's trials differ: so does the journal's header
             self.name += f":network={network.key()}"
         self.networks = TrialNetworks(self.client, network)
+        #: what a trial whose agent changed what the verifier executes scores as
+        #: (:func:`evalnoise.runner.verifier_integrity.judge_tampering`); like the key, part
+        #: of the journal header
+        self.tampered_environment = tampered_environment
+        if tampered_environment != "failure":
+            self.name += f":tampered={tampered_environment}"
         self.sandbox = sandbox
         self.scratch_root = Path(scratch_root or tempfile.gettempdir())
         self.environ = os.environ if environ is None else environ
@@ -430,6 +452,12 @@ class EnvironmentBackend:
             self.check()  # an engine that went away is not the task's build failure
             row.update(status="infra_error", phase="build", error=image.failure_text())
             return finish_row(row, secrets)
+        verifier_image = self._verifier_image(task, image)
+        if not verifier_image.ok:
+            self.check()
+            error = f"the separate verifier's image: {verifier_image.failure_text()}"
+            row.update(status="infra_error", phase="build", error=error)
+            return finish_row(row, secrets)
         cap_add = self.sandbox.cap_add
         if switches_users(task, image):
             cap_add += tuple(c for c in self.sandbox.user_switch_caps if c not in cap_add)
@@ -444,6 +472,7 @@ class EnvironmentBackend:
         trial = _Trial(
             task, kind, env, verifier_env, solution_env, allocation, cap_add, image.user, network
         )
+        trial = dataclasses.replace(trial, verifier_image=verifier_image.tag)
         project = None
         try:
             if services:
@@ -489,6 +518,22 @@ class EnvironmentBackend:
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+
+    def _verifier_image(self, task: HarborTask, image: TaskImage) -> TaskImage:
+        """The separate verifier's image (:mod:`evalnoise.tasks.verifier_setup`): its own
+        ``docker_image``, built from ``tests/Dockerfile``, or the task's; the task's image
+        in shared mode."""
+        setup = task.verifier
+        if not setup.separate or not (setup.docker_image or setup.dockerfile):
+            return image
+        own = dataclasses.replace(
+            task,
+            name=f"{task.name}-verifier",
+            docker_image=setup.docker_image,
+            build_context=None if setup.docker_image else task.tests_dir,
+            digest=f"{task.digest}:verifier",
+        )
+        return self.images.get(own)
 
     def _run_container(
         self,
@@ -612,6 +657,9 @@ class EnvironmentBackend:
         if task.steps and task.active_step is None:
             run_steps(self, request, row, trial, box, scratch, secrets, texts)
             return
+        guard = None
+        if not trial.task.verifier.separate:
+            guard = integrity.Guard.before_agent(box, trial.task.tests_dir, trial.verifier_env)
         ooms_start = box.oom_kills()
         t0 = time.monotonic()
         if trial.kind == "oracle":
@@ -661,10 +709,55 @@ class EnvironmentBackend:
             if row["status"] is None:
                 row.update(status="infra_error", phase="agent")
             return
-        self._verifier(row, trial, box, scratch / "verifier", ooms_agent, secrets)
+        if guard is None:
+            self._separate_verifier(request, row, trial, box, scratch, secrets)
+        else:
+            tampered = guard.before_verifier(box, trial.task.tests_dirs)
+            row["environment_tampered"] = integrity.tampered_text(tampered)
+            self._verifier(row, trial, box, scratch / "verifier", ooms_agent, secrets)
+            integrity.judge_tampering(row, self.tampered_environment)
         total = box.oom_kills()
         if total is not None and ooms_start is not None:
             row["oom_kills"] = total - ooms_start
+
+    def _separate_verifier(
+        self,
+        request: TrialRequest,
+        row: dict[str, Any],
+        trial: _Trial,
+        box: TrialContainer,
+        scratch: Path,
+        secrets: dict[str, str],
+    ) -> None:
+        """Harbor's separate mode: a fresh container of the verifier's image, the agent's
+        artifacts (or working directory) copied in, the verifier run there."""
+        api = box.api
+        copies = separate_verifier.separate_copies(
+            api, box.id, trial.task.verifier.artifacts, trial.task.workdir
+        )
+        name = f"evalnoise-{request.shard_id}-{uuid.uuid4().hex[:12]}-verifier"
+        verifier_id = separate_verifier.clone_container(
+            api, box.id, trial.verifier_image or "", name, trial.env
+        )
+        try:
+            notes = separate_verifier.copy_paths(api, box.id, verifier_id, copies)
+            if not copies:
+                notes.append("no artifacts declared and no working directory: nothing copied")
+            pid = int(api.inspect_container(verifier_id)["State"].get("Pid") or 0)
+            cgroup_dir = (
+                container_memory_dir(pid, CGROUP_ROOT, self.cgroup_version)
+                if self.cgroup_version is not None
+                else None
+            )
+            vbox = TrialContainer(api, verifier_id, cgroup_dir, pid)
+            left = integrity.install_tests(vbox, trial.task.tests_dirs)
+            row["environment_tampered"] = integrity.tampered_text(left)
+            self._verifier(row, trial, vbox, scratch / "verifier", vbox.oom_kills(), secrets)
+            integrity.judge_tampering(row, self.tampered_environment)
+            for note in notes:
+                row["error"] = join_notes(row["error"], f"separate verifier: {note}")
+        finally:
+            row["error"] = join_notes(row["error"], remove_trial_container(api, verifier_id))
 
     def _oracle(self, trial: _Trial, box: TrialContainer, scratch: Path) -> AgentOutcome:
         """Harbor's oracle: ``solution/`` at /solution, ``/solution/solve.sh`` run with
@@ -700,15 +793,13 @@ class EnvironmentBackend:
         ooms_before: int | None,
         secrets: Mapping[str, str],
     ) -> None:
-        """tests/ to /tests, ``/tests/test.sh`` under the verifier's limit, then its reward."""
-        task = trial.task
+        """``/tests/test.sh`` (its tests installed by the caller) under the verifier's limit,
+        then its reward."""
         for entry in logs.iterdir():  # nothing the agent left there counts
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
-        for tests in task.tests_dirs:  # a step's tests over the task's (evalnoise.runner.steps)
-            box.api.put_archive(box.id, "/", tar_dir(tests, "tests", ("test.sh",)))
         limit = row["verifier_time_limit_s"]
         run = box.run(
             "(/tests/test.sh) > /logs/verifier/test-stdout.txt 2>&1",
@@ -746,7 +837,7 @@ class EnvironmentBackend:
             else:
                 row["error"] = join_notes(row["error"], f"verifier: {message}")
         elif problem:
-            problem = join_notes(problem, offline_cause(task.folder, trial.network))
+            problem = join_notes(problem, offline_cause(trial.task.folder, trial.network))
             if row["status"] is None:
                 row.update(
                     status="verifier_error",
@@ -813,6 +904,8 @@ class _Trial:
     #: the image's configured USER (None: root), the default of both phases
     image_user: str | None = None
     network: TrialNetwork = NO_NETWORK
+    #: the separate verifier's image (shared mode: the task's, unused)
+    verifier_image: str | None = None
 
     @property
     def agent_time_limit_s(self) -> float:

@@ -23,8 +23,9 @@ task folders without a word). Every problem of every task of a set is collected 
 together as one :class:`HarborTaskError` whose ``problems`` name the task, the field and the
 reason:
 
-- ``[verifier].environment_mode = "separate"`` (or a ``[verifier.environment]`` table, which
-  implies it): the runner verifies in the agent's container;
+- in ``[verifier.environment]`` (Harbor's separate verifier), any key but ``docker_image``;
+  ``environment_mode = "separate"`` itself is supported
+  (:mod:`evalnoise.tasks.verifier_setup`);
 - ``[[steps]]`` (multi-step tasks: ``steps/<name>/`` folders with their own instruction,
   tests and solution);
 - network allowlists: ``network_mode = "allowlist"`` (or ``allowed_hosts``) anywhere — no
@@ -66,6 +67,7 @@ from typing import Any
 
 from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 from evalnoise.errors import InputError
+from evalnoise.tasks.verifier_setup import SHARED, VerifierSetup, read_verifier_setup
 
 __all__ = [
     "DEFAULTS",
@@ -305,6 +307,8 @@ class HarborTask:
 
     #: the step being run (:mod:`evalnoise.runner.steps` sets it on a copy), else None
     active_step: HarborStep | None = None
+    #: where the verifier runs (:mod:`evalnoise.tasks.verifier_setup`)
+    verifier: VerifierSetup = SHARED
 
     @property
     def tests_dir(self) -> Path:
@@ -701,20 +705,7 @@ def _load_one(
         reader.problem(key, f"unsupported schema version {version!r}: this loader reads 1.x")
 
     # -- what this runner cannot honour -----------------------------------------------------
-    mode = verifier_s.get("environment_mode")
-    if mode is not None and mode not in ("shared", "separate"):
-        reader.problem("[verifier].environment_mode", "must be 'shared' or 'separate'")
-    elif mode == "separate" or (mode is None and "environment" in verifier_s):
-        reader.problem(
-            "[verifier].environment_mode" if mode else "[verifier.environment]",
-            "a separate verifier environment is not supported: the verifier runs in the "
-            'agent\'s container (environment_mode = "shared")',
-        )
-    elif mode == "shared" and "environment" in verifier_s:
-        reader.problem(
-            "[verifier.environment]",
-            'conflicts with environment_mode = "shared" (Harbor rejects it too)',
-        )
+    verifier_setup = read_verifier_setup(data, verifier_s, folder, reader.problem)
     if verifier_s.get("collect"):
         reader.problem("[[verifier.collect]]", "collect hooks need compose services")
     compose_file = folder / COMPOSE_FILE if (folder / COMPOSE_FILE).is_file() else None
@@ -900,6 +891,7 @@ def _load_one(
         steps=tuple(steps),
         healthcheck=healthcheck,
         reward_strategy=(strategy or "mean") if steps else None,
+        verifier=verifier_setup,
     )
     return task, []
 
