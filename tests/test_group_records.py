@@ -22,6 +22,7 @@ import pytest
 
 from evalnoise.cli import main
 from evalnoise.group_records import GroupMetrics, GroupRecord, MetricsReading, Reading
+from evalnoise.infra_failures import TaskFailure
 
 OPTIONS = {
     "confidence": 0.95,
@@ -140,6 +141,9 @@ def _pipeline(tmp_path):
         )
         for agent in ("a", "b", "c")
     ]
+    # a task whose every trial failed alike, as scripts/analyze_group.py adds it
+    failure = TaskFailure("t0", "build", trials=4, of=4, reason="image build failed")
+    stats[0]["task_failures"] = [failure.to_dict()]
     judge = {"group": "a@1x", "mode": "extract", "samples": 1, "sent": 24}
     result = summarize(stats, [], [], [], confidence=0.95, judge=[judge])
     records = [GroupRecord.from_dict(g) for g in result.groups]
