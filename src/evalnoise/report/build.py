@@ -80,6 +80,9 @@ body { font-family: system-ui, sans-serif; margin: 0 auto; max-width: 1200px; pa
 h1 { margin-bottom: 0.2em; }
 section { margin: 2em 0; }
 table { border-collapse: collapse; margin: 0.5em 0; }
+/* a wide table scrolls inside its section, never the page */
+section { overflow-x: auto; }
+#outcomes th { white-space: normal; font-size: 0.85em; }
 th, td { border: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
 table.kv th { background: #f5f5f5; white-space: nowrap; }
 pre.line { background: #f5f5f5; padding: 0.6em; white-space: pre-wrap; }

@@ -1,7 +1,9 @@
-"""The page's "Summary" section: one reporting line per agent @ resource profile (accuracy ±
-CI | ICC | between-query SE, Mustahsan et al. eq. 11), and beside it — never instead of it —
-the labelled readings, the judges' lines (accuracy by each LLM judge beside the reference,
-its κ and variance share) and, with prices configured, what the group's trials cost.
+"""The page's "Summary" section, the report's first screen: per agent @ resource profile
+what a reader came for — the reporting line (accuracy ± CI | ICC | between-query SE,
+Mustahsan et al. eq. 11), beside it — never instead of it — the labelled readings, what the
+infrastructure did (its error rate under the declared policy, the tasks that failed whole)
+and, with prices configured, what the group's trials cost. The judges' detail (each judge
+against the reference, the judges as a facet) is the group's card's, further down.
 
 An invalid group's line is struck through and labelled; a withheld headline says why there
 is no number, so it is shown as it is.
@@ -13,10 +15,11 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evalnoise.formatting import pct
+from evalnoise.infra_failures import failure_lines
 from evalnoise.report._markup import struck_through
 from evalnoise.report.card_costs import cost_text
 from evalnoise.report.card_text import card_fields, card_title
-from evalnoise.report.judge_text import judge_text, judges_rows
 
 __all__ = ["summary_rows", "summary_section"]
 
@@ -39,13 +42,16 @@ def summary_rows(card: Mapping[str, Any], stem: str, level: str) -> list[str]:
         # labelled readings beside (never instead of) the headline
         text = html.escape("readings: " + readings)
         rows.append(f'<tr class="readings"><td></td><td>{text}</td></tr>')
-    if card.get("judge"):
-        # accuracy by the LLM judge beside the reference, its kappa and variance share
-        judge = html.escape(judge_text(card["judge"], level))
-        rows.append(f'<tr class="judge"><td></td><td>{judge}</td></tr>')
-        for label, text in judges_rows(card["judge"], level):
-            line = html.escape(f"{label}: {text}")
-            rows.append(f'<tr class="judge"><td></td><td>{line}</td></tr>')
+    infra = card.get("infrastructure") or {}
+    if infra.get("infra_error_rate") is not None:
+        # what the infrastructure did, under the policy that decides how it counts
+        text = (
+            f"infrastructure: {pct(infra['infra_error_rate'])} of attempts ended in an infra "
+            f"outcome (policy: {infra.get('infra_policy')})"
+        )
+        rows.append(f'<tr class="infra"><td></td><td>{html.escape(text)}</td></tr>')
+    for line in failure_lines(card.get("task_failures") or []):
+        rows.append(f'<tr class="infra"><td></td><td>{html.escape(line)}</td></tr>')
     if (card.get("costs") or {}).get("prices"):
         # with prices configured, what the group's trials cost (the card has the drivers)
         cost = html.escape("cost: " + cost_text(card["costs"]))
