@@ -13,7 +13,8 @@ rule compare_runs:
     log:
         "results/logs/compare_runs/{baseline}.log",
     params:
-        results="results",
+        # the results directory this run's groups.json lies in (results/analysis/…)
+        results=lambda w, input: input.groups.rsplit("/", 2)[0],
         analysis=config["analysis"],
         code_version=code_version("analysis"),
     run:
