@@ -132,12 +132,12 @@ def failure_readings(
     that ended ``ok`` with a score. ``failures_as_incorrect``: every trial that ended in a
     failure (crashed, no answer, timeout, oom_killed, infra_error) counted as 0 beside the
     answered ones; trials waiting for a grader's verdict (``unscored``, ``verifier_error``)
-    are left out of both.
+    and agents that never ran (``agent_setup_error``) are left out of both.
     ``trials`` holds the group's final attempts (``task_id``, ``status``, ``score``,
     ``exit_code`` when known). Each reading: ``mean``, ``ci_low``, ``ci_high``,
     ``n_trials``, ``n_tasks`` (None estimates when no trial is in it).
     """
-    from evalnoise.outcomes import UNDECIDED, final_attempts, outcome_of
+    from evalnoise.outcomes import NEVER_RAN, UNDECIDED, final_attempts, outcome_of
 
     last = final_attempts(trials)
     outcome = outcome_of(last).astype(str)
@@ -145,7 +145,8 @@ def failure_readings(
     tasks = last["task_id"].astype(str).to_numpy()
     answered = outcome == "ok"
     # a trial waiting for its grader (unscored, verifier_error) is no failure of the agent
-    failed = ~answered & ~np.isin(outcome, UNDECIDED)
+    # nor is an agent that never ran (agent_setup_error)
+    failed = ~answered & ~np.isin(outcome, (*UNDECIDED, *NEVER_RAN))
     out = {}
     for name, keep, values in (
         ("answered", answered, score),

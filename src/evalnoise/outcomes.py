@@ -12,8 +12,11 @@ reporting, ``agent_error`` is split by *how* the agent failed:
 a trial of an environment task whose verifier left no valid reward is ``verifier_error``
 (the grader failed, not the agent: no score, never a 0, run again by a plain rerun), and a
 trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score is null)
-is ``unscored`` rather than ``ok``. The outcomes partition the trials; :data:`OUTCOMES` is
-the order every output prints them in.
+is ``unscored`` rather than ``ok``. An environment trial whose agent could not be set up in the
+task's container (an installed agent that cannot download itself offline) is
+``agent_setup_error``: the agent never ran — no score, never a 0, not a failure of its
+skill. The outcomes partition the trials; :data:`OUTCOMES` is the order every output prints
+them in.
 
 :func:`outcome_counts` counts them (vectorized, over the *final* attempt of each trial);
 :func:`assess_health` decides whether a group's numbers are a measurement of the agent at
@@ -36,6 +39,7 @@ from evalnoise.schema import TRIAL_KEY
 
 __all__ = [
     "CRASH_SIGNALS",
+    "NEVER_RAN",
     "OUTCOMES",
     "UNDECIDED",
     "AttemptOrder",
@@ -68,10 +72,14 @@ OUTCOMES = (
     "oom_killed",
     "infra_error",
     "verifier_error",
+    "agent_setup_error",
     "unscored",
 )
 #: outcomes that wait for a grader's verdict: no score, never a 0, decided by a rerun
 UNDECIDED = ("verifier_error", "unscored")
+#: outcomes of an agent that never ran (its setup failed): no score, never a 0, and no
+#: failure of the agent's skill either
+NEVER_RAN = ("agent_setup_error",)
 #: what each outcome means, for legends and cards
 OUTCOME_LABELS = {
     "ok": "ok (answered and scored)",
@@ -81,6 +89,9 @@ OUTCOME_LABELS = {
     "oom_killed": "oom_killed",
     "infra_error": "infra_error",
     "verifier_error": "verifier_error (the verifier left no valid reward)",
+    "agent_setup_error": (
+        "agent_setup_error (the agent could not be set up in the task's container)"
+    ),
     "unscored": "unscored (judge_error)",
 }
 
@@ -257,9 +268,10 @@ def outcome_counts(trials: pd.DataFrame) -> dict[str, int]:
 
 def outcome_line(outcomes: Mapping[str, Any] | None) -> str:
     """``96 trials: 90 ok, 0 crashed, 2 no answer, 0 timeout, 4 oom_killed, 0 infra_error,
-    0 verifier_error, 0 unscored`` — every outcome, zeros included, so nothing is silently
-    absent; an unknown count is ``?`` and a record without outcomes ``not recorded``. The
-    one text of a group's outcomes: the summary, the CLI and the cards print it."""
+    0 verifier_error, 0 agent_setup_error, 0 unscored`` — every outcome, zeros included, so
+    nothing is silently absent; an unknown count is ``?`` and a record without outcomes
+    ``not recorded``. The one text of a group's outcomes: the summary, the CLI and the cards
+    print it."""
     if outcomes is None:
         return "not recorded"
 

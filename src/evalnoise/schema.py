@@ -25,7 +25,18 @@ from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS
 #: ``oom_killed`` and ``infra_error`` are the infrastructure's and follow the declared infra
 #: policy (see DESIGN.md, "Resources"); ``verifier_error`` (environment tasks) is the grader's:
 #: the verifier left no valid reward, so the trial has no score (never a 0) until a rerun.
-STATUSES = ("ok", "timeout", "oom_killed", "agent_error", "infra_error", "verifier_error")
+#: ``agent_setup_error`` (environment tasks): the agent could not be installed or prepared in
+#: the task's container (its own ``setup()`` failed, e.g. an installed agent that downloads
+#: itself, offline) — neither the agent's skill nor the task: no score, never a 0.
+STATUSES = (
+    "ok",
+    "timeout",
+    "oom_killed",
+    "agent_error",
+    "infra_error",
+    "verifier_error",
+    "agent_setup_error",
+)
 INFRA_STATUSES = ("timeout", "oom_killed", "infra_error")
 #: Task kinds: a question with a reference answer, or a task that brings its environment and
 #: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor`).

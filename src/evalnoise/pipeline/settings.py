@@ -17,6 +17,7 @@ the Snakemake job priorities that order trials in time (:func:`block_priority`,
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -169,6 +170,8 @@ BUILTIN_PROGRAMS = ("oracle", "nop")
 HOST_PROGRAMS = ("shell_agent",)
 #: every agent program for environment tasks
 ENVIRONMENT_PROGRAMS = (*BUILTIN_PROGRAMS, *HOST_PROGRAMS)
+#: the host program that runs a Harbor agent (``agents.<name>.harbor``) in Harbor's Python
+HARBOR_BRIDGE = "agents/harbor_agent/bridge.py"
 
 
 def _check_environment(config: Mapping[str, Any]) -> None:
@@ -179,6 +182,11 @@ def _check_environment(config: Mapping[str, Any]) -> None:
     agents = config.get("agents") or {}
     if not harbor:
         for name, agent in agents.items():
+            if agent.get("harbor"):
+                raise ConfigError(
+                    f"config key agents.{name}.harbor: a Harbor agent works in an environment "
+                    "task's container; it needs benchmark.source: harbor"
+                )
             if agent.get("program") in ENVIRONMENT_PROGRAMS:
                 raise ConfigError(
                     f"config key agents.{name}.program: {agent['program']!r} is an agent of "
@@ -205,6 +213,9 @@ def _check_environment(config: Mapping[str, Any]) -> None:
         )
     for name, agent in agents.items():
         program = agent.get("program")
+        if agent.get("harbor"):
+            _check_harbor_agent(name, agent)
+            continue
         if program not in ENVIRONMENT_PROGRAMS and not agent.get("command"):
             raise ConfigError(
                 f"config key agents.{name}: an agent of environment tasks is program oracle, "
@@ -220,6 +231,24 @@ def _check_environment(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"config key agents.{name}.model: {program} needs a model: set it to served"
             )
+
+
+def _check_harbor_agent(name: str, agent: Mapping[str, Any]) -> None:
+    """A Harbor agent (``agents.<name>.harbor``) runs Harbor's class through the bridge: it
+    has no program, command, build or image of its own, and a served model is the run's."""
+    where = f"config key agents.{name}"
+    for key in ("program", "command", "build", "image"):
+        if agent.get(key):
+            raise ConfigError(
+                f"{where}.{key}: a Harbor agent (agents.{name}.harbor) runs Harbor's own "
+                f"agent class; remove {key}"
+            )
+    served = agent["harbor"].get("model") == "served"
+    if served != (agent.get("model") == "served"):
+        raise ConfigError(
+            f"{where}.model: set it to served exactly when harbor.model is served (the run's "
+            "model server is started for the agent's trials)"
+        )
 
 
 def _check_semantics(config: Mapping[str, Any]) -> None:
@@ -491,13 +520,28 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
         "network": network,
     }
     program = agent["program"]
-    if program in BUILTIN_PROGRAMS:
+    if agent.get("harbor"):
+        # Harbor's agent class, run by the bridge in Harbor's Python (docs/agent-contract.md)
+        spec["command"] = ["{harbor_python}", HARBOR_BRIDGE]
+        spec["env"] = {**env, "HARBOR_AGENT": harbor_agent_json(agent["harbor"])}
+    elif program in BUILTIN_PROGRAMS:
         spec["builtin"] = program  # played by the runner in the task's container
     elif program in HOST_PROGRAMS:
         # an external agent: a host program of this checkout, run by the Python the runner
         # runs in (evalnoise.runner.external_agent.host_command resolves both at start)
         spec["command"] = ["{python}", f"agents/{program}/agent.py"]
     return spec
+
+
+def harbor_agent_json(block: Mapping[str, Any]) -> str:
+    """The ``HARBOR_AGENT`` variable of a Harbor agent: its config block (agent, model,
+    kwargs) as canonical JSON (sorted keys, no spaces), part of the trial's identity."""
+    value = {
+        "agent": block["agent"],
+        "model": block.get("model"),
+        "kwargs": dict(block.get("kwargs") or {}),
+    }
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def resource_profile_spec(config: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -57,6 +57,7 @@ OUTCOME_HEADERS = {
     "oom_killed": "oom_killed",
     "infra_error": "infra_error",
     "verifier_error": "verifier_error",
+    "agent_setup_error": "agent_setup_error",
     "unscored": "unscored",
 }
 #: Under every outcome table (a card's Markdown, the page's "Outcomes"): what the outcomes mean.
@@ -109,6 +110,8 @@ def outcomes_of(record: Mapping[str, Any]) -> dict[str, int | None] | None:
     out = {key: _count(raw.get(key)) for key in (*OUTCOMES, "trials", "attempts")}
     if "verifier_error" not in raw:  # a record from before environment tasks: none could be
         out["verifier_error"] = 0
+    if "agent_setup_error" not in raw:  # a record from before Harbor's agents ran here
+        out["agent_setup_error"] = 0
     if out["trials"] is None:
         parts = [out[k] for k in OUTCOMES if k != "unscored"]
         if all(p is not None for p in parts):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
+from evalnoise.runner.agent_failures import harbor_python, reported_failure
 from evalnoise.runner.engine import join_notes
 from evalnoise.runner.exec_protocol import (
     MAX_LINE_BYTES,
@@ -59,6 +60,8 @@ class AgentOutcome:
 
 #: In an external agent's command: the Python interpreter the runner runs in.
 PYTHON = "{python}"
+#: In an external agent's command: Harbor's Python (tools/install-harbor.sh's wrapper).
+HARBOR_PYTHON = "{harbor_python}"
 
 
 def host_command(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:
@@ -74,6 +77,8 @@ def host_command(command: tuple[str, ...] | list[str], cwd: str | None = None) -
     for i, part in enumerate(command):
         if part == PYTHON:
             out.append(sys.executable)
+        elif part == HARBOR_PYTHON:
+            out.append(harbor_python())
         elif i > 0 and not os.path.isabs(part) and "/" in part and (base / part).is_file():
             out.append(str(base / part))
         else:
@@ -113,6 +118,7 @@ def run_external_agent(
     payload = request.payload(limit)
     payload.pop("output_path", None)
     payload.update(kind="environment", protocol=PROTOCOL, workdir=workdir, user=user)
+    payload["task_dir"] = request.task.get("task_dir")  # Harbor's oracle reads its solution/
     contract.write_task_file(task_path, payload)
     env = host_environment(home)
     env.update(
@@ -214,6 +220,10 @@ def run_external_agent(
     if record is not None:
         outcome.usage, note = contract.usage_columns(record)
         outcome.error = join_notes(outcome.error, note)
+        if outcome.status is None and record.get("error") is not None:
+            # the agent reports the exception that ended it (agents/harbor_agent/bridge.py)
+            outcome.status, reported = reported_failure(record["error"])
+            outcome.error = join_notes(reported, outcome.error)
     outcome.stdout = transcript.text()
     outcome.stderr = read_tail(stderr_path)
     return outcome
