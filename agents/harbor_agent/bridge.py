@@ -17,12 +17,10 @@ over both). Then it says ``done`` with
   "run"}``; the runner classifies the type with the Harbor importer's table
   (``evalnoise.runner.agent_failures``).
 
-Files cross as base64 inside shell commands: an upload in chunks of :data:`UPLOAD_CHUNK`
-base64 characters (a command line is one ``execve`` argument, at most 128 KiB), a download in
-chunks of :data:`DOWNLOAD_CHUNK` bytes (the runner returns at most 16 KiB of a command's
-output); a directory as a gzipped tar through a file in the container's ``/tmp``. Harbor's
-logger writes to stderr (the trial row's ``stderr_tail``); anything else written to stdout
-by the agent's libraries goes to stderr too, so only protocol lines reach the runner.
+Files cross as base64 inside shell commands (``agents/common/exec_channel.py``); a directory
+as a gzipped tar through a file in the container's ``/tmp``. Harbor's logger writes to stderr
+(the trial row's ``stderr_tail``); anything else written to stdout by the agent's libraries
+goes to stderr too, so only protocol lines reach the runner.
 
 ``model: served`` arrives as ``AGENT_MODEL`` (the served model's alias) and ``AGENT_BASE_URL``
 (the run's model server, OpenAI-compatible): the agent's model becomes ``openai/<alias>`` with
@@ -38,7 +36,6 @@ has one user); the first such request is logged.
 from __future__ import annotations
 
 import asyncio
-import base64
 import importlib
 import inspect
 import io
@@ -49,56 +46,20 @@ import shlex
 import sys
 import tarfile
 import tempfile
-import threading
 import traceback
 import uuid
 from pathlib import Path
 from typing import Any
 
-#: base64 characters of a file sent in one command (well under one argument's 128 KiB)
-UPLOAD_CHUNK = 96 * 1024
-#: bytes of a file read back in one command (base64: 4/3 of it, under the 16 KiB the
-#: runner returns of a command's output)
-DOWNLOAD_CHUNK = 9 * 1024
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+
+from exec_channel import Channel, ProtocolClosed  # noqa: E402
+
 #: Harbor's agents whose constructor gets the task folder (Harbor's Trial._init_agent)
 TASK_DIR_AGENTS = ("oracle",)
-#: the exit status for "a service this agent needs is unreachable" (the contract's 75)
-EXIT_INFRA_UNAVAILABLE = 75
 
 log = logging.getLogger("evalnoise.harbor_agent")
-
-
-class ProtocolClosed(Exception):
-    """The runner stopped answering (the agent phase ended)."""
-
-
-class Channel:
-    """Exec-protocol requests on a private copy of stdout, answers from stdin."""
-
-    def __init__(self) -> None:
-        self.out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-        os.dup2(2, 1)  # from now on, a print() of any library goes to stderr
-        sys.stdout = sys.stderr
-        self.inp = sys.stdin.buffer
-        self.lock = threading.Lock()
-        self.steps = 0
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.out.write(json.dumps(message, ensure_ascii=False) + "\n")
-        self.out.flush()
-
-    def exec(self, command: str, timeout_s: float | None = None) -> dict[str, Any]:
-        """Run ``command`` in the trial's container; the runner's answer."""
-        request: dict[str, Any] = {"exec": command}
-        if timeout_s is not None and timeout_s > 0:
-            request["timeout_s"] = float(timeout_s)
-        with self.lock:
-            self.steps += 1
-            self.send(request)
-            line = self.inp.readline()
-        if not line:
-            raise ProtocolClosed("the runner closed the exec channel")
-        return json.loads(line)
 
 
 def _harbor_environment_class() -> type:
@@ -155,76 +116,38 @@ def _harbor_environment_class() -> type:
             answer = self.channel.exec(full, timeout_sec)
             code = answer.get("exit_code")
             if answer.get("timed_out"):
-                raise TimeoutError(f"command timed out after {timeout_sec} s")
+                # what Harbor's Docker environment raises for a command past its timeout
+                raise RuntimeError(f"Command timed out after {timeout_sec} seconds")
             return ExecResult(
                 stdout=answer.get("output", ""),
                 stderr="",
                 return_code=137 if code is None else int(code),
             )
 
-        async def _checked(self, command: str, what: str) -> str:
-            result = await self.exec(command)
-            if result.return_code != 0:
-                raise RuntimeError(
-                    f"{what} failed with exit code {result.return_code}: "
-                    f"{(result.stdout or '')[-500:]}"
-                )
-            return result.stdout or ""
-
-        async def _put_bytes(self, data: bytes, target: str) -> None:
-            encoded = base64.b64encode(data).decode("ascii")
-            quoted = shlex.quote(target)
-            parent = shlex.quote(os.path.dirname(target) or "/")
-            await self._checked(f"mkdir -p {parent} && : > {quoted}", f"upload to {target}")
-            for start in range(0, len(encoded), UPLOAD_CHUNK):
-                chunk = encoded[start : start + UPLOAD_CHUNK]
-                await self._checked(
-                    f"printf %s {chunk} | base64 -d >> {quoted}", f"upload to {target}"
-                )
-
-        async def _get_bytes(self, source: str) -> bytes:
-            quoted = shlex.quote(source)
-            size = int((await self._checked(f"stat -c %s {quoted}", f"download {source}")).strip())
-            data = bytearray()
-            while len(data) < size:
-                text = await self._checked(
-                    f"tail -c +{len(data) + 1} {quoted} | head -c {DOWNLOAD_CHUNK} | base64 -w0",
-                    f"download {source}",
-                )
-                chunk = base64.b64decode(text.strip())
-                if not chunk:
-                    raise RuntimeError(f"download {source}: the file shrank while read")
-                data += chunk
-            return bytes(data)
-
         async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-            await self._put_bytes(Path(source_path).read_bytes(), target_path)
+            source = Path(source_path)
+            self.channel.upload_file(
+                source.read_bytes(), target_path, source.stat().st_mode & 0o777
+            )
 
         async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
             buffer = io.BytesIO()
-            with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+            with tarfile.open(fileobj=buffer, mode="w") as tar:
                 tar.add(str(source_dir), arcname=".")
-            staged = f"/tmp/.evalnoise-upload-{uuid.uuid4().hex}.tar.gz"
-            await self._put_bytes(buffer.getvalue(), staged)
-            target = shlex.quote(target_dir)
-            await self._checked(
-                f"mkdir -p {target} && tar -xzf {staged} -C {target} --no-same-owner; "
-                f"status=$?; rm -f {staged}; exit $status",
-                f"upload to {target_dir}",
-            )
+            self.channel.upload(buffer.getvalue(), target_dir)
 
         async def download_file(self, source_path: str, target_path: Path | str) -> None:
             target = Path(target_path)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(await self._get_bytes(source_path))
+            target.write_bytes(self.channel.get_bytes(source_path))
 
         async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
             staged = f"/tmp/.evalnoise-download-{uuid.uuid4().hex}.tar.gz"
-            await self._checked(
+            self.channel.checked(
                 f"tar -czf {staged} -C {shlex.quote(source_dir)} .", f"download {source_dir}"
             )
             try:
-                data = await self._get_bytes(staged)
+                data = self.channel.get_bytes(staged)
             finally:
                 await self.exec(f"rm -f {staged}")
             target = Path(target_dir)
@@ -296,21 +219,21 @@ def usage_of(context: Any) -> tuple[dict[str, int | None], dict[str, Any]]:
     return usage, extra
 
 
-async def run_agent(channel: Channel, config: dict[str, Any], task: dict[str, Any]) -> dict:
-    """Build the agent and the environment, await ``setup()`` then ``run()``; the ``done``
-    message."""
-    from harbor.models.agent.context import AgentContext
+def _build(channel: Channel, config: dict[str, Any], task: dict[str, Any], paths: Any) -> tuple:
+    """Harbor's view of the trial: the environment over the exec protocol, and the agent
+    built as Harbor's ``Trial._init_agent`` builds it."""
     from harbor.models.task.task import Task
-    from harbor.models.trial.paths import TrialPaths
+    from harbor.models.trial.config import ResourceMode
 
-    work = Path(tempfile.mkdtemp(prefix="harbor-trial-", dir=os.environ.get("HOME")))
-    paths = TrialPaths(work)
-    paths.mkdir()
     task_dir = Path(task["task_dir"])
     harbor_task = Task(task_dir)
     environment_cls = _harbor_environment_class()
     environment_cls.channel = channel
     environment = environment_cls(
+        # evalnoise applies the resource profile to the container; Harbor's checks of how an
+        # environment enforces cpus/memory do not apply
+        cpu_enforcement_policy=ResourceMode.IGNORE,
+        memory_enforcement_policy=ResourceMode.IGNORE,
         environment_dir=task_dir / "environment",
         environment_name=harbor_task.name,
         session_id=f"{task['task_id']}__{task['trial']}__env",
@@ -329,13 +252,26 @@ async def run_agent(channel: Channel, config: dict[str, Any], task: dict[str, An
         kwargs.update(
             task_dir=task_dir, trial_paths=paths, agent_timeout_sec=task.get("time_limit_s")
         )
+    agent = cls(logs_dir=paths.agent_dir, model_name=model, logger=log, **kwargs)
+    agent.session_id = f"{task['task_id']}__{task['trial']}__agent"
+    return environment, agent
+
+
+async def run_agent(channel: Channel, config: dict[str, Any], task: dict[str, Any]) -> dict:
+    """Build the agent and the environment, await ``setup()`` then ``run()``; the ``done``
+    message."""
+    from harbor.models.agent.context import AgentContext
+    from harbor.models.trial.paths import TrialPaths
+
+    work = Path(tempfile.mkdtemp(prefix="harbor-trial-", dir=os.environ.get("HOME")))
+    paths = TrialPaths(work)
+    paths.mkdir()
     context = AgentContext()
-    phase = "setup"
+    phase = "setup"  # building the environment and the agent is part of its setup
     error = None
     agent = None
     try:
-        agent = cls(logs_dir=paths.agent_dir, model_name=model, logger=log, **kwargs)
-        agent.session_id = f"{task['task_id']}__{task['trial']}__agent"
+        environment, agent = _build(channel, config, task, paths)
         with environment.scoped_exec_env(agent.extra_env):
             await agent.setup(environment=environment)
             phase = "run"

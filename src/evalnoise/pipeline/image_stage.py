@@ -77,9 +77,10 @@ def _host_program_files(program: str) -> list[Path]:
     return [root / program / "agent.py", root / "common" / "agentlib.py", CLIENT_FILE]
 
 
-def _harbor_bridge_file() -> Path:
+def _harbor_bridge_files() -> list[Path]:
     """The bridge that runs a Harbor agent (``agents.<name>.harbor``) in Harbor's Python."""
-    return agents_dir() / "harbor_agent" / "bridge.py"
+    root = agents_dir()
+    return [root / "harbor_agent" / "bridge.py", root / "common" / "exec_channel.py"]
 
 
 def image_inputs(config: Mapping[str, Any], name: str) -> list[str]:
@@ -90,7 +91,7 @@ def image_inputs(config: Mapping[str, Any], name: str) -> list[str]:
     if agent["program"] in HOST_PROGRAMS:
         return [_relative(p) for p in _host_program_files(agent["program"])]
     if agent.get("harbor"):
-        return [_relative(_harbor_bridge_file())]
+        return [_relative(p) for p in _harbor_bridge_files()]
     if agent["program"]:
         return [_relative(p) for p in _program_files(agent["program"], agent["model"] == "image")]
     if agent["build"]:
@@ -141,8 +142,9 @@ def ensure_image(config: Mapping[str, Any], name: str) -> dict[str, Any]:
             # version are its trials' identity, as a host program's code is
             from evalnoise.runner.base_image import context_digest
 
-            bridge = _harbor_bridge_file()
-            digest = context_digest(bridge.parent, [bridge], prefix=f"harbor={HARBOR_VERSION}\n")
+            files = _harbor_bridge_files()
+            root = Path(os.path.commonpath([str(p) for p in files]))
+            digest = context_digest(root, files, prefix=f"harbor={HARBOR_VERSION}\n")
             return {"agent": name, "image": f"host:{digest}", "id": None, "base": base}
         if agent["program"] in HOST_PROGRAMS:
             # a host program: no image, but its code is part of its trials' identity (the

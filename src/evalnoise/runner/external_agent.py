@@ -15,8 +15,10 @@ oracle phase reports.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
+import shlex
 import signal
 import subprocess
 import time
@@ -27,12 +29,13 @@ from typing import Any
 
 from evalnoise.runner import contract
 from evalnoise.runner.agent_failures import harbor_python, reported_failure
-from evalnoise.runner.engine import join_notes
+from evalnoise.runner.engine import join_notes, one_line
 from evalnoise.runner.exec_protocol import (
     MAX_LINE_BYTES,
     PROTOCOL,
     CappedOutput,
     Done,
+    Upload,
     parse_message,
     response,
 )
@@ -174,6 +177,9 @@ def run_external_agent(
                 record = message.record
                 break
             outcome.steps += 1
+            if isinstance(message, Upload):
+                _answer(proc, _upload(box, message, deadline))
+                continue
             left = deadline - time.monotonic()
             wanted = message.timeout_s if message.timeout_s is not None else left
             output = CappedOutput(output_bytes)
@@ -227,6 +233,36 @@ def run_external_agent(
     outcome.stdout = transcript.text()
     outcome.stderr = read_tail(stderr_path)
     return outcome
+
+
+def _upload(box: TrialContainer, message: Upload, deadline: float) -> bytes:
+    """Unpack an ``upload``'s archive into its directory as root; the answer line."""
+    import docker.errors
+
+    run = box.run(
+        f"mkdir -p -- {shlex.quote(message.target)}",
+        user="0:0",
+        env=None,
+        timeout_s=max(1.0, deadline - time.monotonic()),
+    )
+    error = None
+    if run.exit_code != 0:
+        error = f"mkdir {message.target}: exit code {run.exit_code}"
+    else:
+        try:
+            if not box.api.put_archive(box.id, message.target, message.archive):
+                error = f"the engine refused the archive for {message.target}"
+        except docker.errors.APIError as exc:
+            error = f"upload to {message.target}: {one_line(exc)}"
+    answer = {"ok": True} if error is None else {"ok": False, "error": error}
+    return (json.dumps(answer) + "\n").encode("utf-8")
+
+
+def _answer(proc: subprocess.Popen[bytes], line: bytes) -> None:
+    """Send one answer line; an agent that stopped listening is read to its end."""
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        proc.stdin.write(line)
+        proc.stdin.flush()
 
 
 def _agent_exit(
