@@ -9,6 +9,7 @@ import pytest
 
 from evalnoise.pipeline.settings import (
     HARBOR_BRIDGE,
+    INSPECT_ADAPTER,
     RUNTIME_URL_VAR,
     ConfigError,
     agent_spec,
@@ -77,6 +78,38 @@ def test_a_harbor_agent_block_is_valid_and_becomes_the_bridge_spec(schema):
 )
 def test_a_bad_harbor_block_names_its_key(schema, agent, expected):
     assert expected in problems(environment_config(a=agent), schema)
+
+
+def test_an_inspect_agent_block_is_valid_and_becomes_the_adapter_spec(schema):
+    config = environment_config(
+        react={
+            "model": "served",
+            "inspect": {
+                "solver": "inspect_ai.agent.react",
+                "tools": ["bash", "python"],
+                "model": "served",
+            },
+        }
+    )
+    check_config(config, schema)
+    spec = agent_spec(with_defaults(config, schema), "react")
+    assert spec["command"] == ["{python}", INSPECT_ADAPTER]
+    assert json.loads(spec["env"]["INSPECT_AGENT"]) == {
+        "solver": "inspect_ai.agent.react",
+        "tools": ["bash", "python"],
+        "model": "served",
+        "kwargs": {},
+        "generate": {},
+    }
+    AgentSpec.from_dict(spec)
+    bad = environment_config(
+        a={"model": "served", "inspect": {"solver": "x", "tools": ["web"], "model": "served"}}
+    )
+    assert "agents.a.inspect.tools[0]" in problems(bad, schema)
+    both = environment_config(
+        a={"harbor": {"agent": "nop"}, "inspect": {"solver": "m:f", "model": None}}
+    )
+    assert "agents.a.inspect: give harbor or inspect, not both" in problems(both, schema)
 
 
 def test_a_harbor_agent_needs_environment_tasks(schema):

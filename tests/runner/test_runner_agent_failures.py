@@ -20,6 +20,8 @@ from evalnoise.schema import STATUSES
         ({"type": "APIConnectionError", "phase": "run"}, "infra_error"),
         ({"type": "ContextWindowExceededError", "phase": "run"}, "agent_error"),
         ({"type": "AgentSetupTimeoutError", "phase": "setup"}, "infra_error"),
+        ({"type": "NonZeroAgentExitCodeError", "phase": "setup"}, AGENT_SETUP_ERROR),
+        ({"type": "NonZeroAgentExitCodeError", "phase": "run"}, "agent_error"),
         # any other type: by the phase it ended
         (
             {"type": "RuntimeError", "message": "Agent install failed", "phase": "setup"},
@@ -43,8 +45,11 @@ def test_reported_exceptions_map_to_statuses(error, status):
 
 def test_the_table_is_the_importers():
     for name, status in STATUS_OF_EXCEPTION.items():
-        assert reported_failure({"type": name, "phase": "setup"})[0] == status
         assert reported_failure({"type": name, "phase": "run"})[0] == status
+        # in setup() the agent never ran: what the table calls its own failure is a setup
+        # failure; every other status stays
+        in_setup = AGENT_SETUP_ERROR if status == "agent_error" else status
+        assert reported_failure({"type": name, "phase": "setup"})[0] == in_setup
 
 
 def test_the_message_is_kept_short_and_named():

@@ -172,6 +172,8 @@ HOST_PROGRAMS = ("shell_agent",)
 ENVIRONMENT_PROGRAMS = (*BUILTIN_PROGRAMS, *HOST_PROGRAMS)
 #: the host program that runs a Harbor agent (``agents.<name>.harbor``) in Harbor's Python
 HARBOR_BRIDGE = "agents/harbor_agent/bridge.py"
+#: the host program that runs an Inspect agent (``agents.<name>.inspect``)
+INSPECT_ADAPTER = "agents/inspect_agent/agent.py"
 
 
 def _check_environment(config: Mapping[str, Any]) -> None:
@@ -182,11 +184,12 @@ def _check_environment(config: Mapping[str, Any]) -> None:
     agents = config.get("agents") or {}
     if not harbor:
         for name, agent in agents.items():
-            if agent.get("harbor"):
-                raise ConfigError(
-                    f"config key agents.{name}.harbor: a Harbor agent works in an environment "
-                    "task's container; it needs benchmark.source: harbor"
-                )
+            for key, who in (("harbor", "a Harbor"), ("inspect", "an Inspect")):
+                if agent.get(key):
+                    raise ConfigError(
+                        f"config key agents.{name}.{key}: {who} agent works in an environment "
+                        "task's container; it needs benchmark.source: harbor"
+                    )
             if agent.get("program") in ENVIRONMENT_PROGRAMS:
                 raise ConfigError(
                     f"config key agents.{name}.program: {agent['program']!r} is an agent of "
@@ -213,7 +216,7 @@ def _check_environment(config: Mapping[str, Any]) -> None:
         )
     for name, agent in agents.items():
         program = agent.get("program")
-        if agent.get("harbor"):
+        if agent.get("harbor") or agent.get("inspect"):
             _check_harbor_agent(name, agent)
             continue
         if program not in ENVIRONMENT_PROGRAMS and not agent.get("command"):
@@ -234,19 +237,23 @@ def _check_environment(config: Mapping[str, Any]) -> None:
 
 
 def _check_harbor_agent(name: str, agent: Mapping[str, Any]) -> None:
-    """A Harbor agent (``agents.<name>.harbor``) runs Harbor's class through the bridge: it
-    has no program, command, build or image of its own, and a served model is the run's."""
+    """A Harbor agent (``agents.<name>.harbor``) or an Inspect agent (``.inspect``) runs the
+    other harness's own agent through its adapter: it has no program, command, build or image
+    of its own, and a served model is the run's."""
     where = f"config key agents.{name}"
-    for key in ("program", "command", "build", "image"):
-        if agent.get(key):
+    if agent.get("harbor") and agent.get("inspect"):
+        raise ConfigError(f"{where}.inspect: give harbor or inspect, not both")
+    key = "harbor" if agent.get("harbor") else "inspect"
+    for other in ("program", "command", "build", "image"):
+        if agent.get(other):
             raise ConfigError(
-                f"{where}.{key}: a Harbor agent (agents.{name}.harbor) runs Harbor's own "
-                f"agent class; remove {key}"
+                f"{where}.{other}: agents.{name}.{key} runs the other harness's own agent; "
+                f"remove {other}"
             )
-    served = agent["harbor"].get("model") == "served"
+    served = agent[key].get("model") == "served"
     if served != (agent.get("model") == "served"):
         raise ConfigError(
-            f"{where}.model: set it to served exactly when harbor.model is served (the run's "
+            f"{where}.model: set it to served exactly when {key}.model is served (the run's "
             "model server is started for the agent's trials)"
         )
 
@@ -524,6 +531,10 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
         # Harbor's agent class, run by the bridge in Harbor's Python (docs/agent-contract.md)
         spec["command"] = ["{harbor_python}", HARBOR_BRIDGE]
         spec["env"] = {**env, "HARBOR_AGENT": harbor_agent_json(agent["harbor"])}
+    elif agent.get("inspect"):
+        # Inspect's solver, run by the adapter in this Python (the `inspect` extra)
+        spec["command"] = ["{python}", INSPECT_ADAPTER]
+        spec["env"] = {**env, "INSPECT_AGENT": inspect_agent_json(agent["inspect"])}
     elif program in BUILTIN_PROGRAMS:
         spec["builtin"] = program  # played by the runner in the task's container
     elif program in HOST_PROGRAMS:
@@ -531,6 +542,19 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
         # runs in (evalnoise.runner.external_agent.host_command resolves both at start)
         spec["command"] = ["{python}", f"agents/{program}/agent.py"]
     return spec
+
+
+def inspect_agent_json(block: Mapping[str, Any]) -> str:
+    """The ``INSPECT_AGENT`` variable of an Inspect agent: its config block with its
+    defaults, as canonical JSON (sorted keys, no spaces), part of the trial's identity."""
+    value = {
+        "solver": block["solver"],
+        "tools": list(block.get("tools", ["bash"])),
+        "model": block["model"],
+        "kwargs": dict(block.get("kwargs") or {}),
+        "generate": dict(block.get("generate") or {}),
+    }
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def harbor_agent_json(block: Mapping[str, Any]) -> str:

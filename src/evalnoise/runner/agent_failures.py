@@ -10,7 +10,10 @@ the table does not know is the agent's own failure when it happened in ``run()``
 (``agent_error``, the importer's rule for the agent's phase) and :data:`AGENT_SETUP_ERROR`
 when it happened in ``setup()``: the agent could not be installed or prepared in the task's
 container (offline, an installed agent that downloads itself cannot), which measures neither
-the agent's skill nor the task.
+the agent's skill nor the task. So is a ``setup()`` failure the table calls the agent's
+(``NonZeroAgentExitCodeError``: its install command exited non-zero); the table's
+infrastructure statuses (a timeout, a refused credential) stay what they are in either
+phase.
 
 :func:`harbor_python` is where ``tools/install-harbor.sh`` puts Harbor's Python, the
 interpreter of the bridge (``{harbor_python}`` in an agent's command).
@@ -42,6 +45,10 @@ def reported_failure(error: Any) -> tuple[str, str]:
     phase = error.get("phase") if error.get("phase") in STATUS_OF_PHASE else "run"
     message = str(error.get("message") or "")[:_MESSAGE_CHARS]
     status = STATUS_OF_EXCEPTION.get(kind) or STATUS_OF_PHASE[phase]
+    if phase == "setup" and status == "agent_error":
+        # the agent never ran: its setup's own failure (an install command that exited
+        # non-zero: Harbor's NonZeroAgentExitCodeError) is no failure of its skill
+        status = AGENT_SETUP_ERROR
     where = "setup()" if phase == "setup" else "run()"
     return status, f"agent {where} raised {kind}: {message}".rstrip(": ")
 
