@@ -6,7 +6,8 @@ extra), started by the runner as an external environment agent (docs/agent-contr
 pipeline) names the agent::
 
     {"solver": "inspect_ai.agent.react" | "module:factory", "tools": ["bash", "python"],
-     "model": "served" | "<provider>/<model>", "kwargs": {...}, "generate": {...}}
+     "model": "served" | "<provider>/<model>", "kwargs": {...}, "generate": {...},
+     "model_args": {...}}
 
 It registers the sandbox environment provider ``evalnoise`` (Inspect's extension point,
 ``@sandboxenv``) whose ``exec``, ``write_file`` and ``read_file`` go to the trial's container
@@ -177,7 +178,7 @@ def run(config: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
     """One Inspect evaluation of one sample in the trial's container; the ``done`` message."""
     from inspect_ai import Task, eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.log import ModelEvent
+    from inspect_ai.event import ModelEvent
     from inspect_ai.model import GenerateConfig
 
     generate = dict(config.get("generate") or {})
@@ -192,6 +193,7 @@ def run(config: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
     logs = eval(
         inspect_task,
         model=model_of(config),
+        model_args=dict(config.get("model_args") or {}),
         log_dir=tempfile.mkdtemp(prefix="inspect-logs-", dir=os.environ.get("HOME")),
         display="none",
         score=False,

@@ -100,6 +100,7 @@ def test_an_inspect_agent_block_is_valid_and_becomes_the_adapter_spec(schema):
         "model": "served",
         "kwargs": {},
         "generate": {},
+        "model_args": {},
     }
     AgentSpec.from_dict(spec)
     bad = environment_config(

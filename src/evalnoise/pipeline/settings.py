@@ -553,6 +553,7 @@ def inspect_agent_json(block: Mapping[str, Any]) -> str:
         "model": block["model"],
         "kwargs": dict(block.get("kwargs") or {}),
         "generate": dict(block.get("generate") or {}),
+        "model_args": dict(block.get("model_args") or {}),
     }
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
