@@ -20,7 +20,10 @@ over both). Then it says ``done`` with
 Files cross as base64 inside shell commands (``agents/common/exec_channel.py``); a directory
 as a gzipped tar through a file in the container's ``/tmp``. Harbor's logger writes to stderr
 (the trial row's ``stderr_tail``); anything else written to stdout by the agent's libraries
-goes to stderr too, so only protocol lines reach the runner.
+goes to stderr too, so only protocol lines reach the runner. Harbor's trial folder (the
+agent's logs, Terminus-2's ``trajectory.json``) is made in the agent's fresh home and removed
+with the trial, or kept under ``HARBOR_TRIAL_DIR`` (an ``env`` of the agent spec) in
+``<task>__<trial>__<attempt>/``.
 
 ``model: served`` arrives as ``AGENT_MODEL`` (the served model's alias) and ``AGENT_BASE_URL``
 (the run's model server, OpenAI-compatible): the agent's model becomes ``openai/<alias>`` with
@@ -263,7 +266,13 @@ async def run_agent(channel: Channel, config: dict[str, Any], task: dict[str, An
     from harbor.models.agent.context import AgentContext
     from harbor.models.trial.paths import TrialPaths
 
-    work = Path(tempfile.mkdtemp(prefix="harbor-trial-", dir=os.environ.get("HOME")))
+    keep = os.environ.get("HARBOR_TRIAL_DIR")
+    if keep:  # Harbor's trial folder kept (its agent's logs, trajectory.json)
+        name = f"{task['task_id']}__{task['trial']}__{task['attempt']}".replace("/", "_")
+        work = Path(keep) / name
+        work.mkdir(parents=True, exist_ok=True)
+    else:  # in the agent's fresh home, removed with the trial
+        work = Path(tempfile.mkdtemp(prefix="harbor-trial-", dir=os.environ.get("HOME")))
     paths = TrialPaths(work)
     paths.mkdir()
     context = AgentContext()
