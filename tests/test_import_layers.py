@@ -57,7 +57,7 @@ LAYERS: Layers = (
         ),
     ),
     ("statistics", frozenset({"stats"})),
-    ("trial data", frozenset({"outcomes", "facets", "tasks", "importers"})),
+    ("trial data", frozenset({"outcomes", "harbor_exceptions", "facets", "tasks", "importers"})),
     ("execution", frozenset({"runner", "models", "machine"})),
     ("analysis", frozenset({"scorers", "analysis", "costs", "attribution", "manifest", "archive"})),
     ("report", frozenset({"report", "group_text"})),

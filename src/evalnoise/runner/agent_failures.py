@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evalnoise.importers.harbor import STATUS_OF_EXCEPTION
+from evalnoise.harbor_exceptions import STATUS_OF_EXCEPTION
 from evalnoise.user_cache import cache_dir
 
 #: The status of a trial whose agent failed in its own ``setup()``: it never ran.
