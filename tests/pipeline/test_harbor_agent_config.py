@@ -117,3 +117,15 @@ def test_a_harbor_agent_needs_environment_tasks(schema):
     config = {"agents": {"a": {"harbor": {"agent": "nop"}}}}
     assert "agents.a.harbor" in problems(config, schema)
     assert "benchmark.source: harbor" in problems(config, schema)
+
+
+def test_the_shipped_terminus2_config_is_valid(schema):
+    import yaml
+    from pipeline_helpers import ROOT
+
+    config = yaml.safe_load((ROOT / "examples" / "configs" / "terminus2.yaml").read_text())
+    check_config(config, schema)
+    spec = agent_spec(with_defaults(config, schema), "terminus2")
+    block = json.loads(spec["env"]["HARBOR_AGENT"])
+    assert block["agent"] == "terminus-2" and block["model"] == "served"
+    assert block["kwargs"]["record_terminal_session"] is False  # no asciinema offline
