@@ -38,6 +38,15 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "harbor-tasks"
 TASKS = ("csv-to-jsonl", "env-greeting", "fix-csv-quotes")
 SEED = 1234
+#: the task's limits, its agent time × TIME_FACTOR on both sides: one SmolLM2 call on a
+#: shared CPU can outlast the example tasks' 120 s
+TIME_FACTOR = 5.0
+PROFILE = {
+    "name": "3x-slow",
+    "memory_limit_factor": 3.0,
+    "cpu_limit_factor": 3.0,
+    "time_limit_factor": TIME_FACTOR,
+}
 KWARGS = {
     "temperature": 0.0,
     "max_turns": 1,
@@ -106,7 +115,7 @@ def run_evalnoise(served, base: str, keep: Path) -> dict[str, dict]:
             TrialRequest(
                 agent=spec,
                 task=row,
-                resource_profile=resource_profile("3x"),
+                resource_profile=resource_profile(PROFILE),
                 trial=0,
                 attempt=1,
                 seed=trial_seed(0, spec.name, row["task_id"], 0),
@@ -136,6 +145,7 @@ def run_harbor(served, base: str, work: Path) -> dict[str, dict]:
         "jobs_dir": str(work / "jobs"),
         "n_attempts": 1,
         "n_concurrent_trials": 1,
+        "agent_timeout_multiplier": TIME_FACTOR,
         "quiet": True,
         "agents": [
             {"name": "terminus-2", "model_name": f"openai/{served.model}", "kwargs": kwargs}
