@@ -127,3 +127,20 @@ def test_an_agent_whose_setup_fails_is_agent_setup_error_never_a_score(backend, 
     # Harbor's installer ran in the container and failed for want of a network
     assert "setup() raised NonZeroAgentExitCodeError" in result["error"]
     assert "apt-get" in result["stdout_tail"]
+
+
+def test_a_missing_provider_key_is_infra_error_never_a_score(backend, rows, monkeypatch):
+    """LiteLLM refuses the call before any request leaves the machine; Harbor's importer
+    table reads its AuthenticationError as a misconfigured run (infra_error)."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    spec = bridge_spec(
+        "harbor-terminus-nokey",
+        "terminus-2",
+        "anthropic/claude-sonnet-4-5",
+        max_turns=1,
+        record_terminal_session=False,
+    )
+    result = run_trial(backend, rows["csv-to-jsonl"], spec)
+    assert result["status"] == "infra_error", (result["error"], result["stderr_tail"])
+    assert result["reward"] is None
+    assert "run() raised AuthenticationError" in result["error"]
