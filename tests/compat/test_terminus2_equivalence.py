@@ -5,9 +5,13 @@ seed, one episode each (``max_turns: 1``).
 
 Compared, task by task: the first prompt the model got (``trajectory.json``'s first user
 message: the instruction and the terminal's first screen), the first command Terminus-2 sent
-(the first step's keystrokes; none when the reply did not parse) and the reward. Where the
-first prompts differ the test names the first differing line (a container's hostname in the
-shell prompt is one such cause, Harbor's container being named by compose).
+(the first step's keystrokes; "" when the reply carried none, None when the agent ended
+before its first step) and the reward. The cause of divergence this test found: the
+container's hostname in the shell prompt (Docker names a host by its container id), so the
+small model's reply — and whether it overran the context — differed. evalnoise pins every
+trial container's hostname (``TRIAL_HOSTNAME``) so its own trials repeat, and the test gives
+Harbor's container the same through the compose overlay; should a first prompt still differ
+the test says whether only the hostname differs or names the first differing line.
 
 Harbor's docker environment refuses ``network_mode = "no-network"`` offline (it needs an
 egress sidecar from a public image), so Harbor runs copies that declare ``"public"`` and gets
@@ -18,6 +22,7 @@ as shipped.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -28,6 +33,7 @@ from harbor_tools import compose_overlay, harbor_cli, harbor_run_missing, read_j
 from model_stack import require
 
 from evalnoise.runner import agent_spec, trial_seed
+from evalnoise.runner.environment import TRIAL_HOSTNAME
 from evalnoise.runner.resources import resource_profile
 from evalnoise.runner.trial import TrialRequest
 from evalnoise.tasks.harbor import environment_task_rows, load_harbor_task
@@ -53,7 +59,8 @@ KWARGS = {
     "record_terminal_session": False,
     "enable_summarize": False,
     "model_info": {"max_input_tokens": 2048, "max_output_tokens": 512},
-    "llm_call_kwargs": {"seed": SEED},
+    # bounded replies: without a limit the small model can talk until the context is full
+    "llm_call_kwargs": {"seed": SEED, "max_tokens": 256},
 }
 
 
@@ -76,6 +83,14 @@ def first_prompt_and_command(trial_dir: Path) -> tuple[str | None, str | None]:
             if command is None:
                 command = ""  # the agent's reply carried no command
     return prompt, command
+
+
+#: a container's hostname in the shell prompt (Docker names it by the container id)
+HOSTNAME = re.compile(r"@[0-9a-f]{12}:")
+
+
+def without_hostname(prompt: str) -> str:
+    return HOSTNAME.sub("@<container>:", prompt)
 
 
 def first_difference(a: str, b: str) -> str:
@@ -136,9 +151,16 @@ def run_harbor(served, base: str, work: Path) -> dict[str, dict]:
         copy = work / "tasks" / name
         shutil.copytree(EXAMPLES / name, copy)
         toml = copy / "task.toml"
-        toml.write_text(toml.read_text().replace('"no-network"', '"public"'))
+        text = toml.read_text().replace('"no-network"', '"public"')
+        toml.write_text(text.replace("allow_internet = false", "allow_internet = true"))
         copies.append(copy)
     overlay = compose_overlay(work / "offline.yaml", base)
+    # Harbor's container gets evalnoise's pinned hostname (a shell prompt shows it)
+    overlay.write_text(
+        overlay.read_text().replace(
+            "    network_mode: none\n", f"    network_mode: none\n    hostname: {TRIAL_HOSTNAME}\n"
+        )
+    )
     kwargs = {**KWARGS, "api_base": served.base_url}
     config = {
         "job_name": "terminus2",
@@ -167,7 +189,9 @@ def run_harbor(served, base: str, work: Path) -> dict[str, dict]:
     outcomes = read_job(work / "jobs" / "terminus2")
     out = {}
     for name in TASKS:
-        (trial,) = outcomes[f"evalnoise/{name}"]
+        # a legacy-format task's name is its folder's, the others' evalnoise/<folder>
+        (key,) = [k for k in outcomes if k.split("/")[-1] == name]
+        (trial,) = outcomes[key]
         prompt, command = first_prompt_and_command(trial.trial_dir)
         out[name] = {"trial": trial, "prompt": prompt, "command": command}
     return out
@@ -186,21 +210,21 @@ def test_terminus2_through_evalnoise_and_harbor_run_behaves_the_same(served, doc
         for name in TASKS:
             a, b = ours[name], theirs[name]
             reward_a, reward_b = a["row"]["reward"], b["trial"].reward
-            same_prompt = a["prompt"] == b["prompt"]
-            report.append(
-                f"{name}: first prompt {'same' if same_prompt else 'differs'}; first command "
-                f"evalnoise {a['command']!r} harbor {b['command']!r}; reward {reward_a} vs "
-                f"{reward_b} (evalnoise status {a['row']['status']})"
-            )
             if a["prompt"] is None or b["prompt"] is None:
-                problems.append(
-                    f"{name}: no trajectory ({a['prompt'] is None}, {b['prompt'] is None})"
-                )
-                continue
-            if not same_prompt:
-                problems.append(
-                    f"{name}: first prompts differ at {first_difference(a['prompt'], b['prompt'])}"
-                )
+                same = "missing"
+            elif a["prompt"] == b["prompt"]:
+                same = "same"
+            elif without_hostname(a["prompt"]) == without_hostname(b["prompt"]):
+                same = "same but for the container's hostname in the shell prompt"
+            else:
+                same = "differs at " + first_difference(a["prompt"], b["prompt"])
+            report.append(
+                f"{name}: first prompt {same}; first command evalnoise {a['command']!r} harbor "
+                f"{b['command']!r}; reward {reward_a} vs {reward_b} (evalnoise "
+                f"{a['row']['status']} {a['row']['error']}; harbor {b['trial'].exception_type})"
+            )
+            if same == "missing" or same.startswith("differs"):
+                problems.append(f"{name}: first prompt {same}")
             if a["command"] != b["command"]:
                 problems.append(f"{name}: first commands differ")
             if reward_a != reward_b:
