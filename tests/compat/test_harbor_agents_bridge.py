@@ -144,3 +144,15 @@ def test_a_missing_provider_key_is_infra_error_never_a_score(backend, rows, monk
     assert result["status"] == "infra_error", (result["error"], result["stderr_tail"])
     assert result["reward"] is None
     assert "run() raised AuthenticationError" in result["error"]
+
+
+def test_a_task_folder_given_relative_to_the_checkout_reaches_harbors_oracle(backend, rows):
+    """The pipeline's task table holds task folders relative to the checkout; the bridge
+    starts in its own home, so the runner gives it the folder absolute."""
+    import os
+
+    row = dict(rows["csv-to-jsonl"])
+    row["task_dir"] = os.path.relpath(row["task_dir"])
+    assert not os.path.isabs(row["task_dir"])
+    result = run_trial(backend, row, bridge_spec("harbor-oracle", "oracle"))
+    assert (result["status"], result["reward"]) == ("ok", 1.0), result["error"]

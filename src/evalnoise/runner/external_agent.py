@@ -121,7 +121,10 @@ def run_external_agent(
     payload = request.payload(limit)
     payload.pop("output_path", None)
     payload.update(kind="environment", protocol=PROTOCOL, workdir=workdir, user=user)
-    payload["task_dir"] = request.task.get("task_dir")  # Harbor's oracle reads its solution/
+    # the task folder, absolute (the pipeline's task table holds it relative to the checkout,
+    # and the agent starts in its own home): Harbor's oracle reads its solution/ there
+    task_dir = request.task.get("task_dir")
+    payload["task_dir"] = str(Path(task_dir).resolve()) if task_dir else None
     contract.write_task_file(task_path, payload)
     env = host_environment(home)
     env.update(
