@@ -57,6 +57,7 @@ def test_outcomes_and_health_in_json(tmp_path, capsys):
         "oom_killed": 0,
         "infra_error": 0,
         "verifier_error": 0,
+        "agent_setup_error": 0,
         "unscored": 0,
         "trials": 13,
         "attempts": 13,
@@ -79,7 +80,7 @@ def test_text_output_flags_the_group(tmp_path, capsys):
     assert "failures as incorrect 0.0%" in out
     assert (
         "12 trials: 0 ok, 11 crashed, 0 no answer, 0 timeout, 0 oom_killed, 0 infra_error, "
-        "0 verifier_error, 1 unscored" in out
+        "0 verifier_error, 0 agent_setup_error, 1 unscored" in out
     )
 
 

@@ -65,7 +65,17 @@ LAYERS: Layers = (
     ("statistics", frozenset({"stats"})),
     (
         "trial data",
-        frozenset({"outcomes", "verified_after", "infra_failures", "facets", "tasks", "importers"}),
+        frozenset(
+            {
+                "outcomes",
+                "verified_after",
+                "infra_failures",
+                "harbor_exceptions",
+                "facets",
+                "tasks",
+                "importers",
+            }
+        ),
     ),
     ("execution", frozenset({"runner", "models", "machine"})),
     (

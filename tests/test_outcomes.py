@@ -171,6 +171,7 @@ def test_only_the_final_attempt_counts():
         "oom_killed": 0,
         "infra_error": 0,
         "verifier_error": 0,
+        "agent_setup_error": 0,
         "unscored": 0,
         "trials": 2,
         "attempts": 3,

@@ -12,14 +12,15 @@ tools/setup.sh --no-run
 export PATH="$PWD/.venv/bin:$PATH"
 
 # What only the tests need, beside what the main job needs (tools/setup.sh). Each step is a
-# fast no-op when done: the test tools (the dev extra; a stamp holds pyproject.toml's hash),
+# fast no-op when done: the test tools (the dev extra, and the inspect extra the Inspect
+# adapter's tests run; a stamp holds pyproject.toml's hash),
 # Snakemake's cluster plugins (the Slurm tests), Chromium (the report's browser test) and
 # Harbor 0.25 (tests/compat; under CI those tests fail when it is missing).
 echo "== test tools" >&2
 dev_stamp=.venv/.evalnoise-dev-deps
 want=$(sha256sum pyproject.toml | cut -c1-16)
 if [[ "$(cat "$dev_stamp" 2>/dev/null)" != "$want" ]]; then
-  python -m pip install --quiet --disable-pip-version-check -e ".[all,dev]"
+  python -m pip install --quiet --disable-pip-version-check -e ".[all,dev,inspect]"
   echo "$want" > "$dev_stamp"
 fi
 tools/install-cluster-plugins.sh .venv

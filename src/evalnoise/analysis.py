@@ -117,7 +117,8 @@ def failure_readings(
     that ended ``ok`` with a score. ``failures_as_incorrect``: every trial that ended in a
     failure (crashed, no answer, timeout, oom_killed, infra_error) counted as 0 beside the
     answered ones; trials waiting for a grader's verdict (``unscored``, ``verifier_error``)
-    are left out of both. When a trial was verified after an agent failure
+    are left out of both, and so are agents that never ran (``agent_setup_error``: its own
+    undecided outcome). When a trial was verified after an agent failure
     (``verified_after``, :mod:`evalnoise.verified_after`; scored by its verdict in the first
     two), a third: ``verified_as_failures``, the stricter reading — as
     ``failures_as_incorrect``, but those trials counted as the failures they were (0).

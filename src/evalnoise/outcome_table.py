@@ -126,6 +126,15 @@ OUTCOME_TABLE: tuple[Outcome, ...] = (
         phase="verifier",
     ),
     Outcome(
+        "agent_setup_error",
+        "agent_setup_error (the agent could not be set up in the task's container: neither "
+        "its skill nor the task)",
+        "agent_setup_error",
+        "agent_setup_error",
+        decided=False,
+        phase="environment",
+    ),
+    Outcome(
         "unscored",
         "unscored (judge_error)",
         "unscored",

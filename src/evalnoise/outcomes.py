@@ -12,8 +12,11 @@ reporting, ``agent_error`` is split by *how* the agent failed:
 a trial of an environment task whose verifier left no valid reward is ``verifier_error``
 (the grader failed, not the agent: no score, never a 0, run again by a plain rerun), and a
 trial that ended ``ok`` but whose scorer could not decide (``judge_error``: the score is null)
-is ``unscored`` rather than ``ok``. The outcomes partition the trials; :data:`OUTCOMES` is
-the order every output prints them in.
+is ``unscored`` rather than ``ok``. An environment trial whose agent could not be set up in the
+task's container (an installed agent that cannot download itself offline) is
+``agent_setup_error``: the agent never ran — no score, never a 0, not a failure of its
+skill. The outcomes partition the trials; :data:`OUTCOMES` is the order every output prints
+them in.
 
 :func:`outcome_counts` counts them (vectorized, over the *final* attempt of each trial);
 :func:`assess_health` decides whether a group's numbers are a measurement of the agent at

@@ -138,9 +138,9 @@ def test_invalid_card_in_json_and_markdown(failure_inputs) -> None:
     assert re.search(r"\| Accuracy \| 0\.0%", md) is None
     assert (
         "| ok | crashed | no answer | timeout | oom_killed | infra_error | verifier_error "
-        "| unscored |" in md
+        "| agent_setup_error | unscored |" in md
     )
-    assert "| 0 | 96 | 0 | 0 | 0 | 0 | 0 | 0 | 96 | 96 |" in md
+    assert "| 0 | 96 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 96 | 96 |" in md
     assert "Crash signals: SIGSEGV × 96" in md
     rows = dict(card_rows(card))
     assert rows["Accuracy"].endswith("— not a measurement of the agent")
@@ -153,7 +153,7 @@ def test_healthy_card_has_no_banner(failure_inputs) -> None:
     md = card_markdown(card)
     assert "Not a measurement" not in md and "~~" not in md
     assert f"```\n{card['reporting_line']}\n```" in md
-    assert "| 94 | 0 | 1 | 1 | 0 | 0 | 0 | 0 | 96 | 97 |" in md
+    assert "| 94 | 0 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 96 | 97 |" in md
     assert dict(card_rows(card))["Health"].startswith("measurement — 2.1%")
 
 
@@ -249,6 +249,7 @@ def test_index_outcome_table(failure_report) -> None:
         "oom_killed",
         "infra_error",
         "verifier_error",
+        "agent_setup_error",
         "unscored",
         "trials",
         "attempts",
@@ -259,13 +260,13 @@ def test_index_outcome_table(failure_report) -> None:
     }
     assert got["crashy-agent @ 3x"] == (
         True,
-        ["NOT A MEASUREMENT of the agent (100.0% failed)", "0", "96", *["0"] * 6, "96", "96"],
+        ["NOT A MEASUREMENT of the agent (100.0% failed)", "0", "96", *["0"] * 7, "96", "96"],
     )
     assert got["healthy-agent @ 3x"] == (
         False,
-        ["measurement (2.1% failed)", "94", "0", "1", "1", "0", "0", "0", "0", "96", "97"],
+        ["measurement (2.1% failed)", "94", "0", "1", "1", "0", "0", "0", "0", "0", "96", "97"],
     )
-    assert got["oracle-agent @ 3x"][1][1:] == ["96", *["0"] * 7, "96", "96"]
+    assert got["oracle-agent @ 3x"][1][1:] == ["96", *["0"] * 8, "96", "96"]
     assert got["healthy-agent @ 1x"][1][0].startswith("failures declared as the experiment")
 
 

@@ -27,7 +27,8 @@ def write_inputs(path: Path, packages, suite="bookworm", mirror="http://deb.debi
 
 def test_the_repository_inputs_include_what_agents_need():
     inputs = load_base_inputs(REPO_INPUTS)
-    assert {"python3", "libgomp1", "ca-certificates"} <= set(inputs.packages)
+    # tmux: Harbor's Terminus-2 drives the task's shell through it (issue 37)
+    assert {"python3", "libgomp1", "ca-certificates", "tmux"} <= set(inputs.packages)
     assert (inputs.suite, inputs.variant) == ("bookworm", "minbase")
     assert base_image_module.base_image_tag(REPO_INPUTS) == inputs.tag
     assert (
@@ -136,3 +137,15 @@ def test_agent_image_is_built_from_the_base(docker_engine, base_image, probe_ima
     assert image.labels["evalnoise.base"] == base_image
     base = docker_engine.images.get(base_image)
     assert image.attrs["RootFS"]["Layers"][0] == base.attrs["RootFS"]["Layers"][0]
+
+
+@pytest.mark.docker
+def test_the_base_image_runs_tmux_offline(docker_engine, base_image):
+    """Terminus-2's terminal: a detached tmux session in a container without a network."""
+    out = docker_engine.containers.run(
+        base_image,
+        ["bash", "-c", "tmux new-session -d -s t 'sleep 5' && tmux has-session -t t && tmux -V"],
+        network_mode="none",
+        remove=True,
+    )
+    assert out.decode().startswith("tmux 3.")

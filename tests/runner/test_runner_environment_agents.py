@@ -100,7 +100,7 @@ def test_agent_deadline_covers_the_whole_exchange(env_backend, tmp_path):
     ("steps", "status", "message"),
     [
         ([{"raw": "ls -la"}], "agent_error", "exec protocol: not a JSON line"),
-        ([{"raw": '{"answer": 42}'}], "agent_error", 'neither "exec" nor "done"'),
+        ([{"raw": '{"answer": 42}'}], "agent_error", 'neither "exec", "upload" nor "done"'),
         ([{"exit": 2}], "agent_error", "exit code 2"),
         ([{"exit": 0}], "agent_error", 'ended without {"done": true}'),
         ([{"exit": 75}], "infra_error", "exit code 75"),

@@ -13,6 +13,7 @@ from evalnoise.runner.exec_protocol import (
     CappedOutput,
     Done,
     Exec,
+    Upload,
     parse_message,
     response,
 )
@@ -23,6 +24,8 @@ def test_exec_and_done_messages():
     assert parse_message(b'{"exec": "true"}') == Exec("true", None)
     done = parse_message(b'{"done": true, "usage": {"model_calls": 2}}')
     assert isinstance(done, Done) and done.record["usage"] == {"model_calls": 2}
+    upload = parse_message(b'{"upload": "/solution", "archive": "dGFy"}')
+    assert upload == Upload("/solution", b"tar")
 
 
 @pytest.mark.parametrize(
@@ -35,8 +38,11 @@ def test_exec_and_done_messages():
         (b'{"exec": "x", "timeout_s": 0}', "positive number"),
         (b'{"exec": "x", "timeout_s": true}', "positive number"),
         (b'{"exec": "x", "timeout_s": "5"}', "positive number"),
-        (b'{"done": false}', 'neither "exec" nor "done"'),
-        (b'{"answer": 42}', 'neither "exec" nor "done"'),
+        (b'{"done": false}', 'neither "exec", "upload" nor "done"'),
+        (b'{"answer": 42}', 'neither "exec", "upload" nor "done"'),
+        (b'{"upload": "relative", "archive": ""}', "absolute directory"),
+        (b'{"upload": "/x"}', "base64 string"),
+        (b'{"upload": "/x", "archive": "%%%"}', "not valid base64"),
         (b"\xff\xfe", "not a JSON line"),
         (b"{" + b" " * MAX_LINE_BYTES + b"}", "longer than"),
     ],

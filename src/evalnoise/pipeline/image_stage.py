@@ -15,6 +15,9 @@ when needed. It chooses and records the image; the builders are
 - ``program: oracle | nop | shell_agent`` — agents of environment tasks: no image of their
   own (they work in each task's image, built ``FROM`` the base image); the record names
   the base.
+- ``harbor: {agent: …}`` — Harbor's agent class, run by the bridge
+  (``agents/harbor_agent/bridge.py``) in Harbor's Python: no image either; the record's
+  ``host:<hash>`` covers the bridge and :data:`HARBOR_VERSION`.
 
 The same inputs give the same tag on every machine, so the tag — part of every trial's
 identity in its shard's journal — does not change when an image is rebuilt elsewhere; the
@@ -36,7 +39,12 @@ from evalnoise.pipeline.settings import (
     context_files,
 )
 
-__all__ = ["ensure_image", "image_inputs", "image_params"]
+__all__ = ["HARBOR_VERSION", "ensure_image", "image_inputs", "image_params"]
+
+#: the Harbor release the bridge is written for (tools/install-harbor.sh installs it)
+HARBOR_VERSION = "0.25.0"
+#: the inspect_ai release the Inspect adapter is written for (the `inspect` extra)
+INSPECT_VERSION = "0.3.285"
 
 #: the model client every agent program's image holds (:mod:`evalnoise.models.client`,
 #: copied in by :mod:`evalnoise.models.agent_images`): named by its path, so listing an
@@ -71,6 +79,14 @@ def _host_program_files(program: str) -> list[Path]:
     return [root / program / "agent.py", root / "common" / "agentlib.py", CLIENT_FILE]
 
 
+def _adapter_files(agent: Mapping[str, Any]) -> list[Path]:
+    """The adapter that runs a Harbor agent (``agents.<name>.harbor``, in Harbor's Python)
+    or an Inspect agent (``.inspect``)."""
+    root = agents_dir()
+    program = root / ("harbor_agent/bridge.py" if agent.get("harbor") else "inspect_agent/agent.py")
+    return [program, root / "common" / "exec_channel.py"]
+
+
 def image_inputs(config: Mapping[str, Any], name: str) -> list[str]:
     """The files whose change changes agent ``name``'s image."""
     agent = config["agents"][name]
@@ -78,6 +94,8 @@ def image_inputs(config: Mapping[str, Any], name: str) -> list[str]:
         return []
     if agent["program"] in HOST_PROGRAMS:
         return [_relative(p) for p in _host_program_files(agent["program"])]
+    if agent.get("harbor") or agent.get("inspect"):
+        return [_relative(p) for p in _adapter_files(agent)]
     if agent["program"]:
         return [_relative(p) for p in _program_files(agent["program"], agent["model"] == "image")]
     if agent["build"]:
@@ -95,6 +113,8 @@ def image_params(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     out = {
         "base": base_image_tag(),
         "program": agent["program"],
+        **({"harbor": HARBOR_VERSION} if agent.get("harbor") else {}),
+        **({"inspect": INSPECT_VERSION} if agent.get("inspect") else {}),
         "build": agent["build"],
         "image": agent["image"],
     }
@@ -122,6 +142,18 @@ def ensure_image(config: Mapping[str, Any], name: str) -> dict[str, Any]:
         if agent["program"] in BUILTIN_PROGRAMS:
             # played by the runner in the task's image (built FROM the base)
             return {"agent": name, "image": None, "id": None, "base": base}
+        if agent.get("harbor") or agent.get("inspect"):
+            # another harness's agent through its adapter: no image; the adapter's code and
+            # the harness's version are its trials' identity, as a host program's code is
+            from evalnoise.runner.base_image import context_digest
+
+            files = _adapter_files(agent)
+            root = Path(os.path.commonpath([str(p) for p in files]))
+            version = (
+                f"harbor={HARBOR_VERSION}" if agent.get("harbor") else f"inspect={INSPECT_VERSION}"
+            )
+            digest = context_digest(root, files, prefix=version + "\n")
+            return {"agent": name, "image": f"host:{digest}", "id": None, "base": base}
         if agent["program"] in HOST_PROGRAMS:
             # a host program: no image, but its code is part of its trials' identity (the
             # "image" of the spec, in every shard's journal header)

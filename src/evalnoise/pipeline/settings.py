@@ -17,6 +17,7 @@ the Snakemake job priorities that order trials in time (:func:`block_priority`,
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -169,6 +170,10 @@ BUILTIN_PROGRAMS = ("oracle", "nop")
 HOST_PROGRAMS = ("shell_agent",)
 #: every agent program for environment tasks
 ENVIRONMENT_PROGRAMS = (*BUILTIN_PROGRAMS, *HOST_PROGRAMS)
+#: the host program that runs a Harbor agent (``agents.<name>.harbor``) in Harbor's Python
+HARBOR_BRIDGE = "agents/harbor_agent/bridge.py"
+#: the host program that runs an Inspect agent (``agents.<name>.inspect``)
+INSPECT_ADAPTER = "agents/inspect_agent/agent.py"
 
 
 def _check_environment(config: Mapping[str, Any]) -> None:
@@ -179,6 +184,12 @@ def _check_environment(config: Mapping[str, Any]) -> None:
     agents = config.get("agents") or {}
     if not harbor:
         for name, agent in agents.items():
+            for key, who in (("harbor", "a Harbor"), ("inspect", "an Inspect")):
+                if agent.get(key):
+                    raise ConfigError(
+                        f"config key agents.{name}.{key}: {who} agent works in an environment "
+                        "task's container; it needs benchmark.source: harbor"
+                    )
             if agent.get("program") in ENVIRONMENT_PROGRAMS:
                 raise ConfigError(
                     f"config key agents.{name}.program: {agent['program']!r} is an agent of "
@@ -210,6 +221,9 @@ def _check_environment(config: Mapping[str, Any]) -> None:
         )
     for name, agent in agents.items():
         program = agent.get("program")
+        if agent.get("harbor") or agent.get("inspect"):
+            _check_harbor_agent(name, agent)
+            continue
         if program not in ENVIRONMENT_PROGRAMS and not agent.get("command"):
             raise ConfigError(
                 f"config key agents.{name}: an agent of environment tasks is program oracle, "
@@ -225,6 +239,28 @@ def _check_environment(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"config key agents.{name}.model: {program} needs a model: set it to served"
             )
+
+
+def _check_harbor_agent(name: str, agent: Mapping[str, Any]) -> None:
+    """A Harbor agent (``agents.<name>.harbor``) or an Inspect agent (``.inspect``) runs the
+    other harness's own agent through its adapter: it has no program, command, build or image
+    of its own, and a served model is the run's."""
+    where = f"config key agents.{name}"
+    if agent.get("harbor") and agent.get("inspect"):
+        raise ConfigError(f"{where}.inspect: give harbor or inspect, not both")
+    key = "harbor" if agent.get("harbor") else "inspect"
+    for other in ("program", "command", "build", "image"):
+        if agent.get(other):
+            raise ConfigError(
+                f"{where}.{other}: agents.{name}.{key} runs the other harness's own agent; "
+                f"remove {other}"
+            )
+    served = agent[key].get("model") == "served"
+    if served != (agent.get("model") == "served"):
+        raise ConfigError(
+            f"{where}.model: set it to served exactly when {key}.model is served (the run's "
+            "model server is started for the agent's trials)"
+        )
 
 
 def _check_semantics(config: Mapping[str, Any]) -> None:
@@ -496,13 +532,46 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
         "network": network,
     }
     program = agent["program"]
-    if program in BUILTIN_PROGRAMS:
+    if agent.get("harbor"):
+        # Harbor's agent class, run by the bridge in Harbor's Python (docs/agent-contract.md)
+        spec["command"] = ["{harbor_python}", HARBOR_BRIDGE]
+        spec["env"] = {**env, "HARBOR_AGENT": harbor_agent_json(agent["harbor"])}
+    elif agent.get("inspect"):
+        # Inspect's solver, run by the adapter in this Python (the `inspect` extra)
+        spec["command"] = ["{python}", INSPECT_ADAPTER]
+        spec["env"] = {**env, "INSPECT_AGENT": inspect_agent_json(agent["inspect"])}
+    elif program in BUILTIN_PROGRAMS:
         spec["builtin"] = program  # played by the runner in the task's container
     elif program in HOST_PROGRAMS:
         # an external agent: a host program of this checkout, run by the Python the runner
         # runs in (evalnoise.runner.external_agent.host_command resolves both at start)
         spec["command"] = ["{python}", f"agents/{program}/agent.py"]
     return spec
+
+
+def inspect_agent_json(block: Mapping[str, Any]) -> str:
+    """The ``INSPECT_AGENT`` variable of an Inspect agent: its config block with its
+    defaults, as canonical JSON (sorted keys, no spaces), part of the trial's identity."""
+    value = {
+        "solver": block["solver"],
+        "tools": list(block.get("tools", ["bash"])),
+        "model": block["model"],
+        "kwargs": dict(block.get("kwargs") or {}),
+        "generate": dict(block.get("generate") or {}),
+        "model_args": dict(block.get("model_args") or {}),
+    }
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def harbor_agent_json(block: Mapping[str, Any]) -> str:
+    """The ``HARBOR_AGENT`` variable of a Harbor agent: its config block (agent, model,
+    kwargs) as canonical JSON (sorted keys, no spaces), part of the trial's identity."""
+    value = {
+        "agent": block["agent"],
+        "model": block.get("model"),
+        "kwargs": dict(block.get("kwargs") or {}),
+    }
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def resource_profile_spec(config: Mapping[str, Any], name: str) -> dict[str, Any]:

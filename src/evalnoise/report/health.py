@@ -100,6 +100,8 @@ def outcomes_of(record: Mapping[str, Any]) -> dict[str, int | None] | None:
     out.update({key: _count(raw[key]) for key in FLAGS if key in raw})
     if "verifier_error" not in raw:  # a record from before environment tasks: none could be
         out["verifier_error"] = 0
+    if "agent_setup_error" not in raw:  # a record from before Harbor's agents ran here
+        out["agent_setup_error"] = 0
     if out["trials"] is None:
         parts = [out[k] for k in OUTCOMES if k != "unscored"]
         if all(p is not None for p in parts):

@@ -13,7 +13,9 @@ the same interface as the QA backends (:class:`evalnoise.runner.trial.Backend`):
    ``memory_mb`` (guarantee and hard limit, :func:`evalnoise.runner.resources.allocate`,
    the applied values in the row); ``[environment].env`` (``${VAR}`` templates resolved from
    the runner's environment, their values redacted from the row); the working directory
-   ``[environment].workdir``; and an idle main process — the engine's init (``init=True``)
+   ``[environment].workdir``; the hostname :data:`TRIAL_HOSTNAME` in every trial (a shell
+   prompt shows it: an id-named host would make an agent's view differ from trial to
+   trial); and an idle main process — the engine's init (``init=True``)
    running ``sleep infinity`` — that stops at once on SIGTERM and is removed with force
    (SIGKILL), so there is no stop grace period. ``/logs/agent`` and ``/logs/verifier`` are
    bind mounts of a per-trial scratch directory on the host.
@@ -243,6 +245,9 @@ EXTRA_COLUMNS = (
 USER_SWITCH_CAPS = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID")
 LOG_MAX_SIZE = "1m"
 _MAIN_COMMAND = ("sleep", "infinity")
+#: Every trial container's hostname: the same in every trial, so what an agent sees (a shell
+#: prompt shows it) does not vary with the container's id and its trials can repeat.
+TRIAL_HOSTNAME = "evalnoise-trial"
 
 
 def agent_kind(spec: contract.AgentSpec) -> str:
@@ -596,6 +601,7 @@ class EnvironmentBackend:
                     # switches users needs its own (each phase runs as its user, below)
                     user="0:0",
                     working_dir=trial.task.workdir,
+                    hostname=TRIAL_HOSTNAME,
                     host_config=host_config,
                     **container_network(trial.network.mode),
                     **_aliases(api, trial.network),

@@ -8,6 +8,7 @@ stdout, one JSON object per line (docs/agent-contract.md, "Environment tasks"):
 agent → runner (stdout)::
 
     {"exec": "<shell command>", "timeout_s": 30}     run a command in the task's container
+    {"upload": "/dir", "archive": "<base64 tar>"}    unpack files into a directory, as root
     {"done": true, "usage": {"model_calls": 3, ...}} finished (usage optional, as in the
                                                      QA contract)
 
@@ -16,18 +17,24 @@ runner → agent (stdin), one line per ``exec``::
     {"exit_code": 0, "output": "<stdout and stderr as they arrived, capped>",
      "timed_out": false, "truncated_bytes": 0, "duration_s": 0.04}
 
-The runner runs each command as ``bash -c <command>`` in the task's container, as the task's
-agent user, in its working directory, with no stdin. ``timeout_s`` is optional (default and
-ceiling: what is left of the agent timeout); a command past it is killed with its children
-(``exit_code`` 137, ``timed_out`` true). Stdout and stderr are merged in the order the engine
-delivers them (each in order; between the two, order is not guaranteed). Output longer than
-the cap keeps its head and tail with a marker between; ``truncated_bytes`` counts what was left
-out. Lines on stdout that are not a JSON object, or objects that are neither an ``exec`` nor
+``upload`` answers ``{"ok": true}`` or ``{"ok": false, "error": "..."}``: the directory is
+made (``mkdir -p``) and the archive unpacked into it as root, as a harness's upload does
+(``docker cp``); the agent's files reach places its user cannot write (Harbor's oracle puts
+its solution at ``/solution``). The runner runs each command as ``bash -c <command>`` in
+the task's container, as the task's agent user, in its working directory, with no stdin.
+``timeout_s`` is optional (default and ceiling: what is left of the agent timeout); a
+command past it is killed with its children (``exit_code`` 137, ``timed_out`` true). Stdout
+and stderr are merged in the order the engine delivers them (each in order; between the
+two, order is not guaranteed). Output longer than the cap keeps its head and tail with a
+marker between; ``truncated_bytes`` counts what was left out. Lines on stdout that are not a
+JSON object, or objects that are neither an ``exec``, an ``upload`` nor
 a ``done``, end the trial as ``agent_error`` (the agent does not follow the protocol).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 from dataclasses import dataclass
@@ -49,13 +56,21 @@ class Exec:
 
 
 @dataclass(frozen=True)
+class Upload:
+    """A request to unpack ``archive`` (tar bytes) into the directory ``target`` as root."""
+
+    target: str
+    archive: bytes
+
+
+@dataclass(frozen=True)
 class Done:
     """The agent is finished; ``record`` is its message (its ``usage`` is recorded)."""
 
     record: dict[str, Any]
 
 
-def parse_message(line: bytes) -> Exec | Done:
+def parse_message(line: bytes) -> Exec | Upload | Done:
     """One line of the agent's stdout as a message; ``ValueError`` says what is wrong."""
     if len(line) > MAX_LINE_BYTES:
         raise ValueError(f"a line longer than {MAX_LINE_BYTES} bytes")
@@ -80,7 +95,18 @@ def parse_message(line: bytes) -> Exec | Done:
         ):
             raise ValueError(f'"timeout_s" must be a positive number, got {timeout!r}')
         return Exec(command, None if timeout is None else float(timeout))
-    raise ValueError(f'neither "exec" nor "done": {sorted(obj)[:10]}')
+    if "upload" in obj:
+        target, archive = obj["upload"], obj.get("archive")
+        if not isinstance(target, str) or not target.startswith("/"):
+            raise ValueError('"upload" must be an absolute directory path')
+        if not isinstance(archive, str):
+            raise ValueError('"archive" must be a base64 string (a tar archive)')
+        try:
+            data = base64.b64decode(archive, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError('"archive" is not valid base64') from None
+        return Upload(target, data)
+    raise ValueError(f'neither "exec", "upload" nor "done": {sorted(obj)[:10]}')
 
 
 class CappedOutput:

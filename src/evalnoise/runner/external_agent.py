@@ -15,8 +15,10 @@ oracle phase reports.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
+import shlex
 import signal
 import subprocess
 import time
@@ -26,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.engine import join_notes
+from evalnoise.runner.agent_failures import harbor_python, reported_failure
+from evalnoise.runner.engine import join_notes, one_line
 from evalnoise.runner.exec_protocol import (
     MAX_LINE_BYTES,
     PROTOCOL,
     CappedOutput,
     Done,
+    Upload,
     parse_message,
     response,
 )
@@ -59,6 +63,8 @@ class AgentOutcome:
 
 #: In an external agent's command: the Python interpreter the runner runs in.
 PYTHON = "{python}"
+#: In an external agent's command: Harbor's Python (tools/install-harbor.sh's wrapper).
+HARBOR_PYTHON = "{harbor_python}"
 
 
 def host_command(command: tuple[str, ...] | list[str], cwd: str | None = None) -> list[str]:
@@ -74,6 +80,8 @@ def host_command(command: tuple[str, ...] | list[str], cwd: str | None = None) -
     for i, part in enumerate(command):
         if part == PYTHON:
             out.append(sys.executable)
+        elif part == HARBOR_PYTHON:
+            out.append(harbor_python())
         elif i > 0 and not os.path.isabs(part) and "/" in part and (base / part).is_file():
             out.append(str(base / part))
         else:
@@ -113,6 +121,10 @@ def run_external_agent(
     payload = request.payload(limit)
     payload.pop("output_path", None)
     payload.update(kind="environment", protocol=PROTOCOL, workdir=workdir, user=user)
+    # the task folder, absolute (the pipeline's task table holds it relative to the checkout,
+    # and the agent starts in its own home): Harbor's oracle reads its solution/ there
+    task_dir = request.task.get("task_dir")
+    payload["task_dir"] = str(Path(task_dir).resolve()) if task_dir else None
     contract.write_task_file(task_path, payload)
     env = host_environment(home)
     env.update(
@@ -168,6 +180,9 @@ def run_external_agent(
                 record = message.record
                 break
             outcome.steps += 1
+            if isinstance(message, Upload):
+                _answer(proc, _upload(box, message, deadline))
+                continue
             left = deadline - time.monotonic()
             wanted = message.timeout_s if message.timeout_s is not None else left
             output = CappedOutput(output_bytes)
@@ -214,9 +229,43 @@ def run_external_agent(
     if record is not None:
         outcome.usage, note = contract.usage_columns(record)
         outcome.error = join_notes(outcome.error, note)
+        if outcome.status is None and record.get("error") is not None:
+            # the agent reports the exception that ended it (agents/harbor_agent/bridge.py)
+            outcome.status, reported = reported_failure(record["error"])
+            outcome.error = join_notes(reported, outcome.error)
     outcome.stdout = transcript.text()
     outcome.stderr = read_tail(stderr_path)
     return outcome
+
+
+def _upload(box: TrialContainer, message: Upload, deadline: float) -> bytes:
+    """Unpack an ``upload``'s archive into its directory as root; the answer line."""
+    import docker.errors
+
+    run = box.run(
+        f"mkdir -p -- {shlex.quote(message.target)}",
+        user="0:0",
+        env=None,
+        timeout_s=max(1.0, deadline - time.monotonic()),
+    )
+    error = None
+    if run.exit_code != 0:
+        error = f"mkdir {message.target}: exit code {run.exit_code}"
+    else:
+        try:
+            if not box.api.put_archive(box.id, message.target, message.archive):
+                error = f"the engine refused the archive for {message.target}"
+        except docker.errors.APIError as exc:
+            error = f"upload to {message.target}: {one_line(exc)}"
+    answer = {"ok": True} if error is None else {"ok": False, "error": error}
+    return (json.dumps(answer) + "\n").encode("utf-8")
+
+
+def _answer(proc: subprocess.Popen[bytes], line: bytes) -> None:
+    """Send one answer line; an agent that stopped listening is read to its end."""
+    with contextlib.suppress(BrokenPipeError, ValueError):
+        proc.stdin.write(line)
+        proc.stdin.flush()
 
 
 def _agent_exit(

@@ -18,7 +18,8 @@ Scorers: ``exact``, ``numeric``, ``gaia``, ``fuzzy`` (deterministic; ``judge_sta
 ``score``: correct when ``score >= 0.5`` — and ``reward``, the environment tasks' scorer: the
 verifier's reward (partial credit in [0, 1]) is the score, correct when ``>= 0.5``. A
 ``verifier_error`` trial (the verifier left no valid reward) is never scored: null, with
-``judge_status='verifier_error'``.
+``judge_status='verifier_error'``; nor is an ``agent_setup_error`` trial (the agent could not
+be set up in the task's container: it never ran), ``judge_status='agent_setup_error'``.
 
 ``score`` is 1.0 / 0.0 for a verdict (null without one) — for ``fuzzy`` too: its similarity
 ratio is in the explanation — except ``recorded``, which keeps the recorded score.
@@ -43,7 +44,12 @@ from evalnoise.outcomes import crash_signal_name
 from evalnoise.schema import INFRA_STATUSES, SCORES, TRIALS, conform
 from evalnoise.scorers.deterministic import DETERMINISTIC_SCORERS
 from evalnoise.scorers.judge import LLMJudge
-from evalnoise.scorers.verdicts import SKIPPED_CRASH, SKIPPED_INFRA, VERIFIER_ERROR
+from evalnoise.scorers.verdicts import (
+    AGENT_SETUP_ERROR,
+    SKIPPED_CRASH,
+    SKIPPED_INFRA,
+    VERIFIER_ERROR,
+)
 
 __all__ = ["SCORER_NAMES", "SKIPPED_CRASH", "VERIFIER_ERROR", "score_trials"]
 
@@ -135,6 +141,11 @@ def score_trials(
             correct, score = None, None
             judge_status = VERIFIER_ERROR
             explanation = f"verifier_error: {_none(row.get('error')) or 'no valid reward'}"
+        elif status == AGENT_SETUP_ERROR:
+            # the agent never ran (its setup failed): neither its skill nor the task's
+            correct, score = None, None
+            judge_status = AGENT_SETUP_ERROR
+            explanation = f"agent_setup_error: {_none(row.get('error')) or 'setup failed'}"
         elif scorer == "reward":
             reward = _none(row.get("reward"))
             if reward is None or not 0.0 <= float(reward) <= 1.0:

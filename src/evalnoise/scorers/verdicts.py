@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "AGENT_SETUP_ERROR",
     "CALL_FAILED",
     "JUDGE_ERROR",
     "NOT_APPLICABLE",
@@ -36,6 +37,8 @@ NO_PREDICTION = "no_prediction"
 SKIPPED_CRASH = "skipped_crash"
 #: an environment trial whose verifier left no valid reward
 VERIFIER_ERROR = "verifier_error"
+#: an environment trial whose agent could not be set up in the task's container
+AGENT_SETUP_ERROR = "agent_setup_error"
 #: a rule judge's trial whose reference is not of the rule's kind: no verdict, not unjudged
 NOT_APPLICABLE = "not_applicable"
 #: How a ``judge_error``'s explanation starts when no reply came back (the server failed):
