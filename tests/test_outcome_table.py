@@ -48,10 +48,11 @@ def test_the_table_is_what_every_list_reads():
         "oom_killed",
         "infra_error",
         "verifier_error",
+        "agent_setup_error",
     )
     assert schema.INFRA_STATUSES == ("timeout", "oom_killed", "infra_error")
     assert outcomes.OUTCOMES == tuple(o.name for o in outcome_table.OUTCOME_TABLE)
-    assert outcomes.UNDECIDED == ("verifier_error", "unscored")
+    assert outcomes.UNDECIDED == ("verifier_error", "agent_setup_error", "unscored")
     assert health.OUTCOME_HEADERS["no_answer"] == "no answer"
     assert set(outcomes.OUTCOME_LABELS) == set(outcomes.OUTCOMES)
     with pytest.raises(ValueError, match="phase 'lunch'"):
@@ -104,10 +105,10 @@ def test_analyze_counts_the_outcome_and_the_flag(extended, tmp_path, capsys):
     assert "0 unscored, 2 engine lost; flagged: 2 verdict came late" in out
     with pytest.raises(SystemExit):
         main(["analyze", "--help"])
-    assert "verifier_error, engine_lost)" in " ".join(capsys.readouterr().out.split())
+    assert "agent_setup_error, engine_lost)" in " ".join(capsys.readouterr().out.split())
     with pytest.raises(SystemExit):
         main(["import", "--help"])
-    assert "verifier_error, engine_lost (the outcome table" in " ".join(
+    assert "agent_setup_error, engine_lost (the outcome table" in " ".join(
         capsys.readouterr().out.split()
     )
 
