@@ -10,8 +10,8 @@ from evalnoise.results_check import recorded_files
 log = log_to(snakemake.log[0])
 i = snakemake.input
 artifacts = [i.tasks, *i.images, *i.trials, *i.scores, *i.judged, *i.analysis]
-# every other file under results/ too (journals, canaries, build logs): all final by now,
-# as every artifact before this rule is an input; `evalnoise archive` checks them all
+# every other file under results/ too (journals, canaries, build logs), which `evalnoise
+# archive` checks: each is final when this rule runs, whose inputs are every earlier artifact
 artifacts += recorded_files(Path(i.tasks).parent)
 manifest = run_manifest(
     snakemake.params.config,
