@@ -10,13 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalnoise.outcomes import outcome_line
+from evalnoise.outcomes import OUTCOMES, outcome_line
 from evalnoise.report import ReportInputs, _render, build_report, evaluation_card
 from evalnoise.report.card_text import card_rows
 from evalnoise.report.cards_markdown import card_markdown
 from evalnoise.report.charts import infra_chart
 from evalnoise.report.health import (
     NOT_A_MEASUREMENT_SUFFIX,
+    OUTCOME_HEADERS,
     banner_text,
     expected_text,
     health_of,
@@ -136,11 +137,9 @@ def test_invalid_card_in_json_and_markdown(failure_inputs) -> None:
     assert f"~~`{card['reporting_line']}`~~ — **not a measurement of the agent**" in md
     assert "| Accuracy | ~~0.0% (95% CI" in md
     assert re.search(r"\| Accuracy \| 0\.0%", md) is None
-    assert (
-        "| ok | crashed | no answer | timeout | oom_killed | infra_error | verifier_error "
-        "| agent_setup_error | unscored |" in md
-    )
-    assert "| 0 | 96 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 96 | 96 |" in md
+    # the columns are the outcome table's, in its order
+    assert "| " + " | ".join(OUTCOME_HEADERS[o] for o in OUTCOMES) + " |" in md
+    assert _md_row({"crashed": 96}, 96, 96) in md
     assert "Crash signals: SIGSEGV × 96" in md
     rows = dict(card_rows(card))
     assert rows["Accuracy"].endswith("— not a measurement of the agent")
@@ -153,7 +152,7 @@ def test_healthy_card_has_no_banner(failure_inputs) -> None:
     md = card_markdown(card)
     assert "Not a measurement" not in md and "~~" not in md
     assert f"```\n{card['reporting_line']}\n```" in md
-    assert "| 94 | 0 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 96 | 97 |" in md
+    assert _md_row({"ok": 94, "no_answer": 1, "timeout": 1}, 96, 97) in md
     assert dict(card_rows(card))["Health"].startswith("measurement — 2.1%")
 
 
@@ -242,15 +241,7 @@ def test_index_outcome_table(failure_report) -> None:
     assert head == [
         "agent @ resource profile",
         "status",
-        "ok",
-        "crashed",
-        "no answer",
-        "timeout",
-        "oom_killed",
-        "infra_error",
-        "verifier_error",
-        "agent_setup_error",
-        "unscored",
+        *(OUTCOME_HEADERS[o] for o in OUTCOMES),
         "trials",
         "attempts",
     ]
@@ -260,13 +251,13 @@ def test_index_outcome_table(failure_report) -> None:
     }
     assert got["crashy-agent @ 3x"] == (
         True,
-        ["NOT A MEASUREMENT of the agent (100.0% failed)", "0", "96", *["0"] * 7, "96", "96"],
+        ["NOT A MEASUREMENT of the agent (100.0% failed)", *_cells({"crashed": 96}, 96, 96)],
     )
     assert got["healthy-agent @ 3x"] == (
         False,
-        ["measurement (2.1% failed)", "94", "0", "1", "1", "0", "0", "0", "0", "0", "96", "97"],
+        ["measurement (2.1% failed)", *_cells({"ok": 94, "no_answer": 1, "timeout": 1}, 96, 97)],
     )
-    assert got["oracle-agent @ 3x"][1][1:] == ["96", *["0"] * 8, "96", "96"]
+    assert got["oracle-agent @ 3x"][1][1:] == _cells({"ok": 96}, 96, 96)
     assert got["healthy-agent @ 1x"][1][0].startswith("failures declared as the experiment")
 
 
@@ -518,3 +509,12 @@ def test_invalid_group_without_statistics(failure_inputs, tmp_path) -> None:
     # a valid record without statistics is still refused
     with pytest.raises(ValueError, match="lacks keys"):
         evaluation_card({**rec, "health": {"valid": True}}, failure_inputs["card_context"])
+
+
+def _cells(counts: dict[str, int], trials: int, attempts: int) -> list[str]:
+    """An outcome row's cells in the outcome table's order: every outcome, zeros included."""
+    return [str(counts.get(o, 0)) for o in OUTCOMES] + [str(trials), str(attempts)]
+
+
+def _md_row(counts: dict[str, int], trials: int, attempts: int) -> str:
+    return "| " + " | ".join(_cells(counts, trials, attempts)) + " |"
