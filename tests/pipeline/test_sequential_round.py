@@ -36,9 +36,7 @@ def settings(**overrides) -> SequentialSettings:
 
 def trials(label: str, p: float, n_tasks: int = 4, n_trials: int = 2, seed: int = 0):
     rng = np.random.default_rng(seed)
-    rows = [
-        (f"t{i}", j, float(rng.random() < p)) for i in range(n_tasks) for j in range(n_trials)
-    ]
+    rows = [(f"t{i}", j, float(rng.random() < p)) for i in range(n_tasks) for j in range(n_trials)]
     frame = pd.DataFrame(rows, columns=["task", "trial", "score"])
     return GroupTrials(label, frame, len(frame), n_tasks, {"ok": len(frame)})
 
@@ -52,9 +50,7 @@ def test_round_zero_decides_every_group_and_plans_the_next_rectangles():
         asked.append((agent, profile))
         return data[f"{agent}@{profile}"]
 
-    result = decide_round(
-        settings(), 0, design, [("a", "1x"), ("b", "1x")], {}, TASKS, trials_of
-    )
+    result = decide_round(settings(), 0, design, [("a", "1x"), ("b", "1x")], {}, TASKS, trials_of)
     assert isinstance(result, RoundResult)
     assert asked == [("a", "1x"), ("b", "1x")]
     assert [u["unit"] for u in result.units] == ["a@1x", "b@1x"]
