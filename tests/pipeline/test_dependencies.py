@@ -737,3 +737,11 @@ def test_the_lazy_packages_keep_their_tables_as_data():
         ]
         assert tables and isinstance(tables[0].value, ast.Dict), init
     assert {"models", "report", "runner", "scorers", "tasks"} <= set(lazy)
+
+
+def test_a_program_a_module_runs_is_hashed_with_it():
+    """The model server runs serve.py by path, the task image builder runs its build worker
+    with ``python -m``: no import shows either, so both are declared (RUN_BY_PATH)."""
+    runner = area_modules("runner")
+    assert "src/evalnoise/models/serve.py" in runner
+    assert "src/evalnoise/runner/_build_worker.py" in runner

@@ -141,11 +141,13 @@ STAGES: dict[str, Stage] = {
 #: Area → files or directories outside the package that its code reads (agent sources and
 #: the base image, read by the image builders through paths, not imports).
 AREA_FILES: dict[str, tuple[str, ...]] = {"images": ("agents", "images/base")}
-#: package modules that run another package file as a program, by its path (which no import
-#: shows): a dependency on the module is one on that file too. The model server program
-#: decides how prompts are evaluated, and so the replies of the served agents and judges.
+#: package modules that run another package file as a program, by its path or ``-m`` name
+#: (which no import shows): a dependency on the module is one on that file too. The model
+#: server program decides how prompts are evaluated, and so the replies of the served agents
+#: and judges; the build worker builds an environment task's image.
 RUN_BY_PATH: dict[str, tuple[str, ...]] = {
     "src/evalnoise/models/server.py": ("src/evalnoise/models/serve.py",),
+    "src/evalnoise/runner/task_images.py": ("src/evalnoise/runner/_build_worker.py",),
 }
 
 
