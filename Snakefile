@@ -11,7 +11,7 @@ configfile: "config/config.yaml"
 include: "rules/common.smk"
 
 
-if IMPORTED:
+if RUN.imported:
 
     include: "rules/import.smk"
 
@@ -30,4 +30,4 @@ include: "rules/targets.smk"
 rule all:
     default_target: True
     input:
-        all_outputs,
+        WIRING.all_outputs,

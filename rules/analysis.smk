@@ -6,62 +6,54 @@
 
 
 # One job per group: the group's shards are read once and every output that depends on that
-# group alone is written (GROUP_OUTPUTS, rules/common.smk: the judges' record only when the
-# config has a judge stage), so a new agent or profile runs exactly its own jobs.
+# group alone is written (evalnoise.pipeline.wiring.group_outputs: the judges' record only
+# when the config has a judge stage), so a new agent or profile runs exactly its own jobs.
 rule analyze_group:
     input:
-        scores=group_scores,
-        tasks=tasks_table,
-        reference=group_judge_reference,
-        judged=group_judged,
+        scores=WIRING.group_scores,
+        tasks=WIRING.tasks_table,
+        reference=WIRING.group_judge_reference,
+        judged=WIRING.group_judged,
     output:
-        **GROUP_OUTPUTS,
+        **group_outputs(RUN.judge_stage),
     log:
         "results/logs/analyze_group/{agent}/{resource_profile}.log",
     params:
-        **JUDGE_QUALITY_PARAMS,
-        group=group_param,
+        **WIRING.judge_quality_params(),
+        group=RUN.group_param,
         analysis=config["analysis"],
-        infra_policy=infra_policy_param,
+        infra_policy=RUN.infra_policy_param,
         health=config["health"],
-        max_tasks=TASK_POOL,
-        imported=IMPORTED,
+        max_tasks=RUN.task_pool,
+        imported=RUN.imported,
         code_version=code_version("analysis"),
     run:
-        in_process(
-            "../scripts/analyze_group.py",
-            input,
-            output,
-            params,
-            wildcards,
-            log,
-            rule,
-        )
+        in_process("../scripts/analyze_group.py", locals())
 
 
 rule compare:
     input:
-        a=pair_scores_a,
-        b=pair_scores_b,
-        tasks=tasks_table,
+        a=WIRING.pair_scores_a,
+        b=WIRING.pair_scores_b,
+        tasks=WIRING.tasks_table,
     output:
         pair="results/analysis/pairs/{kind}/{within}/{a}/{b}.json",
     log:
         "results/logs/compare/{kind}/{within}/{a}-{b}.log",
     params:
-        groups=pair_groups_param,
+        groups=RUN.pair_groups_param,
         analysis=config["analysis"],
-        infra_policy=infra_policy_param,
+        infra_policy=RUN.infra_policy_param,
         health=config["health"],
         code_version=code_version("analysis"),
     run:
-        in_process("../scripts/compare.py", input, output, params, wildcards, log, rule)
+        in_process("../scripts/compare.py", locals())
 
 
 rule attribution:
     input:
-        scores=attribution_scores,
-        tasks=tasks_table,
+        scores=WIRING.attribution_scores,
+        tasks=WIRING.tasks_table,
     output:
         summary="results/analysis/attribution.json",
         resource="results/analysis/resource_sensitivity.parquet",
@@ -69,28 +61,26 @@ rule attribution:
     log:
         "results/logs/attribution.log",
     params:
-        groups=plan_groups_param,
+        groups=RUN.plan_groups_param,
         analysis=config["analysis"],
-        infra_policy=infra_policy_param,
+        infra_policy=RUN.infra_policy_param,
         # the D study's designs stay within the tasks that exist
-        task_pool=TASK_POOL,
-        imported=IMPORTED,
+        task_pool=RUN.task_pool,
+        imported=RUN.imported,
         code_version=code_version("analysis"),
     run:
-        in_process(
-            "../scripts/attribution.py", input, output, params, wildcards, log, rule
-        )
+        in_process("../scripts/attribution.py", locals())
 
 
 rule summarize:
     input:
-        stats=all_stats,
-        judge=all_judge_quality,
+        stats=WIRING.all_stats,
+        judge=WIRING.all_judge_quality,
         attribution=rules.attribution.output.summary,
-        pairs=all_pairs,
-        convergence=all_convergence,
-        budget=all_budgets,
-        sequential=sequential_summary_file,
+        pairs=WIRING.all_pairs,
+        convergence=WIRING.all_convergence,
+        budget=WIRING.all_budgets,
+        sequential=WIRING.sequential_summary_file,
     output:
         groups="results/analysis/groups.json",
         summary="results/analysis/summary.txt",
@@ -106,6 +96,4 @@ rule summarize:
         confidence=config["analysis"]["confidence"],
         code_version=code_version("summary"),
     run:
-        in_process(
-            "../scripts/summarize.py", input, output, params, wildcards, log, rule
-        )
+        in_process("../scripts/summarize.py", locals())

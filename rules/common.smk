@@ -1,7 +1,7 @@
-# Config validation, the run's plan, and the named input/param functions every rule file
-# shares. Logic lives in the package: the plan and every job's params in
-# evalnoise.pipeline.run_plan, which files each rule reads in evalnoise.pipeline.wiring;
-# the functions here are their methods, handed the rules' output patterns.
+# Config validation and the run's plan. Logic lives in the package: the rules call its two
+# objects directly, RUN (evalnoise.pipeline.run_plan: the plan and every job's params) and
+# WIRING (evalnoise.pipeline.wiring: which files each rule reads, handed the rules' output
+# patterns); the few functions here are what needs Snakemake's own helpers (local, ancient).
 import os
 import sys
 
@@ -32,17 +32,19 @@ from evalnoise.provenance import code_version
 export_checkout(workflow.basedir)
 
 
-def in_process(script, input, output, params, wildcards, log, name):
+def in_process(script, job):
     """Run a light rule's script (a path relative to rules/, as `script:` takes it) inside
-    Snakemake's process: no interpreter or import per job (evalnoise.pipeline.jobs)."""
+    Snakemake's process: no interpreter or import per job (evalnoise.pipeline.jobs). ``job``
+    is the `run:` block's ``locals()``: the arguments Snakemake calls the block with (input,
+    output, params, wildcards, log, rule, ...)."""
     run_script(
         os.path.join(workflow.basedir, "rules", script),
-        input=input,
-        output=output,
-        params=params,
-        wildcards=wildcards,
-        log=log,
-        name=name,
+        input=job["input"],
+        output=job["output"],
+        params=job["params"],
+        wildcards=job["wildcards"],
+        log=job["log"],
+        name=job["rule"],
         config=config,
     )
 
@@ -77,10 +79,6 @@ except (PlanError, pipeline_settings.ConfigError) as error:
     raise WorkflowError(str(error)) from None
 for _warning in RUN.warnings:
     print(f"evalnoise: warning: {_warning}", file=sys.stderr)
-IMPORTED = RUN.imported
-PLAN = RUN.plan
-TASK_POOL = RUN.task_pool
-JUDGE_STAGE = RUN.judge_stage
 JUDGE_CACHE = ".evalnoise-cache/judge.sqlite"
 ENV = "envs/evalnoise.yaml"
 
@@ -151,69 +149,3 @@ def canary_input(wildcards):
     another machine, after new tasks) never makes finished shards look stale."""
     path = WIRING.canary(wildcards)
     return [] if path is None else ancient(path)
-
-
-task_rows_param = RUN.task_rows_param
-shard_priority = RUN.shard_priority
-tasks_table = WIRING.tasks_table
-image_params = RUN.image_params
-agent_param = RUN.agent_param
-VARIANT_PARAMS = RUN.variant_params()
-resource_profile_param = RUN.resource_profile_param
-canary_profile_param = RUN.canary_profile_param
-machine_param = RUN.machine_param
-trials_param = RUN.trials_param
-rows_param = RUN.rows_param
-journal_param = RUN.journal_param
-infra_policy_param = RUN.infra_policy_param
-agent_server = RUN.agent_server
-agent_server_tokens = RUN.agent_server_tokens
-judge_server = RUN.judge_server
-judge_server_tokens = RUN.judge_server_tokens
-scorer_server = RUN.scorer_server
-scorer_server_tokens = RUN.scorer_server_tokens
-judge_template_hash = RUN.judge_template_hash
-judge_scorer_param = RUN.judge_scorer_param
-score_rounds = WIRING.score_rounds
-verifier_rounds_param = WIRING.verifier_rounds
-judge_rounds_param = WIRING.judge_rounds
-# a shard's Slurm request (evalnoise.pipeline.slurm_resources): local runs ignore it
-run_trials_cpus = RUN.run_trials_cpus
-run_trials_mem_mb = RUN.run_trials_mem_mb
-run_trials_runtime = RUN.run_trials_runtime
-
-# -- collections over the plan, the sequential checkpoint, analysis (evalnoise.pipeline.wiring)
-
-all_image_infos = WIRING.all_image_infos
-all_trial_shards = WIRING.all_trial_shards
-all_score_shards = WIRING.all_score_shards
-all_judged_shards = WIRING.all_judged_shards
-sequential_round_scores = WIRING.sequential_round_scores
-sequential_previous_record = WIRING.sequential_previous_record
-sequential_design_param = WIRING.sequential_design_param
-sequential_settings_param = RUN.sequential_settings_param
-sequential_records = WIRING.sequential_records
-sequential_report_files = WIRING.sequential_report_files
-sequential_summary_file = WIRING.sequential_summary_file
-group_scores = WIRING.group_scores
-group_judge_reference = WIRING.group_judge_reference
-group_judged = WIRING.group_judged
-GROUP_OUTPUTS = group_outputs(JUDGE_STAGE)
-JUDGE_QUALITY_PARAMS = WIRING.judge_quality_params()
-group_param = RUN.group_param
-pair_scores_a = WIRING.pair_scores_a
-pair_scores_b = WIRING.pair_scores_b
-pair_groups_param = RUN.pair_groups_param
-attribution_scores = WIRING.attribution_scores
-plan_groups_param = RUN.plan_groups_param
-all_stats = WIRING.all_stats
-all_convergence = WIRING.all_convergence
-all_budgets = WIRING.all_budgets
-all_judge_quality = WIRING.all_judge_quality
-all_pairs = WIRING.all_pairs
-analysis_outputs = WIRING.analysis_outputs
-
-# -- targets: a target names every file a later step reads (evalnoise.pipeline.wiring) --------
-trial_targets = WIRING.trial_targets
-analysis_targets = WIRING.analysis_targets
-all_outputs = WIRING.all_outputs

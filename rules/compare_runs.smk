@@ -18,12 +18,4 @@ rule compare_runs:
         analysis=config["analysis"],
         code_version=code_version("analysis"),
     run:
-        in_process(
-            "../scripts/compare_runs.py",
-            input,
-            output,
-            params,
-            wildcards,
-            log,
-            rule,
-        )
+        in_process("../scripts/compare_runs.py", locals())

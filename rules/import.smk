@@ -15,12 +15,4 @@ rule import_trials:
         columns=config["columns"],
         code_version=code_version("imported"),
     run:
-        in_process(
-            "../scripts/import_trials.py",
-            input,
-            output,
-            params,
-            wildcards,
-            log,
-            rule,
-        )
+        in_process("../scripts/import_trials.py", locals())

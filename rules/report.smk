@@ -6,15 +6,15 @@
 
 rule manifest:
     input:
-        tasks=tasks_table,
-        images=all_image_infos,
-        trials=all_trial_shards,
-        scores=all_score_shards,
-        judged=all_judged_shards,
-        analysis=analysis_outputs,
+        tasks=WIRING.tasks_table,
+        images=WIRING.all_image_infos,
+        trials=WIRING.all_trial_shards,
+        scores=WIRING.all_score_shards,
+        judged=WIRING.all_judged_shards,
+        analysis=WIRING.analysis_outputs,
         # everything else the run makes before the manifest, so it hashes each final file
-        analysis_all=analysis_targets,
-        trials_all=trial_targets,
+        analysis_all=WIRING.analysis_targets,
+        trials_all=WIRING.trial_targets,
         config_record=CONFIG_RECORD,
     output:
         manifest="results/manifest.json",
@@ -24,9 +24,7 @@ rule manifest:
         config=config,
         code_version=code_version("manifest"),
     run:
-        in_process(
-            "../scripts/manifest.py", input, output, params, wildcards, log, rule
-        )
+        in_process("../scripts/manifest.py", locals())
 
 
 rule report:
@@ -41,8 +39,8 @@ rule report:
         resource_sensitivity=rules.attribution.output.resource,
         flaky_tasks=rules.attribution.output.flaky,
         manifest=rules.manifest.output.manifest,
-        images=all_image_infos,
-        sequential=sequential_report_files,
+        images=WIRING.all_image_infos,
+        sequential=WIRING.sequential_report_files,
     output:
         report=directory("results/report"),
     log:
@@ -51,7 +49,7 @@ rule report:
         config=config,
         code_version=code_version("report"),
     run:
-        in_process("../scripts/report.py", input, output, params, wildcards, log, rule)
+        in_process("../scripts/report.py", locals())
 
 
 rule record_config:
@@ -63,15 +61,7 @@ rule record_config:
         record=EFFECTIVE_CONFIG,
         code_version=code_version("manifest"),
     run:
-        in_process(
-            "../scripts/record_config.py",
-            input,
-            output,
-            params,
-            wildcards,
-            log,
-            rule,
-        )
+        in_process("../scripts/record_config.py", locals())
 
 
 rule check:
@@ -88,4 +78,4 @@ rule check:
     params:
         code_version=code_version("summary"),
     run:
-        in_process("../scripts/check.py", input, output, params, wildcards, log, rule)
+        in_process("../scripts/check.py", locals())

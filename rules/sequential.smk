@@ -7,35 +7,27 @@
 
 checkpoint sequential_round:
     input:
-        scores=sequential_round_scores,
-        tasks=lambda wildcards: ancient(tasks_table()),
-        previous=sequential_previous_record,
+        scores=WIRING.sequential_round_scores,
+        tasks=lambda wildcards: ancient(WIRING.tasks_table()),
+        previous=WIRING.sequential_previous_record,
     output:
         record="results/sequential/round-{round}.json",
     log:
         "results/logs/sequential/round-{round}.log",
     params:
         round=lambda wildcards: int(wildcards.round),
-        design=sequential_design_param,
-        settings=sequential_settings_param,
-        groups=plan_groups_param,
-        infra_policy=infra_policy_param,
+        design=WIRING.sequential_design_param,
+        settings=RUN.sequential_settings_param,
+        groups=RUN.plan_groups_param,
+        infra_policy=RUN.infra_policy_param,
         code_version=code_version("analysis"),
     run:
-        in_process(
-            "../scripts/sequential_round.py",
-            input,
-            output,
-            params,
-            wildcards,
-            log,
-            rule,
-        )
+        in_process("../scripts/sequential_round.py", locals())
 
 
 rule sequential_summary:
     input:
-        rounds=sequential_records,
+        rounds=WIRING.sequential_records,
     output:
         summary="results/sequential/summary.json",
         rounds="results/sequential/rounds.csv",
@@ -46,12 +38,4 @@ rule sequential_summary:
     params:
         code_version=code_version("sequential_summary"),
     run:
-        in_process(
-            "../scripts/sequential_summary.py",
-            input,
-            output,
-            params,
-            wildcards,
-            log,
-            rule,
-        )
+        in_process("../scripts/sequential_summary.py", locals())

@@ -4,19 +4,19 @@
 
 rule all_trials:
     input:
-        trial_targets,
+        WIRING.trial_targets,
 
 
 rule all_scores:
     input:
-        all_score_shards,
+        WIRING.all_score_shards,
 
 
 rule all_judged:
     input:
-        all_judged_shards,
+        WIRING.all_judged_shards,
 
 
 rule all_analysis:
     input:
-        analysis_targets,
+        WIRING.analysis_targets,

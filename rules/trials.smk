@@ -19,15 +19,7 @@ rule sample_tasks:
         benchmark=config["benchmark"],
         code_version=code_version("tasks"),
     run:
-        in_process(
-            "../scripts/sample_tasks.py",
-            input,
-            output,
-            params,
-            wildcards,
-            log,
-            rule,
-        )
+        in_process("../scripts/sample_tasks.py", locals())
 
 
 rule build_image:
@@ -38,11 +30,11 @@ rule build_image:
     log:
         "results/logs/build_image/{agent}.log",
     # before every block's shards: no group's later block waits behind another's canary
-    priority: pipeline_settings.setup_priority(PLAN.blocks)
+    priority: pipeline_settings.setup_priority(RUN.plan.blocks)
     conda:
         ENV
     params:
-        image=image_params,
+        image=RUN.image_params,
         code_version=code_version("images"),
     script:
         "../scripts/build_image.py"
@@ -50,27 +42,27 @@ rule build_image:
 
 rule canary:
     input:
-        tasks=tasks_table,
+        tasks=WIRING.tasks_table,
         image=unconstrained(rules.build_image.output.info),
     output:
         canary="results/trials/{agent}/canary.json",
     log:
         "results/logs/canary/{agent}.log",
     # before every block's shards: no group's later block waits behind another's canary
-    priority: pipeline_settings.setup_priority(PLAN.blocks)
+    priority: pipeline_settings.setup_priority(RUN.plan.blocks)
     # a verdict, not a transient fault: the profile's retries would only repeat it
     retries: 0
     conda:
         ENV
     resources:
-        model_server=agent_server_tokens,
+        model_server=RUN.agent_server_tokens,
     params:
-        agent=agent_param,
-        resource_profile=canary_profile_param,
+        agent=RUN.agent_param,
+        resource_profile=RUN.canary_profile_param,
         run_seed=config["run_seed"],
         backend=config["backend"],
-        server=agent_server,
-        machine=machine_param,
+        server=RUN.agent_server,
+        machine=RUN.machine_param,
         reward_key=config["benchmark"]["reward"],
         network=RUN.network_param,
         code_version=code_version("runner"),
@@ -80,7 +72,7 @@ rule canary:
 
 rule run_trials:
     input:
-        tasks=lambda wildcards: ancient(tasks_table()),
+        tasks=lambda wildcards: ancient(WIRING.tasks_table()),
         image=unconstrained(rules.build_image.output.info),
         canary=canary_input,
     output:
@@ -89,33 +81,33 @@ rule run_trials:
         "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # the trial block is the time block: earlier blocks first, longer shards first within
     # a block (docs/pipeline.md)
-    priority: shard_priority
+    priority: RUN.shard_priority
     conda:
         ENV
     # trials at once in the job: one, so 2 cores run two jobs, each with its own one-thread
     # model server (profiles/default); the cluster profiles raise it with set-threads
     threads: 1
     resources:
-        model_server=agent_server_tokens,
-        cpus_per_task=run_trials_cpus,
-        mem_mb=run_trials_mem_mb,
-        runtime=run_trials_runtime,
+        model_server=RUN.agent_server_tokens,
+        cpus_per_task=RUN.run_trials_cpus,
+        mem_mb=RUN.run_trials_mem_mb,
+        runtime=RUN.run_trials_runtime,
     params:
-        **VARIANT_PARAMS,
-        agent=agent_param,
-        resource_profile=resource_profile_param,
-        trials=trials_param,
-        rows=rows_param,
+        **RUN.variant_params(),
+        agent=RUN.agent_param,
+        resource_profile=RUN.resource_profile_param,
+        trials=RUN.trials_param,
+        rows=RUN.rows_param,
         run_seed=config["run_seed"],
-        infra_policy=infra_policy_param,
+        infra_policy=RUN.infra_policy_param,
         backend=config["backend"],
-        journal=journal_param,
-        task_rows=task_rows_param,
-        server=agent_server,
+        journal=RUN.journal_param,
+        task_rows=RUN.task_rows_param,
+        server=RUN.agent_server,
         reward_key=config["benchmark"]["reward"],
         network=RUN.network_param,
         tampered_environment=config["benchmark"]["tampered_environment"],
-        unverified_rounds=verifier_rounds_param,
+        unverified_rounds=WIRING.verifier_rounds,
         code_version=code_version("runner"),
     script:
         "../scripts/run_trials.py"
@@ -124,47 +116,47 @@ rule run_trials:
 rule score:
     input:
         trials=unconstrained(rules.run_trials.output.shard),
-        tasks=lambda wildcards: ancient(tasks_table()),
+        tasks=lambda wildcards: ancient(WIRING.tasks_table()),
     output:
         scores="results/scores/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
         "results/logs/score/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is scored before later blocks' trials run
-    priority: shard_priority
+    priority: RUN.shard_priority
     resources:
-        model_server=scorer_server_tokens,
+        model_server=RUN.scorer_server_tokens,
     params:
         scorer=config["scorer"],
-        server=scorer_server,
+        server=RUN.scorer_server,
         judge_cache=JUDGE_CACHE,
-        template_hash=judge_template_hash,
-        task_rows=task_rows_param,
-        unjudged_rounds=score_rounds,
+        template_hash=RUN.judge_template_hash,
+        task_rows=RUN.task_rows_param,
+        unjudged_rounds=WIRING.score_rounds,
         code_version=code_version("scorers"),
     run:
-        in_process("../scripts/score.py", input, output, params, wildcards, log, rule)
+        in_process("../scripts/score.py", locals())
 
 
 # One job per judge of scorer.judge.judges and trial shard: adding a judge runs its jobs only.
 rule judge:
     input:
         trials=unconstrained(rules.run_trials.output.shard),
-        tasks=lambda wildcards: ancient(tasks_table()),
+        tasks=lambda wildcards: ancient(WIRING.tasks_table()),
     output:
         judged="results/judged/{judge}/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
     log:
         "results/logs/judge/{judge}/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # as its trials: a finished block is judged before later blocks' trials run
-    priority: shard_priority
+    priority: RUN.shard_priority
     resources:
-        model_server=judge_server_tokens,
+        model_server=RUN.judge_server_tokens,
     params:
-        scorer=judge_scorer_param,
-        server=judge_server,
+        scorer=RUN.judge_scorer_param,
+        server=RUN.judge_server,
         judge_cache=JUDGE_CACHE,
-        template_hash=judge_template_hash,
-        task_rows=task_rows_param,
-        unjudged_rounds=judge_rounds_param,
+        template_hash=RUN.judge_template_hash,
+        task_rows=RUN.task_rows_param,
+        unjudged_rounds=WIRING.judge_rounds,
         code_version=code_version("scorers"),
     run:
-        in_process("../scripts/score.py", input, output, params, wildcards, log, rule)
+        in_process("../scripts/score.py", locals())

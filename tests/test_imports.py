@@ -129,7 +129,16 @@ def test_the_judge_statuses_and_the_rule_judge_load_no_model(tmp_path):
     assert "evalnoise.models.server" not in client
 
 
-@pytest.mark.parametrize("package", ["evalnoise.scorers", "evalnoise.models"])
+@pytest.mark.parametrize(
+    "package",
+    [
+        "evalnoise.scorers",
+        "evalnoise.models",
+        "evalnoise.runner",
+        "evalnoise.tasks",
+        "evalnoise.report",
+    ],
+)
 def test_the_lazy_packages_keep_their_public_names(package):
     import importlib
 

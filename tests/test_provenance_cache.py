@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalnoise import provenance
-from evalnoise.pipeline import dependencies
+from evalnoise.pipeline import dependencies, import_graph
 
 ROOT = dependencies.ROOT
 
@@ -29,7 +29,7 @@ def _copy_checkout(tmp_path: Path) -> Path:
 def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget what this process derived (as a new Snakemake process starts)."""
     monkeypatch.setattr(provenance, "_DERIVED", {})
-    monkeypatch.setattr(dependencies, "_GRAPHS", {})
+    monkeypatch.setattr(import_graph, "_GRAPHS", {})
 
 
 @pytest.fixture

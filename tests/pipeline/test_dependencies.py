@@ -1,5 +1,6 @@
 """One declaration of what each stage and rule kind depends on (evalnoise.pipeline.dependencies):
-dvc.yaml's deps and code_version() both follow it, and it follows the scripts' imports."""
+code_version() hashes exactly the files a rule's scripts reach, dvc.yaml's deps are the code
+folders covering them, and both follow the scripts' imports."""
 
 from __future__ import annotations
 
@@ -24,10 +25,12 @@ from evalnoise.pipeline.dependencies import (
     area_modules,
     areas,
     check,
+    code_folder,
     imported_modules,
     main,
     rule_problems,
     stage_deps,
+    stage_files,
     workflow_rules,
     write,
 )
@@ -158,18 +161,42 @@ def test_code_version_hashes_exactly_the_area_modules(area):
     assert provenance.code_version(area) == digest.hexdigest()[:16]
 
 
+def _covered(path: str, deps: list[str]) -> bool:
+    return any(path == dep or path.startswith(dep + "/") for dep in deps)
+
+
 @pytest.mark.parametrize("stage", sorted(STAGES))
-def test_each_stage_lists_its_rules_code_versions_and_scripts(stage):
-    """What code_version hashes for a stage's rules is in the stage's deps: Snakemake and DVC
-    see the same change."""
-    deps = set(stage_deps()[stage])
+def test_each_stage_covers_its_rules_code_versions_and_scripts(stage):
+    """Every file code_version hashes for a stage's rules, its scripts and rule files lie
+    under the stage's deps: a change Snakemake sees, DVC sees. And every dep holds such a
+    file (no dep for nothing)."""
+    deps = stage_deps()[stage]
+    files = stage_files()[stage]
     rules = workflow_rules()
     for name in STAGES[stage].rules:
         rule = rules[name]
-        assert {rule.file, rule.script} <= deps
+        assert {rule.file, rule.script} <= set(files)
         for area in rule.areas:
-            assert set(area_modules(area)) <= deps
-    assert all((ROOT / dep).exists() for dep in deps if not dep.startswith("results/"))
+            assert set(area_modules(area)) <= set(files)
+    assert [f for f in files if not _covered(f, deps)] == []
+    code = [dep for dep in deps if dep not in STAGES[stage].data]
+    assert [dep for dep in code if not any(_covered(f, [dep]) for f in files)] == []
+    assert all((ROOT / dep).exists() for dep in code)
+
+
+def test_deps_are_code_folders_and_the_package_top_level_modules():
+    """A subpackage, rules/ and scripts/ are one dep each; a module directly in the package is
+    its own dep (its folder would be all of the package)."""
+    assert code_folder("src/evalnoise/stats/icc.py") == "src/evalnoise/stats"
+    assert code_folder("src/evalnoise/report/templates/x.html") == "src/evalnoise/report"
+    assert code_folder("src/evalnoise/atomic.py") == "src/evalnoise/atomic.py"
+    assert code_folder("rules/trials.smk") == "rules"
+    assert code_folder("scripts/run_trials.py") == "scripts"
+    assert code_folder("config/schemas/config.schema.yaml") == ("config/schemas/config.schema.yaml")
+    for deps in stage_deps().values():
+        assert "src/evalnoise" not in deps
+        package = [d for d in deps if d.startswith("src/")]
+        assert all(d.count("/") == 2 for d in package)  # no file inside a subpackage
 
 
 #: Run by one Python process: the third-party libraries the areas' scripts share are imported
@@ -385,17 +412,20 @@ def test_editing_the_model_code_reruns_no_statistic(checkout, module):
 
 def test_check_names_a_missing_and_an_extra_dep(tmp_path, capsys):
     copy = _synced_copy(tmp_path)
-    _drop_dep(copy, "analysis", "src/evalnoise/pipeline/stages.py")
-    extra = "      - scripts/score.py\n      - src/evalnoise/archive.py\n"
+    _drop_dep(copy, "analysis", "src/evalnoise/pipeline")
+    _drop_dep(copy, "scores", "src/evalnoise/provenance.py")
+    extra = "      - scripts\n      - src/evalnoise/archive.py\n      - src/evalnoise/cli\n"
     text = copy.read_text(encoding="utf-8")
-    copy.write_text(text.replace("      - scripts/score.py\n", extra, 1), encoding="utf-8")
+    copy.write_text(text.replace("      - scripts\n", extra, 1), encoding="utf-8")
     assert set(_dep_problems(copy)) == {
-        f"{copy}: stage analysis is missing dep src/evalnoise/pipeline/stages.py",
-        f"{copy}: stage scores has extra dep src/evalnoise/archive.py",
+        f"{copy}: stage analysis is missing dep src/evalnoise/pipeline",
+        f"{copy}: stage scores is missing dep src/evalnoise/provenance.py",
+        f"{copy}: stage trials has extra dep src/evalnoise/archive.py",
+        f"{copy}: stage trials has extra dep src/evalnoise/cli",
     }
     assert main(["--check", str(copy)]) == 1
     err = capsys.readouterr().err
-    assert "missing dep src/evalnoise/pipeline/stages.py" in err
+    assert "missing dep src/evalnoise/pipeline" in err
     assert "extra dep src/evalnoise/archive.py" in err
 
 
@@ -432,6 +462,26 @@ def test_a_new_module_imported_in_a_function_must_be_declared(checkout):
     assert write(root / "dvc.yaml") is False
 
 
+def test_a_new_module_in_a_folder_a_stage_has_needs_no_dvc_yaml_edit(checkout):
+    """A module added to a subpackage the analysis stage depends on already (and used by its
+    code) joins code_version("analysis") and leaves dvc.yaml as it is: the folder covers it."""
+    root = checkout
+    write(root / "dvc.yaml")
+    before = provenance.code_version("analysis")
+    new = "src/evalnoise/pipeline/brand_new_step.py"
+    (root / new).write_text("VALUE = 1\n", encoding="utf-8")
+    stages = root / "src/evalnoise/pipeline/stages.py"
+    stages.write_text(
+        stages.read_text(encoding="utf-8")
+        + "\n\nfrom evalnoise.pipeline.brand_new_step import VALUE as _NEW\n",
+        encoding="utf-8",
+    )
+    assert new in area_modules("analysis")
+    assert provenance.code_version("analysis") != before
+    assert _dep_problems(root / "dvc.yaml") == []
+    assert write(root / "dvc.yaml") is False
+
+
 def test_a_rule_the_declaration_cannot_place_is_reported(checkout):
     root = checkout
     baseline = set(rule_problems())  # whatever the checkout has (other work in progress)
@@ -451,8 +501,8 @@ def test_a_rule_the_declaration_cannot_place_is_reported(checkout):
 def test_write_restores_the_deps_and_keeps_everything_else(tmp_path):
     copy = _synced_copy(tmp_path)
     synced = copy.read_text(encoding="utf-8")
-    _drop_dep(copy, "trials", "scripts/run_trials.py")
-    _drop_dep(copy, "report", "src/evalnoise/pipeline/outputs.py")
+    _drop_dep(copy, "trials", "scripts")
+    _drop_dep(copy, "report", "src/evalnoise/pipeline")
     assert len(_dep_problems(copy)) == 2
     assert write(copy) is True
     assert _dep_problems(copy) == []
@@ -462,7 +512,7 @@ def test_write_restores_the_deps_and_keeps_everything_else(tmp_path):
 def test_write_keeps_everything_but_deps(tmp_path):
     copy = tmp_path / "dvc.yaml"
     original = DVC_YAML.read_text(encoding="utf-8")
-    copy.write_text(original.replace("      - rules/analysis.smk\n", ""), encoding="utf-8")
+    copy.write_text(original.replace("      - rules\n", ""), encoding="utf-8")
     write(copy)
     old, new = yaml.safe_load(original), yaml.safe_load(copy.read_text(encoding="utf-8"))
     for stage in old["stages"].values():
@@ -628,6 +678,70 @@ def test_building_the_dag_imports_no_model_judge_statistics_or_shard_runner():
         )
     }
     assert heavy == set()
-    analysis = stage_deps()["analysis"]
+    analysis = stage_files()["analysis"]
     assert not [m for m in analysis if m.startswith("src/evalnoise/models/")]
+    assert "src/evalnoise/models" not in stage_deps()["analysis"]
     assert "src/evalnoise/scorers/judge.py" not in analysis
+
+
+def test_a_lazy_package_table_leads_each_name_to_its_own_module(tmp_path):
+    """A lazy package's names load from the submodule its ``_MODULES`` table names
+    (evalnoise._lazy.load): a script using one name reaches that submodule and no other; a
+    script using the package as a whole reaches every submodule of the table."""
+    _tree(
+        tmp_path,
+        {
+            "src/evalnoise/__init__.py": "",
+            "src/evalnoise/_lazy.py": "def load(namespace, modules, name, extras=None):\n"
+            "    import importlib\n",
+            "src/evalnoise/pkg/__init__.py": """\
+                from evalnoise import _lazy
+
+                _MODULES = {"light": "light", "Heavy": "heavy"}
+
+
+                def __getattr__(name):
+                    return _lazy.load(globals(), _MODULES, name)
+                """,
+            "src/evalnoise/pkg/light.py": "def light():\n    return 1\n",
+            "src/evalnoise/pkg/heavy.py": "class Heavy:\n    pass\n",
+            "scripts/one.py": "from evalnoise.pkg import light\n\nlight()\n",
+            "scripts/whole.py": "from evalnoise import pkg\n\nprint(vars(pkg))\n",
+        },
+    )
+    one = imported_modules(["scripts/one.py"], tmp_path)
+    assert "src/evalnoise/pkg/light.py" in one
+    assert "src/evalnoise/_lazy.py" in one  # the loader runs
+    assert "src/evalnoise/pkg/heavy.py" not in one
+    whole = imported_modules(["scripts/whole.py"], tmp_path)
+    assert {"src/evalnoise/pkg/light.py", "src/evalnoise/pkg/heavy.py"} <= set(whole)
+
+
+def test_the_lazy_packages_keep_their_tables_as_data():
+    """Every package whose names load on first access holds its table as a literal dict
+    and no import statement in its ``__getattr__``."""
+    lazy = []
+    for init in (ROOT / "src/evalnoise").glob("*/__init__.py"):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        getattr_ = [n for n in tree.body if getattr(n, "name", None) == "__getattr__"]
+        if not getattr_:
+            continue
+        lazy.append(init.parent.name)
+        assert not [
+            n for n in ast.walk(getattr_[0]) if isinstance(n, ast.Import | ast.ImportFrom)
+        ], init
+        tables = [
+            n
+            for n in tree.body
+            if isinstance(n, ast.Assign) and [t.id for t in n.targets] == ["_MODULES"]
+        ]
+        assert tables and isinstance(tables[0].value, ast.Dict), init
+    assert {"models", "report", "runner", "scorers", "tasks"} <= set(lazy)
+
+
+def test_a_program_a_module_runs_is_hashed_with_it():
+    """The model server runs serve.py by path, the task image builder runs its build worker
+    with ``python -m``: no import shows either, so both are declared (RUN_BY_PATH)."""
+    runner = area_modules("runner")
+    assert "src/evalnoise/models/serve.py" in runner
+    assert "src/evalnoise/runner/_build_worker.py" in runner

@@ -43,16 +43,7 @@ _MODULES = {
 
 
 def __getattr__(name: str) -> Any:
-    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
-    # statically to derive what the pipeline's stages depend on.
-    where = _MODULES.get(name)
-    if where == "client":
-        from evalnoise.models import client as module
-    elif where == "server":
-        from evalnoise.models import server as module
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return _lazy.bind(globals(), module, name)
+    return _lazy.load(globals(), _MODULES, name)
 
 
 def __dir__() -> list[str]:

@@ -34,43 +34,27 @@ __all__ = [
     "tidy_convergence",
 ]
 
-_BUILD = ("CHART_STEMS", "build_report")
-_CARDS = ("CardContext", "evaluation_card")
-_CARD_MARKDOWN = ("card_markdown",)
-_LIMITATIONS = ("limitations",)
-_INPUTS = ("ReportInputs",)
-_CHARTS = (
-    "budget_chart",
-    "comparisons_chart",
-    "convergence_chart",
-    "infra_chart",
-    "per_task_chart",
-    "tidy_convergence",
-)
+_MODULES = {
+    "CHART_STEMS": "build",
+    "build_report": "build",
+    "CardContext": "cards",
+    "evaluation_card": "cards",
+    "card_markdown": "cards_markdown",
+    "limitations": "card_limitations",
+    "ReportInputs": "inputs",
+    "budget_chart": "charts",
+    "comparisons_chart": "charts",
+    "convergence_chart": "charts",
+    "infra_chart": "charts",
+    "per_task_chart": "charts",
+    "tidy_convergence": "charts",
+}
+#: the submodules that draw (matplotlib): the `report` extra
+_EXTRAS = {"build": "report", "charts": "report"}
 
 
 def __getattr__(name: str) -> Any:
-    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
-    # statically to derive what the pipeline's stages depend on.
-    if name in _BUILD or name in _CHARTS:
-        from evalnoise._extras import require
-
-        require("report", f"evalnoise.report.{name}")
-        if name in _BUILD:
-            from evalnoise.report import build as module
-        else:
-            from evalnoise.report import charts as module
-    elif name in _CARDS:
-        from evalnoise.report import cards as module
-    elif name in _CARD_MARKDOWN:
-        from evalnoise.report import cards_markdown as module
-    elif name in _LIMITATIONS:
-        from evalnoise.report import card_limitations as module
-    elif name in _INPUTS:
-        from evalnoise.report import inputs as module
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return _lazy.bind(globals(), module, name)
+    return _lazy.load(globals(), _MODULES, name, _EXTRAS)
 
 
 def __dir__() -> list[str]:

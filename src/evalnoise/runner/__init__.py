@@ -66,24 +66,7 @@ _MODULES = {
 
 
 def __getattr__(name: str) -> Any:
-    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
-    # statically to derive what the pipeline's stages depend on.
-    where = _MODULES.get(name)
-    if where == "contract":
-        from evalnoise.runner import contract as module
-    elif where == "infra_policies":
-        from evalnoise.runner import infra_policies as module
-    elif where == "resources":
-        from evalnoise.runner import resources as module
-    elif where == "seeds":
-        from evalnoise.runner import seeds as module
-    elif where == "shard":
-        from evalnoise.runner import shard as module
-    elif where == "trial":
-        from evalnoise.runner import trial as module
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return _lazy.bind(globals(), module, name)
+    return _lazy.load(globals(), _MODULES, name)
 
 
 def __dir__() -> list[str]:

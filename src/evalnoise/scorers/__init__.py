@@ -63,20 +63,7 @@ _MODULES = {
 
 
 def __getattr__(name: str) -> Any:
-    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
-    # statically to derive what the pipeline's stages depend on.
-    where = _MODULES.get(name)
-    if where == "deterministic":
-        from evalnoise.scorers import deterministic as module
-    elif where == "judge":
-        from evalnoise.scorers import judge as module
-    elif where == "verdicts":
-        from evalnoise.scorers import verdicts as module
-    elif where == "score_table":
-        from evalnoise.scorers import score_table as module
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return _lazy.bind(globals(), module, name)
+    return _lazy.load(globals(), _MODULES, name)
 
 
 def __dir__() -> list[str]:

@@ -27,18 +27,7 @@ _MODULES = {
 
 
 def __getattr__(name: str) -> Any:
-    # Plain import statements, not importlib: evalnoise.pipeline.dependencies follows them
-    # statically to derive what the pipeline's stages depend on.
-    where = _MODULES.get(name)
-    if where == "frames":
-        from evalnoise.tasks import frames as module
-    elif where == "generated":
-        from evalnoise.tasks import generated as module
-    elif where == "taskfile":
-        from evalnoise.tasks import taskfile as module
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return _lazy.bind(globals(), module, name)
+    return _lazy.load(globals(), _MODULES, name)
 
 
 def __dir__() -> list[str]:
