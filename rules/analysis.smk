@@ -14,6 +14,7 @@ rule analyze_group:
         tasks=tasks_table,
         reference=group_judge_reference,
         judged=group_judged,
+        actions=group_actions,
     output:
         **GROUP_OUTPUTS,
     log:

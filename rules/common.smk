@@ -198,6 +198,7 @@ sequential_summary_file = WIRING.sequential_summary_file
 group_scores = WIRING.group_scores
 group_judge_reference = WIRING.group_judge_reference
 group_judged = WIRING.group_judged
+group_actions = WIRING.group_actions
 GROUP_OUTPUTS = group_outputs(JUDGE_STAGE)
 JUDGE_QUALITY_PARAMS = WIRING.judge_quality_params()
 group_param = RUN.group_param
