@@ -116,6 +116,28 @@ class ActionRecorder:
         self.paths = dict(paths or {})
         self.actions: list[str] = []
 
+    @classmethod
+    def for_trial(
+        cls,
+        box: Any,
+        *,
+        scratch: str,
+        home: str,
+        task_dir: str | None,
+        workdir: str | None,
+    ) -> ActionRecorder:
+        """The recorder of one trial in the container ``box``
+        (:class:`evalnoise.runner.trial_container.TrialContainer`): its paths are the agent's
+        ``scratch`` and ``home`` on the host, the ``task_dir`` and the task's ``workdir`` —
+        when the task declares none, the working directory its image sets (the container's
+        ``WorkingDir``), where the agent's commands run."""
+        if not workdir:
+            try:
+                workdir = box.api.inspect_container(box.id)["Config"].get("WorkingDir") or None
+            except Exception:  # an engine that does not answer fails the trial elsewhere
+                workdir = None
+        return cls(trial_paths(scratch=scratch, home=home, task_dir=task_dir, workdir=workdir))
+
     def record(self, message: Any) -> None:
         """Record one request of the exec protocol
         (:class:`evalnoise.runner.exec_protocol.Exec` or ``Upload``; ``Done`` is no action)."""

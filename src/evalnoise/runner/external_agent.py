@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
-from evalnoise.runner.actions import ActionRecorder, trial_paths
+from evalnoise.runner.actions import ActionRecorder
 from evalnoise.runner.agent_failures import harbor_python, reported_failure
 from evalnoise.runner.engine import join_notes, one_line
 from evalnoise.runner.exec_protocol import (
@@ -144,10 +144,8 @@ def run_external_agent(
     env.pop("EVALNOISE_OUTPUT", None)
     env.update(EVALNOISE_KIND="environment", EVALNOISE_PROTOCOL=PROTOCOL)
     outcome = AgentOutcome(steps=0)
-    recorder = ActionRecorder(
-        trial_paths(
-            scratch=str(scratch), home=str(home), task_dir=payload["task_dir"], workdir=workdir
-        )
+    recorder = ActionRecorder.for_trial(
+        box, scratch=str(scratch), home=str(home), task_dir=payload["task_dir"], workdir=workdir
     )
     outcome.actions = recorder.actions
     transcript = CappedOutput(2 * contract.TAIL_BYTES)
