@@ -89,16 +89,31 @@ def trajectory_line(res: Any) -> str:
         if diverged
         else "no task diverges"
     )
-    return (
-        f"trajectories: {fmt(res.mean_distinct, '.1f')} distinct paths per {t} trials "
-        f"[{fmt(res.distinct_ci_low, '.1f')}, {fmt(res.distinct_ci_high, '.1f')}], edit "
-        f"distance {fmt(res.mean_edit_distance, '.2f')} "
-        f"[{fmt(res.edit_distance_ci_low, '.2f')}, {fmt(res.edit_distance_ci_high, '.2f')}], "
-        f"{divergence}; accuracy {pct(res.accuracy_consistent)} "
+    n_tasks = getattr(res, "n_tasks", None)
+    if n_tasks is None:
+        n_tasks = len(res.tasks)
+    consistent = (
+        f"{pct(res.accuracy_consistent)} "
         f"{_ci(res.accuracy_consistent_ci_low, res.accuracy_consistent_ci_high)} on "
-        f"{res.n_consistent} consistent tasks against {pct(res.accuracy_inconsistent)} "
+        f"{res.n_consistent} consistent tasks"
+    )
+    others = (
+        f"{pct(res.accuracy_inconsistent)} "
         f"{_ci(res.accuracy_inconsistent_ci_low, res.accuracy_inconsistent_ci_high)} on "
         f"{res.n_inconsistent} others"
+    )
+    if not res.n_consistent:
+        accuracy = f"no task consistent (accuracy {others.replace(' others', ' tasks')})"
+    elif not res.n_inconsistent:
+        accuracy = f"every task consistent (accuracy {consistent.replace(' consistent', '')})"
+    else:
+        accuracy = f"accuracy {consistent} against {others}"
+    return (
+        f"trajectories over {n_tasks} tasks: {fmt(res.mean_distinct, '.1f')} distinct paths per "
+        f"{t} trials [{fmt(res.distinct_ci_low, '.1f')}, {fmt(res.distinct_ci_high, '.1f')}], "
+        f"edit distance {fmt(res.mean_edit_distance, '.2f')} "
+        f"[{fmt(res.edit_distance_ci_low, '.2f')}, {fmt(res.edit_distance_ci_high, '.2f')}], "
+        f"{divergence}; {accuracy}"
     )
 
 

@@ -180,6 +180,18 @@ def test_the_records_numbers_are_the_statistic_on_the_counted_trials_actions(gro
         assert t[name] == pytest.approx(getattr(res, name)), name
 
 
+def test_a_group_without_consistent_tasks_says_so():
+    from types import SimpleNamespace
+
+    from evalnoise.consistency_text import trajectory_line
+
+    res = trajectory_consistency([["a"], ["b"], ["c"], ["d"]], ["x", "x", "y", "y"], [0, 1, 0, 0])
+    line = trajectory_line(res)
+    assert "no task consistent (accuracy 25.0%" in line and "on 2 tasks)" in line
+    t = SimpleNamespace(**{**res.to_dict(), "trials_per_task": 2, "n_tasks": 2})
+    assert trajectory_line(t) == line
+
+
 def test_the_first_divergence_by_hand():
     # t1 diverges at step 1 (pwd against ls), t2 at 1 ([] has no step 1), t3 at step 4
     assert [_first_divergence([tuple(a) for _, a in TRIALS[k]]) for k in ("t1", "t2", "t3")] == [
@@ -193,18 +205,18 @@ def test_its_words_metrics_card_and_report_table(group):
     _, _, stats = group
     record = GroupRecord.from_dict(stats["overall"])
     assert GroupRecord.from_dict(record.to_dict()) == record
-    (line,) = [x for x in reliability_lines(record) if x.startswith("trajectories:")]
+    (line,) = [x for x in reliability_lines(record) if x.startswith("trajectories over 5 tasks:")]
     assert "distinct paths per 4 trials" in line and "on 2 consistent tasks" in line
     metrics = GroupMetrics.from_record(record, infra_error_rate=0.0, show_readings=False)
     assert metrics.to_dict()["trajectory_consistency"]["mean_distinct"] == pytest.approx(2.0)
     card = evaluation_card(stats["overall"], CardContext(benchmark="b", infra_policy="retry"))
     fields = {k: v for k, v, _ in card_fields(card)}
-    assert fields["Trajectories"].startswith("2.0 distinct paths per 4 trials")
+    assert fields["Trajectories"].startswith("over 5 tasks: 2.0 distinct paths per 4 trials")
     (row,) = trajectory_rows([("a__3x", card)])
     t = stats["overall"]["trajectory_consistency"]
     low, high = t["distinct_ci_low"], t["distinct_ci_high"]
-    assert row[:3] == ["a @ 3x", "4", f"2.0 [{low:.1f}, {high:.1f}]"]
-    assert row[5].endswith("(2 tasks)") and row[6].endswith("(3 tasks)")
+    assert row[:4] == ["a @ 3x", "5", "4", f"2.0 [{low:.1f}, {high:.1f}]"]
+    assert row[6].endswith("(2 tasks)") and row[7].endswith("(3 tasks)")
     assert "<h2>Trajectories</h2>" in trajectory_section([("a__3x", card)], 0.95)
 
 

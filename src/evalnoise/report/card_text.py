@@ -256,7 +256,8 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
             if trajectories.get("recorded")
             else TRAJECTORIES_NOT_RECORDED
         )
-        rows.insert(7 if reliability else 6, ("Trajectories", text.removeprefix("trajectories: ")))
+        text = text.removeprefix("trajectories: ").removeprefix("trajectories ")
+        rows.insert(7 if reliability else 6, ("Trajectories", text))
     if card.get("policy_sensitivity"):
         # beside the policy it qualifies, before Health
         rows.insert(

@@ -20,6 +20,7 @@ __all__ = ["trajectory_rows", "trajectory_section"]
 
 _HEADERS = (
     "group",
+    "tasks",
     "trials per task",
     "distinct paths per task",
     "edit distance",
@@ -36,6 +37,13 @@ def _mean_ci(t: Mapping[str, Any], mean: str, low: str, high: str, spec: str | N
     return f"{show(t[mean])} [{show(t.get(low))}, {show(t.get(high))}]"
 
 
+def _accuracy(t: Mapping[str, Any], side: str, count: str) -> str:
+    if not t[count]:
+        return "no task"
+    cell = _mean_ci(t, side, f"{side}_ci_low", f"{side}_ci_high", None)
+    return f"{cell} ({t[count]} tasks)"
+
+
 def trajectory_rows(cards: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[str]]:
     """One row of cell texts per card that carries ``trajectory_consistency`` (in the cards'
     order): the group, then the numbers, or "not recorded" across the rest."""
@@ -50,6 +58,7 @@ def trajectory_rows(cards: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list
         rows.append(
             [
                 card_title(card),
+                str(t["n_tasks"]),
                 str(t["trials_per_task"]),
                 _mean_ci(t, "mean_distinct", "distinct_ci_low", "distinct_ci_high", ".1f"),
                 _mean_ci(
@@ -64,10 +73,8 @@ def trajectory_rows(cards: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list
                 )
                 if t.get("mean_first_divergence") is not None
                 else "no task diverges",
-                f"{_mean_ci(t, 'accuracy_consistent', 'accuracy_consistent_ci_low', 'accuracy_consistent_ci_high', None)}"  # noqa: E501
-                f" ({t['n_consistent']} tasks)",
-                f"{_mean_ci(t, 'accuracy_inconsistent', 'accuracy_inconsistent_ci_low', 'accuracy_inconsistent_ci_high', None)}"  # noqa: E501
-                f" ({t['n_inconsistent']} tasks)",
+                _accuracy(t, "accuracy_consistent", "n_consistent"),
+                _accuracy(t, "accuracy_inconsistent", "n_inconsistent"),
             ]
         )
     return rows

@@ -102,7 +102,7 @@ class TrajectoryConsistencyResult(DictResult):
     first_divergence : the step of first divergence per task (NaN when all agree).
     task_means : each task's mean score.
     mean_distinct, distinct_ci_low, distinct_ci_high : mean of ``n_distinct`` over tasks and
-        its task-clustered interval.
+        its task-clustered interval (on [1, the most trials of a task]).
     mean_edit_distance, edit_distance_ci_low, edit_distance_ci_high : the same for
         ``edit_distance`` (tasks with two or more trials).
     mean_first_divergence, first_divergence_ci_low, first_divergence_ci_high : mean step of
@@ -201,7 +201,9 @@ def trajectory_consistency(
             )
         diverge[i] = first_divergence(mine)
     hi_distinct = float(n_trials.max())
-    m_distinct, lo_distinct, up_distinct = _mean_ci(distinct.astype(float), conf, hi_distinct)
+    m_distinct, lo_distinct, up_distinct = _mean_ci(
+        distinct.astype(float), conf, hi_distinct, low=1.0
+    )
     m_edit, lo_edit, up_edit = _mean_ci(edit, conf)
     split = np.isfinite(diverge)
     longest = max((len(s) for s in seqs), default=0)
