@@ -14,6 +14,7 @@ rule analyze_group:
         tasks=WIRING.tasks_table,
         reference=WIRING.group_judge_reference,
         judged=WIRING.group_judged,
+        actions=WIRING.group_actions,
     output:
         **group_outputs(RUN.judge_stage),
     log:

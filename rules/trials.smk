@@ -77,6 +77,8 @@ rule run_trials:
         canary=canary_input,
     output:
         shard="results/trials/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
+        # the trials' actions (evalnoise.runner.actions), beside the journals
+        actions="results/trials/{agent}/{resource_profile}/actions/t{block}/c{chunk}{variant}.parquet",
     log:
         "results/logs/run_trials/{agent}/{resource_profile}/t{block}-c{chunk}{variant}.log",
     # the trial block is the time block: earlier blocks first, longer shards first within

@@ -7,7 +7,7 @@ import pandas as pd
 from evalnoise.atomic import write_csv, write_text
 from evalnoise.formatting import dumps
 from evalnoise.infra_failures import FAILURE_COLUMNS, task_failures
-from evalnoise.pipeline.collect import load_group, read_scores
+from evalnoise.pipeline.collect import load_group, read_actions, read_scores
 from evalnoise.pipeline.jobs import log_to
 from evalnoise.pipeline.stages import group_outputs
 from evalnoise.runner.infra_policies import infra_policy
@@ -24,6 +24,8 @@ out = group_outputs(
     policy=infra_policy(p.infra_policy).describe(),
     health=p.health,
     max_tasks=pool,
+    # the trials' actions (none for an imported table: "not recorded")
+    actions=read_actions(i.actions) if not p.imported else None,
 )
 judges = None
 if getattr(o, "judge", None):  # declared only when the config has a judge stage

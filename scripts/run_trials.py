@@ -21,7 +21,11 @@ def run():
     record_job(snakemake.output.shard, log=snakemake.log[0])  # executor, Slurm job id
     job = ShardJob.from_params(p, tasks_path=snakemake.input.tasks, concurrency=snakemake.threads)
     files = ShardFiles.from_params(
-        p, output=snakemake.output.shard, log=snakemake.log[0], image_info=snakemake.input.image
+        p,
+        output=snakemake.output.shard,
+        log=snakemake.log[0],
+        image_info=snakemake.input.image,
+        actions=snakemake.output.actions,
     )
     return run_trials_shard(job, files)
 

@@ -47,6 +47,7 @@ ANALYZE_KEYS = [
     "between_query_se",
     "pass_k",
     "outcome_consistency",
+    "trajectory_consistency",
 ]
 COMPARE_KEYS = [
     "a",

@@ -133,11 +133,17 @@ def _pipeline(tmp_path):
     shard = tmp_path / "scores.parquet"
     table = conform(pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False), SCORES)
     pq.write_table(table, shard)
+    # the actions beside the trials: a's (its trials take one of two paths), none of b's
+    from evalnoise.runner.actions import actions_table
+
+    acted = [dict(r, actions=["ls", f"cat {r['trial'] % 2}"]) for r in rows if r["agent"] == "a"]
+    actions = actions_table(acted).to_pandas()
     stats = [
         analyze_group(
             load_group([shard], tasks_path, agent, "1x", {"mode": "as_incorrect"}),
             OPTIONS,
             policy="as incorrect",
+            actions=actions,
         )
         for agent in ("a", "b", "c")
     ]

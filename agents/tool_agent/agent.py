@@ -7,6 +7,11 @@ continues. A line ``ANSWER: <answer>`` ends the trial with that answer; a reply 
 line is itself the answer. At most ``AGENT_MAX_STEPS`` model calls: the last one is asked
 for the final answer. Step *i* samples with seed ``EVALNOISE_SEED32 + i``.
 
+The answer record's ``trajectory`` (docs/agent-contract.md) lists the tool calls in order,
+each ``{"tool": "calc", "args": {"expression": ...}}`` with the expression's whitespace
+removed (``17 * 23`` and ``17*23`` are one call): what the runner's trajectory statistics
+compare between trials.
+
 Settings: the ``AGENT_*`` variables of ``agentlib`` (backend, temperature, max tokens,
 ``AGENT_MAX_STEPS``).
 """
@@ -59,6 +64,7 @@ def main() -> int:
         {"role": "user", "content": task["question"]},
     ]
     answer, reply, tool_calls = None, "", 0
+    trajectory: list[dict[str, object]] = []
     for step in range(max_steps):
         if step == max_steps - 1 and step > 0:
             messages.append(
@@ -79,6 +85,7 @@ def main() -> int:
             break
         tool_calls += 1
         expression = _expression(calc.group(1))
+        trajectory.append({"tool": "calc", "args": {"expression": "".join(expression.split())}})
         try:
             result = f"RESULT: {agentlib.calculate(expression)}"
         except agentlib.CalculatorError as exc:
@@ -93,7 +100,7 @@ def main() -> int:
         f"{model.name} seed={seed} T={temperature} steps={step + 1} "
         f"tool_calls={tool_calls} {time.monotonic() - started:.2f}s"
     )
-    agentlib.write_answer(answer, steps=step + 1, tool_calls=tool_calls)
+    agentlib.write_answer(answer, steps=step + 1, tool_calls=tool_calls, trajectory=trajectory)
     return 0
 
 

@@ -20,11 +20,13 @@ from evalnoise.stats.trajectory import TrajectoryConsistencyResult, trajectory_c
 
 __all__ = [
     "ACTION_COLUMNS",
+    "TRAJECTORY_FIELDS",
     "outcome_consistency_for_group",
     "passk_for_group",
     "reliability_fields",
     "trajectories_of",
     "trajectory_consistency_for_group",
+    "trajectory_fields",
 ]
 
 #: The columns of an actions table: one row per action of a trial, ``step`` its 0-based
@@ -111,6 +113,60 @@ def trajectory_consistency_for_group(
     )
 
 
+#: The numbers of :class:`evalnoise.stats.trajectory.TrajectoryConsistencyResult` a group's
+#: record keeps (``trajectory_consistency``), besides ``recorded``, ``n_tasks``, ``n_trials``
+#: and ``trials_per_task``.
+TRAJECTORY_FIELDS = (
+    "mean_distinct",
+    "distinct_ci_low",
+    "distinct_ci_high",
+    "mean_edit_distance",
+    "edit_distance_ci_low",
+    "edit_distance_ci_high",
+    "mean_first_divergence",
+    "first_divergence_ci_low",
+    "first_divergence_ci_high",
+    "share_diverging_by_step_2",
+    "consistent_max_distinct",
+    "n_consistent",
+    "n_inconsistent",
+    "accuracy_consistent",
+    "accuracy_consistent_ci_low",
+    "accuracy_consistent_ci_high",
+    "accuracy_inconsistent",
+    "accuracy_inconsistent_ci_low",
+    "accuracy_inconsistent_ci_high",
+    "confidence",
+)
+
+
+def trajectory_fields(
+    frame: pd.DataFrame, actions: pd.DataFrame | None, *, confidence: float = 0.95
+) -> dict[str, Any]:
+    """The record field ``trajectory_consistency`` of a group: with ``recorded`` true,
+    :func:`trajectory_consistency_for_group`'s numbers (:data:`TRAJECTORY_FIELDS`), the tasks
+    and trials they are over and the most trials of a task; ``{"recorded": false}`` with
+    zero tasks and trials when no counted trial recorded a trajectory (``actions`` None: the
+    run records none, as for an imported table; or no row of the group's counted trials).
+    Never an estimate from nothing."""
+    joined = None if actions is None or frame.empty else trajectories_of(frame, actions)
+    if joined is None or joined.empty:
+        return {"recorded": False, "n_tasks": 0, "n_trials": 0}
+    res = trajectory_consistency(
+        joined["sequence"].tolist(),
+        joined["task"].to_numpy(),
+        joined["score"].to_numpy(dtype=float),
+        confidence=confidence,
+    )
+    return {
+        "recorded": True,
+        "n_tasks": len(res.tasks),
+        "n_trials": int(res.n_trials.sum()),
+        "trials_per_task": int(res.n_trials.max()),
+        **{name: _plain(getattr(res, name)) for name in TRAJECTORY_FIELDS},
+    }
+
+
 def _plain(values: Any) -> Any:
     """A result's array or number as JSON holds it: lists, and None for NaN."""
     if isinstance(values, np.ndarray):
@@ -125,6 +181,7 @@ def reliability_fields(
     attempts: pd.DataFrame | None = None,
     *,
     confidence: float = 0.95,
+    actions: pd.DataFrame | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The record fields of a group's reliability beyond its mean (the keys of
     :class:`evalnoise.group_records.GroupRecord`): ``pass_k`` (:func:`passk_for_group`: k,
@@ -134,8 +191,10 @@ def reliability_fields(
     ``verified_after``), ``multiverse`` (:func:`evalnoise.multiverse.multiverse_for_group`:
     the headline's range over the analysis choices that apply, each choice's influence; its
     reference cell the project's defaults: mean of task means, failures as incorrect, the
-    verifier's verdict, CR1). An empty frame gives no field: nothing was counted, so nothing
-    is estimated."""
+    verifier's verdict, CR1), and ``trajectory_consistency`` (:func:`trajectory_fields`, over
+    ``actions``, the counted trials' actions as :data:`ACTION_COLUMNS`; "not recorded" when
+    there are none). An empty frame gives no field: nothing was counted, so nothing is
+    estimated."""
     from evalnoise.multiverse import multiverse_for_group
 
     if frame.empty:
@@ -161,6 +220,7 @@ def reliability_fields(
             name: _plain(getattr(cout, name))
             for name in ("statistic", "ci_low", "ci_high", "mean_unbiased", "n_tasks")
         },
+        "trajectory_consistency": trajectory_fields(frame, actions, confidence=confidence),
     }
     if attempts is not None and not attempts.empty:
         trials = attempts

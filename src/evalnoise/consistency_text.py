@@ -13,6 +13,7 @@ from evalnoise.formatting import fmt, pct
 
 __all__ = [
     "C_OUT_VERSUS_ICC",
+    "TRAJECTORIES_NOT_RECORDED",
     "multiverse_line",
     "outcome_consistency_line",
     "passk_line",
@@ -64,18 +65,55 @@ def outcome_consistency_line(res: Any, icc: float | None = None) -> str:
     )
 
 
+#: What a group whose trials recorded no action sequence says in place of the numbers.
+TRAJECTORIES_NOT_RECORDED = (
+    "trajectories: not recorded (no counted trial of this group recorded its actions: the "
+    "agent reports none, or the table holds none)"
+)
+
+
 def trajectory_line(res: Any) -> str:
     """Distinct paths, edit distance, first divergence and the accuracy of consistent against
-    inconsistent tasks. ``res`` is a
-    :class:`evalnoise.stats.trajectory.TrajectoryConsistencyResult`."""
-    t = int(max(res.n_trials)) if len(res.n_trials) else 0
+    inconsistent tasks, each with its interval. ``res`` is a
+    :class:`evalnoise.stats.trajectory.TrajectoryConsistencyResult`, or a record's
+    ``trajectory_consistency`` (:func:`evalnoise.consistency.trajectory_fields`) as attributes."""
+    t = getattr(res, "trials_per_task", None)
+    if t is None:
+        t = int(max(res.n_trials)) if len(res.n_trials) else 0
+    diverging = res.share_diverging_by_step_2
+    diverged = diverging is not None and math.isfinite(diverging)
+    divergence = (
+        f"first divergence at step {fmt(res.mean_first_divergence, '.1f')} "
+        f"[{fmt(res.first_divergence_ci_low, '.1f')}, {fmt(res.first_divergence_ci_high, '.1f')}]"
+        f" ({pct(diverging, 0)} of diverging tasks by step 2)"
+        if diverged
+        else "no task diverges"
+    )
+    n_tasks = getattr(res, "n_tasks", None)
+    if n_tasks is None:
+        n_tasks = len(res.tasks)
+    consistent = (
+        f"{pct(res.accuracy_consistent)} "
+        f"{_ci(res.accuracy_consistent_ci_low, res.accuracy_consistent_ci_high)} on "
+        f"{res.n_consistent} consistent tasks"
+    )
+    others = (
+        f"{pct(res.accuracy_inconsistent)} "
+        f"{_ci(res.accuracy_inconsistent_ci_low, res.accuracy_inconsistent_ci_high)} on "
+        f"{res.n_inconsistent} others"
+    )
+    if not res.n_consistent:
+        accuracy = f"no task consistent (accuracy {others.replace(' others', ' tasks')})"
+    elif not res.n_inconsistent:
+        accuracy = f"every task consistent (accuracy {consistent.replace(' consistent', '')})"
+    else:
+        accuracy = f"accuracy {consistent} against {others}"
     return (
-        f"trajectories: {fmt(res.mean_distinct, '.1f')} distinct paths per {t} trials "
-        f"[{fmt(res.distinct_ci_low, '.1f')}, {fmt(res.distinct_ci_high, '.1f')}], edit "
-        f"distance {fmt(res.mean_edit_distance, '.2f')}, first divergence at step "
-        f"{fmt(res.mean_first_divergence, '.1f')} ({pct(res.share_diverging_by_step_2, 0)} by "
-        f"step 2); accuracy {pct(res.accuracy_consistent)} on {res.n_consistent} consistent "
-        f"tasks against {pct(res.accuracy_inconsistent)} on {res.n_inconsistent} others"
+        f"trajectories over {n_tasks} tasks: {fmt(res.mean_distinct, '.1f')} distinct paths per "
+        f"{t} trials [{fmt(res.distinct_ci_low, '.1f')}, {fmt(res.distinct_ci_high, '.1f')}], "
+        f"edit distance {fmt(res.mean_edit_distance, '.2f')} "
+        f"[{fmt(res.edit_distance_ci_low, '.2f')}, {fmt(res.edit_distance_ci_high, '.2f')}], "
+        f"{divergence}; {accuracy}"
     )
 
 
@@ -97,8 +135,9 @@ def multiverse_line(res: Any) -> str:
 def reliability_lines(record: Any) -> list[str]:
     """The lines of a group record's reliability fields
     (:class:`evalnoise.group_records.GroupRecord`: ``pass_k``, ``outcome_consistency``,
-    ``multiverse``, as :func:`evalnoise.consistency.reliability_fields` writes them), each
-    with its label; none for a record without them (withheld, or nothing counted)."""
+    ``multiverse``, ``trajectory_consistency``, as
+    :func:`evalnoise.consistency.reliability_fields` writes them), each with its label; none
+    for a record without them (withheld, or nothing counted)."""
     lines = []
     if record.pass_k:
         m = record.pass_k
@@ -109,4 +148,11 @@ def reliability_lines(record: Any) -> list[str]:
         )
     if record.multiverse:
         lines.append("multiverse: " + multiverse_line(SimpleNamespace(**record.multiverse)))
+    trajectories = getattr(record, "trajectory_consistency", None)
+    if trajectories:
+        lines.append(
+            trajectory_line(SimpleNamespace(**trajectories))
+            if trajectories.get("recorded")
+            else TRAJECTORIES_NOT_RECORDED
+        )
     return lines

@@ -90,8 +90,12 @@ class GroupRecord:
     the reliability beyond the mean
     (:func:`evalnoise.consistency.reliability_fields`, None when withheld): ``pass_k``
     (pass^k and pass@k for k = 1…T with task-clustered intervals), ``outcome_consistency``
-    (mean C_out = (2p̂ − 1)²) and ``multiverse`` (the headline's range over the analysis
-    choices).
+    (mean C_out = (2p̂ − 1)²), ``multiverse`` (the headline's range over the analysis
+    choices) and ``trajectory_consistency`` (the counted trials' action sequences: distinct
+    sequences per task, normalised edit distance, step of first divergence, the accuracy of
+    consistent against inconsistent tasks, each mean with its interval;
+    :func:`evalnoise.consistency.trajectory_fields`, ``recorded`` false when no trial
+    recorded one).
     """
 
     group: str
@@ -135,6 +139,7 @@ class GroupRecord:
     pass_k: Mapping[str, Any] | None = _optional()
     outcome_consistency: Mapping[str, Any] | None = _optional()
     multiverse: Mapping[str, Any] | None = _optional()
+    trajectory_consistency: Mapping[str, Any] | None = _optional()
 
     def to_dict(self) -> dict[str, Any]:
         """The record as its artifacts hold it: every field under its own name, an optional
@@ -223,6 +228,16 @@ class MetricsReading:
     n_trials: int
 
 
+#: The trajectory numbers of a group's ``metrics.json`` entry (DVC tracks them).
+TRAJECTORY_METRICS = (
+    "mean_distinct",
+    "mean_edit_distance",
+    "mean_first_divergence",
+    "accuracy_consistent",
+    "accuracy_inconsistent",
+)
+
+
 @dataclass(frozen=True)
 class GroupMetrics:
     """A group's entry of ``results/metrics.json`` (DVC's metrics): the headline, its CI,
@@ -234,8 +249,10 @@ class GroupMetrics:
     present only when they say something: ``incomplete``, ``withheld``, ``readings`` (a group
     with failures or withheld), the total-error SE of the D study, the attribution's
     ``infra_share``/``policy_moves_result``/``flaky_tasks``, ``judge``, and the reliability
-    beyond the mean: ``pass_hat_k`` (k → pass^k), ``outcome_consistency`` (mean C_out) and
-    ``multiverse_spread`` (how far the analysis choices move the headline).
+    beyond the mean: ``pass_hat_k`` (k → pass^k), ``outcome_consistency`` (mean C_out),
+    ``multiverse_spread`` (how far the analysis choices move the headline) and
+    ``trajectory_consistency`` (the means of :data:`TRAJECTORY_METRICS`, when trajectories
+    were recorded).
     """
 
     accuracy: float | None
@@ -265,6 +282,7 @@ class GroupMetrics:
     pass_hat_k: Mapping[str, float | None] | None = _optional()
     outcome_consistency: float | None = _optional()
     multiverse_spread: float | None = _optional()
+    trajectory_consistency: Mapping[str, float | None] | None = _optional()
 
     @classmethod
     def from_record(
@@ -349,6 +367,14 @@ class GroupMetrics:
                 None
                 if not record.multiverse or record.withheld
                 else _num(record.multiverse["spread"])
+            ),
+            trajectory_consistency=(
+                None
+                if not (record.trajectory_consistency or {}).get("recorded") or record.withheld
+                else {
+                    name: _num(record.trajectory_consistency.get(name))
+                    for name in TRAJECTORY_METRICS
+                }
             ),
         )
 

@@ -3,6 +3,7 @@
 ``TASKS``  — ``results/tasks.parquet``: one row per sampled task.
 ``TRIALS`` — trial shards: one row per (agent, resource_profile, task_id, trial, attempt).
 ``SCORES`` — score shards: the trial row plus the scorer's verdict.
+``ACTIONS`` — beside each trial shard: the actions of its trials, one row per action.
 
 Every artifact is written through :func:`conform`, so a column added upstream without a
 schema change fails loudly instead of silently drifting.
@@ -147,6 +148,24 @@ TRIALS = pa.schema(
         # verifier_integrity), "; "-separated, e.g. "python3: now /usr/local/bin/python3 (was
         # /usr/bin/python3)"; null when nothing changed and for other trials
         pa.field("environment_tampered", pa.string()),
+    ]
+)
+
+#: A trial shard's actions (:mod:`evalnoise.runner.actions`): one row per action, ``step`` its
+#: 0-based place in the attempt's sequence; an attempt that recorded an empty trajectory has
+#: one row with step 0 and a null ``action``, one that recorded none has no row. Keyed by the
+#: attempt (:data:`TRIAL_KEY` and ``attempt``), kept out of the trials table's rows.
+ACTIONS = pa.schema(
+    [
+        pa.field("agent", pa.string(), nullable=False),
+        pa.field("resource_profile", pa.string(), nullable=False),
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("trial", pa.int64(), nullable=False),
+        pa.field("attempt", pa.int64(), nullable=False),
+        pa.field("prompt_variant", pa.string()),
+        pa.field("sampling", pa.string()),
+        pa.field("step", pa.int64(), nullable=False),
+        pa.field("action", pa.string()),
     ]
 )
 

@@ -292,10 +292,10 @@ def test_slurm_results_are_the_local_results(runs):
     assert set(ours) == set(theirs)
     stages = ("results/tasks.parquet", "results/trials/", "results/scores/", "results/analysis/")
     # the manifest hashes every file those stages wrote (results/ checked against it by
-    # `evalnoise archive`): the tasks, 2 groups' images, canaries, trial and score shards, and
-    # the analysis's run-wide and per-group files
+    # `evalnoise archive`): the tasks, 2 groups' images, canaries, trial and score shards, the
+    # trial shards' actions tables, and the analysis's run-wide and per-group files
     staged = sorted(p for p in ours if p.startswith(stages))
-    assert len(staged) == 30, staged
+    assert len(staged) == 32, staged
     differ = {p for p in ours if ours[p] != theirs[p]}
     may_differ = {
         *(p for p in ours if re.fullmatch(r"results/(trials|scores)/.*/c[^/]*\.parquet", p)),

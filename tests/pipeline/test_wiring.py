@@ -29,7 +29,9 @@ OUTPUTS = {
     "build_image": {"info": "results/trials/{agent}/image.json"},
     "canary": {"canary": "results/trials/{agent}/canary.json"},
     "run_trials": {
-        "shard": "results/trials/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet"
+        "shard": "results/trials/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet",
+        "actions": "results/trials/{agent}/{resource_profile}/actions/t{block}/c{chunk}{variant}"
+        ".parquet",
     },
     "score": {
         "scores": "results/scores/{agent}/{resource_profile}/t{block}/c{chunk}{variant}.parquet"
@@ -96,6 +98,14 @@ def test_every_shard_once_with_its_scores_and_judges(default_config):
     judged = w.all_judged_shards()
     assert run.judge_stage and len(judged) == len(run.judges) * len(shards)
     assert w.all_image_infos() == [f"results/trials/{a}/image.json" for a in run.plan.agents]
+    # each group's analysis reads the actions beside its own trial shards, each once
+    actions = [
+        path
+        for a, r in run.plan.groups()
+        for path in w.group_actions(SimpleNamespace(agent=a, resource_profile=r))
+    ]
+    assert len(set(actions)) == len(actions)
+    assert sorted(actions) == sorted(p.replace("/t0", "/actions/t0", 1) for p in trials)
 
 
 def test_the_statistics_read_the_reference_or_the_primary_judge(default_config):
@@ -175,6 +185,8 @@ def test_an_imported_table_is_its_own_shards(default_config):
     ]
     # one file for both groups: the attribution reads it once, each trial once
     assert w.attribution_scores() == ["results/scores/imported.parquet"]
+    # an imported table records no actions
+    assert w.group_actions(SimpleNamespace(agent="m1", resource_profile="1x")) == []
 
 
 def test_a_rerun_count_is_read_beside_its_shard(default_config, tmp_path, monkeypatch):

@@ -9,12 +9,15 @@ with ``{python}`` and the agent's relative path resolved when it starts.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from env_helpers import env_request
 from model_stack import needs_model
+
+from evalnoise.runner.actions import normalise_action
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, needs_model]
 
@@ -48,3 +51,13 @@ def test_shell_agent_episode_is_recorded(env_backend, llama_server, monkeypatch)
     assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0
     assert 0 <= row["agent_steps"] <= 2  # the last call can only finish
     assert "model call(s)" in row["stderr_tail"]
+    # its commands, in order, are the trial's actions (normalised: whitespace collapsed, the
+    # task's working directory a placeholder); the transcript is every request it sent
+    sent = [
+        json.loads(line)["exec"]
+        for line in row["stdout_tail"].splitlines()
+        if line.startswith("{") and "exec" in json.loads(line)
+    ]
+    assert len(row["actions"]) == len(sent) == row["agent_steps"]
+    for action, command in zip(row["actions"], sent, strict=True):
+        assert action == normalise_action(command) or "{workdir}" in action, (action, command)

@@ -84,3 +84,23 @@ def test_trajectory_consistency_by_hand():
     assert res.accuracy_inconsistent == pytest.approx((1 / 3 + 0) / 2)
     loose = trajectory_consistency(seqs, tasks, scores, consistent_max_distinct=2)
     assert (loose.n_consistent, loose.accuracy_consistent) == (2, 0.5)
+
+
+def test_intervals_where_every_task_agrees_are_wilsons_on_the_statistics_range():
+    from statsmodels.stats.proportion import proportion_confint
+
+    # three tasks, every one four distinct paths of four trials, each diverging at step 1
+    seqs = [[f"a{i}", "z"] for i in range(4)] * 3
+    tasks = ["a"] * 4 + ["b"] * 4 + ["c"] * 4
+    res = trajectory_consistency(seqs, tasks, [0.0] * 12)
+    lo, hi = proportion_confint(3, 3, alpha=0.05, method="wilson")
+    # distinct paths on [1, 4]: all at the top
+    assert res.mean_distinct == 4.0
+    assert (res.distinct_ci_low, res.distinct_ci_high) == pytest.approx((1 + 3 * lo, 1 + 3 * hi))
+    # first divergence on [1, 3] (the longest sequence + 1): all at the bottom
+    lo0, hi0 = proportion_confint(0, 3, alpha=0.05, method="wilson")
+    assert res.mean_first_divergence == 1.0
+    assert (res.first_divergence_ci_low, res.first_divergence_ci_high) == pytest.approx(
+        (1 + 2 * lo0, 1 + 2 * hi0)
+    )
+    assert res.first_divergence_ci_high > 1.5  # three tasks cannot make it certain

@@ -31,6 +31,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("path", help="trial table: one row per (group, task, trial)")
     add_column_options(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument(
+        "--actions",
+        metavar="FILE",
+        help="the trials' actions (a pipeline's results/trials/AGENT/PROFILE/actions/*.parquet, "
+        "or any table with the task, trial, step and action columns and the group column): "
+        "trajectory consistency per group from each trial's last attempt; without it "
+        "trajectories are not recorded",
+    )
     p.add_argument("--confidence", type=float, default=0.95, help="CI level")
     p.add_argument(
         "--cluster-se",
@@ -226,6 +234,44 @@ def attribution_of(source: pd.DataFrame, columns: Columns, status: str, args: An
     )
 
 
+def actions_by_group(path: str, columns: Columns) -> dict[str, pd.DataFrame]:
+    """group → its actions as :data:`evalnoise.consistency.ACTION_COLUMNS` (task, trial,
+    step, action), read from ``path``: the task in the trial table's task column or
+    ``task_id``, the group in its group column (one group ``all`` without one); of a trial
+    with several attempts, the last attempt's. :class:`InputError` names a missing column."""
+    import pandas as pd
+
+    from evalnoise.trial_table import read_any, trial_labels
+
+    table = read_any(path)
+    task = columns.task if columns.task in table.columns else "task_id"
+    missing = [c for c in (task, "trial", "step", "action") if c not in table.columns]
+    if missing:
+        raise InputError(f"the actions table lacks the columns {missing}", path=path)
+    group = (
+        table[columns.group].astype(str)
+        if columns.group and columns.group in table.columns
+        else pd.Series("all", index=table.index)
+    )
+    frame = pd.DataFrame(
+        {
+            "group": group.to_numpy(),
+            "task": table[task].astype(str).to_numpy(),
+            "trial": trial_labels(table["trial"]),
+            "step": table["step"].to_numpy(),
+            "action": table["action"].to_numpy(),
+        }
+    )
+    if "attempt" in table.columns:
+        attempt = table["attempt"].astype("int64").to_numpy()
+        last = frame.assign(attempt=attempt).groupby(["group", "task", "trial"])["attempt"]
+        frame = frame[attempt == last.transform("max").to_numpy()]
+    return {
+        str(g): part.drop(columns="group").reset_index(drop=True)
+        for g, part in frame.groupby("group", sort=False)
+    }
+
+
 def task_pool(source: pd.DataFrame, columns: Columns, args: Any) -> int:
     """The tasks that exist, which no D-study design may exceed: ``--max-tasks``, else the
     tasks the table has."""
@@ -274,6 +320,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--facet-costs and --target-se need --facets")
         frame = validate_trials(raw, columns, path=str(args.path))
     announce("analyze", used)
+    actions = actions_by_group(args.actions, columns) if args.actions else None
     records = []
     seeded = fixed_seeds(source, columns)
     for record in map(
@@ -315,6 +362,7 @@ def run(args: argparse.Namespace) -> int:
                     frame[frame["group"].astype(str) == record.group],
                     view if view is not None and "trial" in view.columns else None,
                     confidence=args.confidence,
+                    actions=None if actions is None else actions.get(str(record.group)),
                 ),
             )
         records.append(record)

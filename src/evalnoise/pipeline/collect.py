@@ -30,8 +30,10 @@ from evalnoise.pipeline.shard_plan import group_label
 __all__ = [
     "PAYLOAD_COLUMNS",
     "GroupData",
+    "counted_actions",
     "group_data",
     "load_group",
+    "read_actions",
     "read_levels",
     "read_scores",
     "variant_trials",
@@ -147,6 +149,63 @@ def group_data(
     attempts["level"] = _levels_of(attempts["task_id"], levels, str)
     rule = infra_policy(dict(policy)).after_agent_failure
     return GroupData(agent, resource_profile, frame, attempts, counts, rule)
+
+
+def read_actions(paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+    """The actions tables beside trial shards (:data:`evalnoise.schema.ACTIONS`),
+    concatenated; an empty table with its columns when there are none."""
+    from evalnoise.schema import ACTIONS
+
+    tables = [pq.read_table(p) for p in dict.fromkeys(map(os.fspath, paths))]
+    if not tables:
+        return ACTIONS.empty_table().to_pandas()
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
+def counted_actions(actions: pd.DataFrame, data: GroupData) -> pd.DataFrame:
+    """The group's actions keyed as its long frame: columns ``task, trial, step, action``
+    (:data:`evalnoise.consistency.ACTION_COLUMNS`), of each trial its last attempt's — the
+    attempt the infra policy counts (a retry's, a rerun verifier's) — with the frame's
+    ``trial`` numbers (:func:`variant_trials` over the group's attempts). A trial not in
+    ``data.frame`` (excluded, unscored) is joined away later, never scored here."""
+    from evalnoise.schema import ACTIONS
+
+    key = ["task_id", "trial", "prompt_variant", "sampling"]
+    mine = actions[
+        (actions["agent"] == data.agent) & (actions["resource_profile"] == data.resource_profile)
+    ]
+    att = data.attempts
+    if mine.empty or att.empty:
+        return pd.DataFrame({c: [] for c in ("task", "trial", "step", "action")})
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        out = frame.copy()
+        for column in key:
+            if column not in out.columns:
+                out[column] = None
+        out["task_id"] = out["task_id"].astype(str)
+        out["trial"] = out["trial"].astype("int64")
+        for column in ("prompt_variant", "sampling"):
+            out[column] = out[column].astype(object).where(out[column].notna(), "")
+        return out
+
+    numbered = keyed(att).assign(_frame_trial=variant_trials(att, stride=_stride(att)))
+    last = numbered.sort_values("attempt", kind="mergesort").groupby(key, sort=False).tail(1)
+    merged = keyed(mine[[f.name for f in ACTIONS if f.name in mine.columns]]).merge(
+        last[[*key, "attempt", "_frame_trial"]], on=[*key, "attempt"], how="inner"
+    )
+    return (
+        pd.DataFrame(
+            {
+                "task": merged["task_id"].to_numpy(),
+                "trial": merged["_frame_trial"].to_numpy(),
+                "step": merged["step"].astype("int64").to_numpy(),
+                "action": merged["action"].to_numpy(),
+            }
+        )
+        .sort_values(["task", "trial", "step"], kind="mergesort")
+        .reset_index(drop=True)
+    )
 
 
 def _levels_of(tasks: pd.Series, levels: Mapping[str, Any], key: Any) -> list[Any]:

@@ -121,7 +121,8 @@ STAGES: dict[str, Stage] = {
     "scores": Stage(data=("results/tasks.parquet", "results/trials"), rules=("score",)),
     "judge": Stage(data=("results/tasks.parquet", "results/trials"), rules=("judge",)),
     "analysis": Stage(
-        data=("results/tasks.parquet", "results/scores", "results/judged"),
+        # results/trials: the trials' actions beside the shards (trajectory consistency)
+        data=("results/tasks.parquet", "results/trials", "results/scores", "results/judged"),
         rules=("analyze_group", "compare", "attribution", "summarize", "compare_runs"),
     ),
     # the manifest hashes every artifact: tasks, image infos and shards, the analysis outputs

@@ -191,20 +191,23 @@ class ShardJob:
 class ShardFiles:
     """Where one shard keeps things: ``journal`` (append-only, survives reruns; its path
     also names the shard's containers), ``output`` (the trial shard, written atomically),
-    ``server_log`` (the managed model server's log, None for none) and ``image_info``
+    ``server_log`` (the managed model server's log, None for none), ``image_info``
     (the agent's image record of :func:`evalnoise.pipeline.image_stage.ensure_image`,
-    None when the agent spec is complete without it)."""
+    None when the agent spec is complete without it) and ``actions`` (the trials' actions,
+    :data:`evalnoise.schema.ACTIONS`, written beside the shard; None: not written)."""
 
     journal: str
     output: str
     server_log: str | None = None
     image_info: str | None = None
+    actions: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "journal", _path("journal", self.journal))
         object.__setattr__(self, "output", _path("output", self.output))
         object.__setattr__(self, "server_log", _path("server_log", self.server_log, optional=True))
         object.__setattr__(self, "image_info", _path("image_info", self.image_info, optional=True))
+        object.__setattr__(self, "actions", _path("actions", self.actions, optional=True))
 
     @classmethod
     def from_params(
@@ -214,14 +217,17 @@ class ShardFiles:
         output: str | os.PathLike[str],
         log: str | os.PathLike[str],
         image_info: str | os.PathLike[str] | None,
+        actions: str | os.PathLike[str] | None = None,
     ) -> ShardFiles:
         """The files of a ``run_trials`` job: the journal from its ``params``, the shard
-        from its output, the server's log beside the job's ``log`` (``<log>.server``)."""
+        and its actions from its outputs, the server's log beside the job's ``log``
+        (``<log>.server``)."""
         return cls(
             journal=_param(params, "journal"),
             output=output,
             server_log=os.fspath(log) + SERVER_LOG_SUFFIX,
             image_info=image_info,
+            actions=None if actions is None else os.fspath(actions),
         )
 
     def to_dict(self) -> dict[str, Any]:

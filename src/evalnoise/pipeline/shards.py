@@ -156,6 +156,7 @@ def run_trials_shard(
             progress=False,
             environ=env,
             variant=job.variant,
+            actions_path=files.actions,
         )
     finally:
         if lazy is not None:

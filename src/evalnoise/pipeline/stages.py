@@ -138,6 +138,7 @@ def analyze_group(
     *,
     policy: str,
     health: Mapping[str, Any] | None = None,
+    actions: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """One group's statistics: ``overall``, ``levels``, ``infra``, ``per_task``, and what
     became of its trials: ``outcomes``, ``health`` (is this a measurement of the agent?),
@@ -146,13 +147,17 @@ def analyze_group(
     per driver how many attempts reported it, their total and mean; not priced here).
 
     ``options`` is the config's ``analysis`` section; ``policy`` the infra policy's
-    description, printed with the numbers; ``health`` the config's ``health`` section.
+    description, printed with the numbers; ``health`` the config's ``health`` section;
+    ``actions`` the actions tables of the group's trial shards
+    (:func:`evalnoise.pipeline.collect.read_actions`; None: the run records none), whose
+    counted trials' sequences give ``overall``'s ``trajectory_consistency``.
     A group with nothing to count (every trial excluded or unscored) gets records whose
     estimates are None, never an error: it is reported, flagged, and left out of comparisons.
     """
     from evalnoise.analysis import per_task_table
     from evalnoise.consistency import reliability_fields
     from evalnoise.costs import cost_drivers
+    from evalnoise.pipeline.collect import counted_actions
 
     outcomes, verdict, signals = group_health(data, health)
     ident = {"agent": data.agent, "resource_profile": data.resource_profile}
@@ -184,7 +189,12 @@ def analyze_group(
         **(
             {}
             if withheld is not None
-            else reliability_fields(data.frame, data.attempts, confidence=options["confidence"])
+            else reliability_fields(
+                data.frame,
+                data.attempts,
+                confidence=options["confidence"],
+                actions=None if actions is None else counted_actions(actions, data),
+            )
         ),
     )
     levels = []
@@ -389,12 +399,13 @@ def group_outputs(
     policy: str,
     health: Mapping[str, Any] | None = None,
     max_tasks: int | None = None,
+    actions: pd.DataFrame | None = None,
 ) -> GroupOutputs:
     """Every statistic of one group from its trials read once: ``stats`` =
     :func:`analyze_group` (eq. 2–4 and the ICC), ``convergence`` = :func:`convergence_table`,
     ``budget`` = :func:`budget_table` of those stats (eq. 9–10). The same values as the three
     functions called one by one; the group's health is assessed once for all three."""
-    stats = analyze_group(data, options, policy=policy, health=health)
+    stats = analyze_group(data, options, policy=policy, health=health, actions=actions)
     return GroupOutputs(
         stats=stats,
         # the verdict analyze_group reached with the same health section

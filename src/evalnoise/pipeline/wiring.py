@@ -298,6 +298,16 @@ class Wiring:
         """Every judge's shards of one group."""
         return self.judged_of(wildcards.agent, wildcards.resource_profile)
 
+    def group_actions(self, wildcards: Any) -> list[str]:
+        """The actions tables beside one group's trial shards (none for an imported table,
+        which records no actions)."""
+        if self.run.imported:
+            return []
+        return [
+            self._fill("run_trials", "actions", **s.wildcards)
+            for s in self.group_shards(wildcards.agent, wildcards.resource_profile)
+        ]
+
     def group_judged_by_judge(self, wildcards: Any) -> dict[str, list[str]]:
         """{judge: its shards of one group}, for the judges' record of analyze_group."""
         w = wildcards

@@ -70,6 +70,7 @@ from evalnoise.report.run_section import run_section
 from evalnoise.report.sequential import sequential_section
 from evalnoise.report.skipped_comparisons import drop_invalid_pairs
 from evalnoise.report.summary_section import summary_section
+from evalnoise.report.trajectory_section import trajectory_rows, trajectory_section
 
 __all__ = ["CHART_STEMS", "build_report"]
 
@@ -139,6 +140,7 @@ def _index_html(
         scripts.append(embed_script("vis-attribution", spec))
     nav = " · ".join(
         ['<a href="#outcomes">Outcomes</a>']
+        + (['<a href="#trajectories">Trajectories</a>'] if trajectory_rows(cards) else [])
         + (['<a href="#sequential">Adaptive evaluation</a>'] if sequential else [])
         + [f'<a href="#{ch.stem}">{html.escape(ch.title)}</a>' for ch, _ in rendered]
         + ['<a href="#attribution">Where the noise comes from</a>']
@@ -146,6 +148,7 @@ def _index_html(
     )
     policy = html.escape(card_context.infra_policy)
     backend = html.escape(card_context.backend or "not recorded")
+    trajectories = trajectory_section(cards, card_context.confidence)
     return f"""{page_head(title, _STYLE)}
 {top_banner(cards)}
 <p>Accuracy ± {card_context.confidence:.0%} CI | ICC | between-query SE, per agent and resource
@@ -154,6 +157,7 @@ profile (Mustahsan et al., eq. 11). Infra policy: <strong>{policy}
 <nav>{nav}</nav>
 {summary_section(cards, card_context.confidence)}
 {outcomes_section(cards)}
+{trajectories}
 {sequential}
 {chr(10).join(chart_html)}
 {cards_section(cards)}

@@ -16,7 +16,11 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from evalnoise.consistency_text import reliability_lines
+from evalnoise.consistency_text import (
+    TRAJECTORIES_NOT_RECORDED,
+    reliability_lines,
+    trajectory_line,
+)
 from evalnoise.formatting import fmt, pct
 from evalnoise.group_text import readings_text
 from evalnoise.outcomes import failed_trials
@@ -244,6 +248,16 @@ def card_fields(card: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     if reliability:
         # beside the accuracy and ICC they qualify: how reliable beyond the mean
         rows.insert(6, ("Reliability", "; ".join(reliability)))
+    trajectories = m.get("trajectory_consistency")
+    if trajectories:
+        # how the agent got there, after how reliably it did
+        text = (
+            trajectory_line(SimpleNamespace(**trajectories))
+            if trajectories.get("recorded")
+            else TRAJECTORIES_NOT_RECORDED
+        )
+        text = text.removeprefix("trajectories: ").removeprefix("trajectories ")
+        rows.insert(7 if reliability else 6, ("Trajectories", text))
     if card.get("policy_sensitivity"):
         # beside the policy it qualifies, before Health
         rows.insert(

@@ -265,6 +265,8 @@ def evaluation_card(
             "pass_k": None if rec.withheld else rec.pass_k,
             "outcome_consistency": None if rec.withheld else rec.outcome_consistency,
             "multiverse": None if rec.withheld else rec.multiverse,
+            # the counted trials' action sequences (None when withheld)
+            "trajectory_consistency": None if rec.withheld else rec.trajectory_consistency,
         },
         "task_complexity": {
             "level": context.task_level,

@@ -38,11 +38,15 @@ key is used instead. The record may carry the agent's model usage (optional; age
     {"answer": "42", "usage": {"model_calls": 2, "prompt_tokens": 310, "completion_tokens": 18}}
 
 Each count is a non-negative integer or null (unknown); a missing ``usage`` or key is
-unknown too. The runner records them in the trial row (:func:`usage_columns`): a malformed
-value is recorded as null with a note in ``error``, never read as a number and never a
-reason to fail the trial. Exit status 75 (``EX_TEMPFAIL``: a service the agent depends on, such as
-the model endpoint, stayed unreachable) is ``infra_error``; any other non-zero exit, or no
-answer either way, is ``agent_error``.
+unknown too. The record may also carry a ``trajectory``, the agent's actions in order (each a
+non-empty string or a JSON object such as a tool call), recorded beside the trial, never in
+its row (:func:`evalnoise.runner.actions.reported_trajectory`: a malformed one is not
+recorded, with a note in ``error``). The runner records the counts in the trial row
+(:func:`usage_columns`): a malformed value is recorded as null with a note in ``error``,
+never read as a number and never a reason to fail the trial. Exit status 75
+(``EX_TEMPFAIL``: a service the agent depends on, such as the model endpoint, stayed
+unreachable) is ``infra_error``; any other non-zero exit, or no answer either way, is
+``agent_error``.
 
 **Environment.** In a container the root filesystem is read-only; ``/tmp`` is a writable
 tmpfs (also ``HOME`` and the working directory); the process runs as user ``65534:65534``

@@ -684,6 +684,7 @@ class EnvironmentBackend:
             )
             row.update(outcome.usage)
             row["agent_steps"] = outcome.steps
+            row["actions"] = outcome.actions  # the actions table's, not a TRIALS column
         else:
             outcome = AgentOutcome()
         row["agent_duration_s"] = time.monotonic() - t0

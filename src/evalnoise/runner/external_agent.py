@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner import contract
+from evalnoise.runner.actions import ActionRecorder
 from evalnoise.runner.agent_failures import harbor_python, reported_failure
 from evalnoise.runner.engine import join_notes, one_line
 from evalnoise.runner.exec_protocol import (
@@ -59,6 +60,9 @@ class AgentOutcome:
     sigkilled: bool = False
     steps: int | None = None
     usage: dict[str, int | None] = field(default_factory=dict)
+    #: the requests the runner carried out, normalised (:mod:`evalnoise.runner.actions`);
+    #: None: not recorded
+    actions: list[str] | None = None
 
 
 #: In an external agent's command: the Python interpreter the runner runs in.
@@ -140,6 +144,10 @@ def run_external_agent(
     env.pop("EVALNOISE_OUTPUT", None)
     env.update(EVALNOISE_KIND="environment", EVALNOISE_PROTOCOL=PROTOCOL)
     outcome = AgentOutcome(steps=0)
+    recorder = ActionRecorder.for_trial(
+        box, scratch=str(scratch), home=str(home), task_dir=payload["task_dir"], workdir=workdir
+    )
+    outcome.actions = recorder.actions
     transcript = CappedOutput(2 * contract.TAIL_BYTES)
     stderr_path = scratch / "agent-stderr"
     with open(stderr_path, "wb") as err:
@@ -180,6 +188,7 @@ def run_external_agent(
                 record = message.record
                 break
             outcome.steps += 1
+            recorder.record(message)
             if isinstance(message, Upload):
                 _answer(proc, _upload(box, message, deadline))
                 continue

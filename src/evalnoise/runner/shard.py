@@ -41,7 +41,11 @@ trial does not grow with the number of trials in the shard.
   file in the same directory, fsync, ``os.replace``). Rows are sorted by (task_id, trial,
   attempt); ``time_block`` (the block's first trial index) and ``run_order`` (the trial's
   place in the shard's order) are filled in from the shard's plan as the file is written,
-  also for rows resumed from the journal.
+  also for rows resumed from the journal. The trials' actions (a row's ``actions``: the
+  commands an external agent's runner executed, a QA agent's reported trajectory;
+  :mod:`evalnoise.runner.actions`) are journaled with their row and, with ``actions_path``,
+  written beside it as their own table (:data:`evalnoise.schema.ACTIONS`, sorted by task,
+  trial, attempt and step), never as a column of the trials.
 
 The infra policy's ``retry`` is carried out here (every attempt kept as its own row); how
 infra outcomes then count toward accuracy is
@@ -70,6 +74,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalnoise.atomic import atomic_path
+from evalnoise.runner.actions import actions_table
 from evalnoise.runner.contract import AgentSpec, agent_spec
 from evalnoise.runner.infra_policies import InfraPolicy, infra_policy, should_retry
 from evalnoise.runner.resources import ResourceProfile, allocate, resource_profile
@@ -125,6 +130,8 @@ class ShardRequest:
     progress: bool = True
     #: the shard's prompt / sampling variant (None: a run without variants)
     variant: TrialVariant | None = None
+    #: where the trials' actions go (:data:`evalnoise.schema.ACTIONS`; None: not written)
+    actions_path: Path | None = None
 
     @property
     def variant_key(self) -> str:
@@ -329,6 +336,7 @@ def run_shard(
     progress: bool = True,
     environ: Mapping[str, str] | None = None,
     variant: TrialVariant | Mapping[str, Any] | None = None,
+    actions_path: str | os.PathLike[str] | None = None,
 ) -> ShardResult:
     """Run (or finish) one shard and write its Parquet file; see the module docstring.
 
@@ -337,7 +345,8 @@ def run_shard(
     object); ``trials``: the block of trial indices; ``policy``: the infra policy;
     ``backend``: ``"docker"``, ``"local"`` or a backend object; ``variant``: the shard's
     prompt / sampling variant (a :class:`TrialVariant` or its mapping; None without
-    variants). Secret values are read from
+    variants); ``actions_path``: where the trials' actions are written (module docstring,
+    "Output"; None: not written). Secret values are read from
     ``environ`` (default ``os.environ``) for the names in the agent's ``secret_env``.
     Raises :class:`EngineUnavailable` (after journaling what finished) if the engine stops
     answering, and ``BlockingIOError`` if another process is running the same shard.
@@ -417,6 +426,7 @@ def run_shard(
                 concurrency=concurrency,
                 progress=progress,
                 variant=shard_variant,
+                actions_path=None if actions_path is None else Path(actions_path),
             )
             result = _run(request, backend_obj, journal, old_rows, t_start)
             # A create request sent by a SIGKILLed earlier run can still be completed by the
@@ -567,6 +577,9 @@ def _run(
             if request.variant is not None:
                 row.update(request.variant.columns())
             rows.append(row)
+    if request.actions_path is not None:
+        # each row's actions came from its journal line: a resumed shard has them once
+        write_parquet_atomic(actions_table(rows), request.actions_path)
     table = rows_to_table(rows)
     write_parquet_atomic(table, request.output_path)
     all_statuses = Counter(r["status"] for r in rows)

@@ -182,7 +182,7 @@ def run_steps(
         step_row = {
             **row,
             **dict.fromkeys(("status", "phase", "error", "reward", "rewards_json")),
-            **dict.fromkeys(_SUMMED + _LAST),
+            **dict.fromkeys((*_SUMMED, *_LAST, "actions")),
             "verifier_time_limit_s": step.verifier_timeout_s * factor,
         }
         _clear(logs)
@@ -228,6 +228,8 @@ def run_steps(
                 row[key] = (row.get(key) or 0) + step_row[key]
         for key in _LAST:
             row[key] = step_row.get(key)
+        if step_row.get("actions") is not None:  # the steps' actions, one after another
+            row["actions"] = [*(row.get("actions") or ()), *step_row["actions"]]
         if step_texts["stdout"]:
             outputs.append(f"[step {step.name}]\n{step_texts['stdout']}")
         if step_texts["stderr"]:

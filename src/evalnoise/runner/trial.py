@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from evalnoise.errors import EngineUnavailable  # re-exported: the runner raises it
+from evalnoise.runner.actions import cap_action, reported_trajectory
 from evalnoise.runner.contract import (
     AgentOutput,
     AgentSpec,
@@ -173,10 +174,14 @@ def record_output(row: dict[str, Any], output: AgentOutput) -> dict[str, Any]:
     """Fill a completed trial's outcome from the agent's output: status, prediction or
     error (:func:`~evalnoise.runner.contract.classify_exit`), and its reported usage
     (:func:`~evalnoise.runner.contract.usage_columns`; a malformed one adds a note to
-    ``error`` and stays null). Usage is kept whatever the status: the calls were made."""
+    ``error`` and stays null) and trajectory (``actions``, for the actions table:
+    :func:`~evalnoise.runner.actions.reported_trajectory`, a malformed one not recorded, with
+    a note). Usage and actions are kept whatever the status: the calls were made."""
     status, error = classify_exit(row["exit_code"], output.prediction, output.problem)
     usage, note = usage_columns(output.record)
     row.update(usage)
+    row["actions"], trajectory_note = reported_trajectory(output.record)
+    note = "; ".join(part for part in (note, trajectory_note) if part) or None
     row["status"] = status
     if status == "ok":
         row["prediction"] = output.prediction
@@ -191,7 +196,10 @@ def finish_row(
     stdout: str | None = None,
     stderr: str | None = None,
 ) -> dict[str, Any]:
-    """Redact secrets from every free-text field (before cutting tails), set ``ended_at``."""
+    """Redact secrets from every free-text field (before cutting tails) and from the
+    recorded ``actions`` (before capping each), set ``ended_at``."""
+    if row.get("actions") is not None:
+        row["actions"] = [cap_action(redact(a, secrets)) for a in row["actions"]]
     if stdout is not None:
         row["stdout_tail"] = tail(redact(stdout, secrets))
     if stderr is not None:

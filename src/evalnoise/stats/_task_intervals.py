@@ -10,7 +10,8 @@ the same as :func:`evalnoise.stats.accuracy`'s ``se_clustered`` when h_g is a ta
 score, and the Wald interval h̄ ∓ z_{1−α/2} SE truncated to the statistic's range. When every
 h_g is equal the SE is 0 and the Wald interval one point, a certainty G tasks cannot give; a
 statistic on [0, 1] then takes the Wilson interval on n_eff = G, as
-:func:`evalnoise.stats.accuracy` does (``ci_method`` ``wilson_effective_n``).
+:func:`evalnoise.stats.accuracy` does (``ci_method`` ``wilson_effective_n``), and one on
+[a, b] the same interval of (h̄ − a)/(b − a), mapped back: a + (b − a) × Wilson.
 
 The pooled mean over trials μ̂_p = Σ S_g / N (paper eq. 2) is a ratio of cluster totals; its
 cluster-robust SE (the CR1 sandwich of an intercept-only regression clustered by task) is
@@ -33,8 +34,9 @@ def task_mean_interval(
     values: np.ndarray, confidence: float, *, low: float = 0.0, high: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(mean, SE, ci_low, ci_high) over axis 0 of ``values`` (tasks × anything), CR1 SE,
-    normal quantile, the interval truncated to [``low``, ``high``]; SE and interval NaN with
-    fewer than two tasks."""
+    normal quantile, the interval truncated to [``low``, ``high``] (the Wilson interval on
+    n_eff = G, rescaled to the range, where every task's value is equal); SE and interval NaN
+    with fewer than two tasks."""
     v = np.asarray(values, dtype=float)
     g = v.shape[0]
     mean = v.mean(axis=0)
@@ -45,9 +47,11 @@ def task_mean_interval(
     z = float(norm_ppf(0.5 + confidence / 2.0))
     lo, hi = np.clip(mean - z * se, low, high), np.clip(mean + z * se, low, high)
     flat = np.ptp(v, axis=0) == 0
-    if (low, high) == (0.0, 1.0) and np.any(flat):
-        w_lo, w_hi = wilson_interval(np.clip(mean, 0.0, 1.0), g, confidence)
-        lo, hi = np.where(flat, w_lo, lo), np.where(flat, w_hi, hi)
+    if high > low and np.any(flat):
+        width = high - low
+        w_lo, w_hi = wilson_interval(np.clip((mean - low) / width, 0.0, 1.0), g, confidence)
+        lo = np.where(flat, low + width * np.asarray(w_lo), lo)
+        hi = np.where(flat, low + width * np.asarray(w_hi), hi)
     return mean, se, lo, hi
 
 

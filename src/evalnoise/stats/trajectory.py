@@ -102,10 +102,12 @@ class TrajectoryConsistencyResult(DictResult):
     first_divergence : the step of first divergence per task (NaN when all agree).
     task_means : each task's mean score.
     mean_distinct, distinct_ci_low, distinct_ci_high : mean of ``n_distinct`` over tasks and
-        its task-clustered interval.
+        its task-clustered interval (on [1, the most trials of a task]).
     mean_edit_distance, edit_distance_ci_low, edit_distance_ci_high : the same for
         ``edit_distance`` (tasks with two or more trials).
-    mean_first_divergence : mean step of first divergence over the tasks that diverge.
+    mean_first_divergence, first_divergence_ci_low, first_divergence_ci_high : mean step of
+        first divergence over the tasks that diverge, and its task-clustered interval (on
+        [1, the longest sequence + 1]).
     share_diverging_by_step_2 : of the tasks that diverge, the share that do so at step 1 or 2.
     consistent_max_distinct : a task is consistent with at most this many distinct sequences.
     n_consistent, n_inconsistent : tasks on each side.
@@ -129,6 +131,8 @@ class TrajectoryConsistencyResult(DictResult):
     edit_distance_ci_low: float
     edit_distance_ci_high: float
     mean_first_divergence: float
+    first_divergence_ci_low: float
+    first_divergence_ci_high: float
     share_diverging_by_step_2: float
     consistent_max_distinct: int
     n_consistent: int
@@ -142,11 +146,13 @@ class TrajectoryConsistencyResult(DictResult):
     confidence: float
 
 
-def _mean_ci(values: np.ndarray, conf: float, high: float = 1.0) -> tuple[float, float, float]:
+def _mean_ci(
+    values: np.ndarray, conf: float, high: float = 1.0, low: float = 0.0
+) -> tuple[float, float, float]:
     v = values[np.isfinite(values)]
     if v.size == 0:
         return float("nan"), float("nan"), float("nan")
-    mean, _, lo, hi = task_mean_interval(v, conf, high=high)
+    mean, _, lo, hi = task_mean_interval(v, conf, low=low, high=high)
     return float(mean), float(lo), float(hi)
 
 
@@ -160,7 +166,8 @@ def trajectory_consistency(
 ) -> TrajectoryConsistencyResult:
     """Per task: distinct sequences, mean pairwise normalised edit distance
     (:func:`normalised_edit_distance`), step of first divergence (:func:`first_divergence`);
-    per group: their means over tasks with task-clustered intervals, and the accuracy of the
+    per group: their means over tasks with task-clustered intervals (the step of first
+    divergence over the tasks that diverge), and the accuracy of the
     consistent and the inconsistent tasks (module docstring).
 
     Parameters
@@ -194,9 +201,13 @@ def trajectory_consistency(
             )
         diverge[i] = first_divergence(mine)
     hi_distinct = float(n_trials.max())
-    m_distinct, lo_distinct, up_distinct = _mean_ci(distinct.astype(float), conf, hi_distinct)
+    m_distinct, lo_distinct, up_distinct = _mean_ci(
+        distinct.astype(float), conf, hi_distinct, low=1.0
+    )
     m_edit, lo_edit, up_edit = _mean_ci(edit, conf)
     split = np.isfinite(diverge)
+    longest = max((len(s) for s in seqs), default=0)
+    m_div, lo_div, up_div = _mean_ci(diverge, conf, high=float(longest + 1), low=1.0)
     consistent = distinct <= limit
     acc_c = _mean_ci(np.where(consistent, means, np.nan), conf)
     acc_i = _mean_ci(np.where(~consistent, means, np.nan), conf)
@@ -213,7 +224,9 @@ def trajectory_consistency(
         mean_edit_distance=m_edit,
         edit_distance_ci_low=lo_edit,
         edit_distance_ci_high=up_edit,
-        mean_first_divergence=float(diverge[split].mean()) if split.any() else float("nan"),
+        mean_first_divergence=m_div,
+        first_divergence_ci_low=lo_div,
+        first_divergence_ci_high=up_div,
         share_diverging_by_step_2=float((diverge[split] <= 2).mean())
         if split.any()
         else float("nan"),
