@@ -69,7 +69,7 @@ def old_variance_components() -> Callable[..., Any]:
         capture_output=True,
         text=True,
     ).stdout
-    src = src.replace("from ._common import", "from evalnoise.attribution._common import")
+    src = src.replace("from ._common import", "from evalnoise.attribution._trial_frame import")
     src = src.replace("from ._json import", "from evalnoise.attribution._json import")
     path = Path(tempfile.mkdtemp()) / "old_time_effects.py"
     path.write_text(src)

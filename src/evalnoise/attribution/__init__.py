@@ -29,7 +29,8 @@ Building blocks: :func:`time_blocks` (equal-count blocks of start times),
 :func:`benjamini_hochberg` and :func:`mcnemar_exact_p`.
 """
 
-from evalnoise.attribution._common import fisher_exact_2xr, time_blocks
+from evalnoise.attribution._exact_tests import fisher_exact_2xr
+from evalnoise.attribution._trial_frame import time_blocks
 from evalnoise.attribution.all_analyses import (
     AttributionTables,
     NotRun,

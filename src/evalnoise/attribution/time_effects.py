@@ -66,7 +66,7 @@ from evalnoise.stats._results import DictResult, renamed
 from evalnoise.stats.permutation import FactorPermutationResult, factor_permutation_test
 from evalnoise.stats.shares import ShareDecision, share_decision
 
-from ._common import (
+from ._trial_frame import (
     one_group,
     require_columns,
     run_seconds,

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from evalnoise.errors import InputError
-from evalnoise.importers._common import Trial, Where, expand_paths, natural_key
+from evalnoise.importers._trial_records import Trial, Where, expand_paths, natural_key
 from evalnoise.schema import STATUSES
 from evalnoise.trial_table import column_list, default_score_column, read_any
 

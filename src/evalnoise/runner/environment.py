@@ -1,9 +1,9 @@
 """Environment trials: the agent, then the verifier, in one fresh container of the task's image.
 
-:class:`EnvironmentBackend` runs trials of Harbor tasks (:mod:`evalnoise.tasks.harbor`) with
+:class:`EnvironmentBackend` runs trials of Harbor tasks (:mod:`evalnoise.tasks.harbor_task`) with
 the same interface as the QA backends (:class:`evalnoise.runner.trial.Backend`): a
 :class:`~evalnoise.runner.trial.TrialRequest` whose ``task`` is a row of
-:func:`evalnoise.tasks.harbor.environment_task_rows` in, one trial row out.
+:func:`evalnoise.tasks.harbor_folders.environment_task_rows` in, one trial row out.
 
 **One trial.**
 
@@ -211,13 +211,8 @@ from evalnoise.runner.trial_network import (
     offline_cause,
 )
 from evalnoise.schema import VERIFIED_AFTER
-from evalnoise.tasks.harbor import (
-    HarborTask,
-    HarborTaskError,
-    load_harbor_task,
-    resolve_env,
-    templated_names,
-)
+from evalnoise.tasks.harbor_folders import load_harbor_task
+from evalnoise.tasks.harbor_task import HarborTask, HarborTaskError, resolve_env, templated_names
 
 NAME = "docker-environment"
 AGENT_KINDS = ("oracle", "null", "external")

@@ -17,7 +17,6 @@ from evalnoise.stats.accuracy_sequences import (
 )
 from evalnoise.stats.agreement import AgreementResult, judge_agreement, judge_agreement_by_level
 from evalnoise.stats.confidence_sequences import MeanCSResult, mean_confidence_sequence
-from evalnoise.stats.consistency import OutcomeConsistencyResult, outcome_consistency
 from evalnoise.stats.convergence import ConvergenceResult, icc_convergence
 from evalnoise.stats.dstudy import (
     DStudyResult,
@@ -59,6 +58,7 @@ from evalnoise.stats.paired import (
     compare,
     holm,
     mcnemar,
+from evalnoise.stats.outcome_consistency import OutcomeConsistencyResult, outcome_consistency
     mcnemar_exact_p,
     paired_bootstrap,
     paired_difference,

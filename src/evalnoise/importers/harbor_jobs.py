@@ -72,7 +72,7 @@ import pyarrow as pa
 from evalnoise.errors import InputError
 from evalnoise.harbor_exceptions import GROUPS as _GROUPS
 from evalnoise.harbor_exceptions import STATUS_OF_EXCEPTION, VERIFIER_ERROR
-from evalnoise.importers._common import (
+from evalnoise.importers._trial_records import (
     Trial,
     Where,
     check_score,
