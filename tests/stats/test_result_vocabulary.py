@@ -34,6 +34,7 @@ NOT_RESULTS = {
     "NotEstimable": "an exception",
     "StoppingRule": "an input: the rule an adaptive evaluation stops by",
     "AgentTrials": "an input: one agent's trials with their blocks",
+    "EntryUnits": "an intermediate: an adaptive run's units, inside the sequences and stopping",
 }
 
 RNG = np.random.default_rng(7)

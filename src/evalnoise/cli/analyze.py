@@ -129,7 +129,7 @@ def with_outcomes(
     import pandas as pd
 
     from evalnoise.outcomes import FLAGS, UNDECIDED, outcome_of
-    from evalnoise.trial_table import _to_scores
+    from evalnoise.trial_table import to_scores
     from evalnoise.verified_after import apply_rule
 
     if status not in raw.columns:
@@ -137,7 +137,7 @@ def with_outcomes(
     score = raw[columns.score] if columns.score in raw.columns else pd.Series(np.nan, raw.index)
     missing = score.isna() | score.astype("string").str.strip().eq("")
     state = raw[status].astype(str)
-    values = _to_scores(score.mask(missing), path, columns.score, allow_missing=True)
+    values = to_scores(score.mask(missing), path, columns.score, allow_missing=True)
     view = pd.DataFrame(
         {
             "task_id": raw[columns.task].astype(str).to_numpy()

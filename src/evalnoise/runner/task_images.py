@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evalnoise.runner.base_image import _locked, context_digest, engine_client
+from evalnoise.runner.base_image import build_lock, context_digest, engine_client
 from evalnoise.runner.contract import tail
 from evalnoise.tasks.harbor_task import HarborTask
 from evalnoise.user_cache import cache_dir as default_cache_dir
@@ -235,7 +235,7 @@ def ensure_task_image(
             )
         tag = task_image_tag(task, base_id, args)
         cache = Path(cache_dir or default_cache_dir()) / "task-images"
-        with _locked(cache / f"{tag.replace(':', '_').replace('/', '_')}.lock"):
+        with build_lock(cache / f"{tag.replace(':', '_').replace('/', '_')}.lock"):
             existing = _image(client, tag)
             if existing is not None:
                 return _found(task, existing, tag)

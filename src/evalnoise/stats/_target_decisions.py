@@ -18,12 +18,12 @@ import numpy as np
 
 from evalnoise.stats.accuracy_sequences import (
     ConfidenceSequenceResult,
-    _Units,
+    EntryUnits,
     confidence_sequence,
     paired_confidence_sequence,
 )
 from evalnoise.stats.icc import icc_oneway
-from evalnoise.stats.planning import _max_count, optimal_trials_per_task
+from evalnoise.stats.planning import affordable_count, optimal_trials_per_task
 from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def sequence_decision(
     rule: StoppingRule,
     agents: list,
     icc_res: ICCResult,
-    u: _Units,
+    u: EntryUnits,
     t_cur: int,
     ctx: dict,
     base: dict,
@@ -138,7 +138,7 @@ def sequence_decision(
         # trials added to tasks already in the sequence cannot narrow an interval over tasks
         return _stop(base, "limit_reached", warnings)
     remaining = ctx["remaining"]
-    k = min(ctx["last_new"], int(_max_count(remaining, unit_cost)))
+    k = min(ctx["last_new"], int(affordable_count(remaining, unit_cost)))
     if n_cap is not None:
         k = min(k, n_cap - ctx["n_tasks"])
     if k < 1:
@@ -172,7 +172,7 @@ def _difference_components(cs: ConfidenceSequenceResult, agents) -> tuple[float,
 
 
 def icc_decision(
-    rule: StoppingRule, res: ICCResult, u: _Units, ctx: dict, base: dict
+    rule: StoppingRule, res: ICCResult, u: EntryUnits, ctx: dict, base: dict
 ) -> dict[str, Any]:
     """The icc target: Bonett's SE of ICC(1,1) from every trial (arguments as for
     :func:`sequence_decision`)."""
@@ -223,10 +223,10 @@ def icc_decision(
         return _stop(base, "limit_reached", warnings)
     order = ("more_trials", "more_tasks") if prefer_trials else ("more_tasks", "more_trials")
     for action in order:
-        if action == "more_trials" and can_trials and int(_max_count(remaining, cost_trials)):
+        if action == "more_trials" and can_trials and int(affordable_count(remaining, cost_trials)):
             return _go(base, action, 0, t_top, cost_trials, warnings)
-        if action == "more_tasks" and can_tasks and int(_max_count(remaining, task_cost)):
-            kk = min(ctx["last_new"], int(_max_count(remaining, task_cost)))
+        if action == "more_tasks" and can_tasks and int(affordable_count(remaining, task_cost)):
+            kk = min(ctx["last_new"], int(affordable_count(remaining, task_cost)))
             if n_cap is not None:
                 kk = min(kk, n_cap - n)
             return _go(base, action, kk, t_new, kk * task_cost, warnings)

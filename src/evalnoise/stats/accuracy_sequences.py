@@ -114,7 +114,10 @@ class ConfidenceSequenceResult(DictResult):
 
 
 @dataclass(frozen=True)
-class _Units:
+class EntryUnits:
+    """The units of an adaptive run's sequences: each task with the trials of the round it
+    entered in (:func:`entry_units`), in the order the run met them."""
+
     labels: np.ndarray  # task label per unit, sequence order
     entry: np.ndarray  # entry block code per unit
     total: np.ndarray  # Σ scores in the entry block, per unit (and per agent for pairs)
@@ -124,8 +127,9 @@ class _Units:
     n_task_rows: np.ndarray  # trials per task (all blocks) for every task, not only units
 
 
-def _entry_units(frames: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> _Units:
-    """Units from one agent's (or two agents') rows: entry block, entry sums and counts.
+def entry_units(frames: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> EntryUnits:
+    """The units of one agent's (or two agents') rows: each task's entry round, entry sums
+    and counts.
 
     ``frames`` holds (scores, tasks, blocks) per agent. A task's entry block is the first
     block in which any agent ran it; its unit holds each agent's trials in that block.
@@ -160,7 +164,7 @@ def _entry_units(frames: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> _Un
     total = np.bincount(idx[in_entry], weights=y[in_entry], minlength=g * na).reshape(g, na)
     count = np.bincount(idx[in_entry], minlength=g * na).reshape(g, na)
     order = np.lexsort((first_row, entry))
-    return _Units(
+    return EntryUnits(
         labels=np.asarray(labels)[order],
         entry=entry[order],
         total=total[order],
@@ -242,7 +246,7 @@ def confidence_sequence(
     """
     conf = check_probability(confidence)
     y = finite_scores(scores, "scores", unit=True)
-    u = _entry_units([(y, np.asarray(tasks), np.asarray(blocks))])
+    u = entry_units([(y, np.asarray(tasks), np.asarray(blocks))])
     values = u.total[:, 0] / u.count[:, 0]
     nb = u.block_labels.size
     counts, cs = _sequence_from_units(values, u.entry, nb, conf, method, tuning_half_width)
@@ -326,7 +330,7 @@ def paired_confidence_sequence(
     conf = check_probability(confidence)
     ya = finite_scores(scores_a, "scores_a", unit=True)
     yb = finite_scores(scores_b, "scores_b", unit=True)
-    u = _entry_units(
+    u = entry_units(
         [
             (ya, np.asarray(tasks_a), np.asarray(blocks_a)),
             (yb, np.asarray(tasks_b), np.asarray(blocks_b)),
@@ -334,7 +338,7 @@ def paired_confidence_sequence(
     )
     both = (u.count > 0).all(axis=1)
     dropped = int((~both).sum())
-    u = _Units(
+    u = EntryUnits(
         labels=u.labels[both],
         entry=u.entry[both],
         total=u.total[both],

@@ -44,7 +44,7 @@ import pandas as pd
 from ._checks import check_probability, judge_and_reference, task_codes
 from ._distributions import norm_ppf, norm_sf
 from ._results import DictResult, plain, renamed
-from .proportion import _wilson_or_nan
+from .proportion import wilson_or_nan
 
 __all__ = ["AgreementResult", "judge_agreement", "judge_agreement_by_level"]
 
@@ -356,9 +356,9 @@ def judge_agreement(
         d_agree = _ratio_design_effect(tc[:, 0] + tc[:, 3], tc.sum(axis=1))
         d_far = _ratio_design_effect(tc[:, 1], tc[:, 1] + tc[:, 3])
         d_frr = _ratio_design_effect(tc[:, 2], tc[:, 0] + tc[:, 2])
-    a_low, a_high = _wilson_or_nan((n11 + n00) / n if n else nan, n, confidence, d_agree)
-    far_low, far_high = _wilson_or_nan(far, m0, confidence, d_far)
-    frr_low, frr_high = _wilson_or_nan(frr, m1, confidence, d_frr)
+    a_low, a_high = wilson_or_nan((n11 + n00) / n if n else nan, n, confidence, d_agree)
+    far_low, far_high = wilson_or_nan(far, m0, confidence, d_far)
+    frr_low, frr_high = wilson_or_nan(frr, m1, confidence, d_frr)
 
     # Degenerate judge.
     reason = ""

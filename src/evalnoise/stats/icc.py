@@ -184,7 +184,7 @@ def _estimates(ssb, ssw, n_tasks, n_obs, n0, var_means):
     return msb, msw, icc, icc_k, icc_plugin, sigma2_between
 
 
-def _moments_to_batch(n_tasks, n_obs, sum_t2, s, q, s2_t, m, m2) -> ICCBatch:
+def icc_from_moments(n_tasks, n_obs, sum_t2, s, q, s2_t, m, m2) -> ICCBatch:
     """ICC estimates from per-data-set moments of the per-task sums.
 
     Arguments are arrays of the batch shape: a (tasks), N (trials), ΣT_i², ΣS_i, ΣQ_i,
@@ -279,7 +279,7 @@ def icc_batch(count: np.ndarray, total: np.ndarray, total_sq: np.ndarray) -> ICC
         m2 = (means * means).sum(axis=-1)
         s_sum = s.sum(axis=-1)
         q_sum = q.sum(axis=-1)
-    return _moments_to_batch(a, n_obs, sum_t2, s_sum, q_sum, s2_t, m, m2)
+    return icc_from_moments(a, n_obs, sum_t2, s_sum, q_sum, s2_t, m, m2)
 
 
 def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.95) -> ICCResult:

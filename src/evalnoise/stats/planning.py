@@ -582,11 +582,12 @@ def optimal_trials_per_task(
     )
 
 
-def _max_count(
+def affordable_count(
     money: float | np.ndarray, price: float | np.ndarray, *, rtol: float = _COST_RTOL
 ) -> np.ndarray:
-    """floor(money / price) that tolerates rounding (0.3 / 0.1 buys 3, not 2); 0 where
-    ``money`` is not positive. Vectorized; int64."""
+    """How many units ``money`` buys at ``price``: ⌊money / price · (1 + rtol)⌋, so rounding
+    does not lose one (0.3 / 0.1 buys 3, not 2); 0 where ``money`` is not positive.
+    Vectorized; int64."""
     money = np.asarray(money, dtype=float)
     q = np.floor(money / price * (1 + rtol))
     return np.where(money > 0, q, 0).astype(np.int64)
@@ -656,8 +657,8 @@ def cost_allocation(
     n_cap = optional_positive_int(max_tasks, "max_tasks")
     t_cap = optional_positive_int(max_trials, "max_trials")
 
-    n_hi = int(_max_count(np.float64(b), np.float64(c1 + c2)))
-    t_hi = int(_max_count(np.float64(b - c1), np.float64(c2))) if b > c1 else 0
+    n_hi = int(affordable_count(np.float64(b), np.float64(c1 + c2)))
+    t_hi = int(affordable_count(np.float64(b - c1), np.float64(c2))) if b > c1 else 0
     if n_hi < 1 or t_hi < 1:
         raise ValueError(f"budget {b:g} does not buy one task with one trial (cost {c1 + c2:g})")
     if n_cap is not None:
@@ -672,10 +673,10 @@ def cost_allocation(
 
     if n_hi <= t_hi:
         n = np.arange(1, n_hi + 1, dtype=np.int64)
-        trials = np.minimum(_max_count((b / n - c1), np.float64(c2)), t_hi)
+        trials = np.minimum(affordable_count((b / n - c1), np.float64(c2)), t_hi)
     else:
         trials = np.arange(1, t_hi + 1, dtype=np.int64)
-        n = np.minimum(_max_count(np.float64(b), c1 + trials * c2), n_hi)
+        n = np.minimum(affordable_count(np.float64(b), c1 + trials * c2), n_hi)
     keep = (n >= 1) & (trials >= 1)
     n, trials = n[keep], trials[keep]
     # The frontier: drop rows another row dominates (as many tasks and as many trials).

@@ -30,7 +30,7 @@ import pandas as pd
 from evalnoise.stats._checks import check_finite_number, finite_scores
 from evalnoise.stats._results import DictResult
 from evalnoise.stats._target_decisions import icc_decision, last_block_design, sequence_decision
-from evalnoise.stats.accuracy_sequences import _entry_units
+from evalnoise.stats.accuracy_sequences import entry_units
 from evalnoise.stats.icc import icc_oneway
 from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule, Target
 
@@ -236,7 +236,7 @@ def stopping_decision(
         spent_v = check_finite_number(spent, "spent")
     remaining = rule.budget - spent_v
 
-    u = _entry_units(agents)
+    u = entry_units(agents)
     n_tasks = int(u.labels.size)
     last_new, t_cur = last_block_design(u.entry, u.count[:, 0])
     icc_res = icc_oneway(y, agents[0][1], confidence=rule.confidence)
