@@ -43,7 +43,7 @@ before every timed build, as after an edit of the package or the rules.
         --scale local:100000:10 --scale local:100000:1 --name dag_build
 
 ``scontrol``: where the Slurm client is installed but no controller runs, Snakemake's Slurm
-executor plugin waits 9 s on ``scontrol show config`` at every start. Unless ``--slurm-probe``
+executor plugin waits on ``scontrol show config`` at every start. Unless ``--slurm-probe``
 is given, the runs' PATH starts with a ``scontrol`` that fails at once; the first DAG build of
 each scale is also timed without that stand-in (``dag_build_s_with_probe``).
 """
@@ -78,10 +78,10 @@ AGENT_DIR = Path(__file__).resolve().parent / "agents" / "instant"
 OUT = ROOT / "benchmarks" / "results"
 PROJECT_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "src", "agents", "images")
 #: Expected seconds per trial (shards.trial_seconds) when --trial-seconds is not given: the
-#: runner's wall time per trial with the instant agent, 2 at once, on this 2-core machine idle
-#: (2026-11-25: 147 ms docker, 19 ms local), so a shard of target_seconds lasts about that.
-#: A trial's ``duration_s`` is less (53 ms, 32 ms): it leaves out container create and
-#: removal, and two trials run at once.
+#: runner's wall time per trial with the instant agent, 2 at once, on an idle 2-core machine
+#: (benchmarks/results/comment-measurements.md), so a shard of target_seconds lasts about
+#: that. A trial's ``duration_s`` is less: it leaves out container create and removal, and
+#: two trials run at once.
 TRIAL_SECONDS = {"docker": 0.15, "local": 0.02}
 #: Script of a job → stage of the table.
 STAGES = {

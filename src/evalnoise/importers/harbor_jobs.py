@@ -413,8 +413,9 @@ def _phase_of(info: dict, holder: dict, where: Where, prefix: str) -> str | None
     """The phase the trial was in when the exception was recorded.
 
     The last phase (in :data:`PHASES` order) that had started by ``occurred_at``: Harbor stops
-    a phase's clock in a ``finally`` and records the exception just after (measured: 2–17 ms
-    later), so the phase that raised has always finished by then. Harbor 0.6 to 0.25 wrote
+    a phase's clock in a ``finally`` and records the exception just after
+    (``benchmarks/results/comment-measurements.md``), so the phase that raised has always
+    finished by then. Harbor 0.6 to 0.25 wrote
     ``occurred_at`` in local time without a zone (``ExceptionInfo.from_exception``:
     ``datetime.now()``) beside phase times in UTC (``datetime.now(timezone.utc)``); such a
     stamp is first moved to UTC by the local clock's offset (:func:`_local_offset`). When

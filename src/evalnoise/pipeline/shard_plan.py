@@ -24,7 +24,7 @@ journal, not run again.
 
 **Shard size.** By default a shard holds ``trials.block_size`` trial indices ×
 ``task_chunk_size`` tasks. A shard's job costs a fixed start (a Python interpreter, imports,
-the journal, the Parquet write: about a second) and a score job beside it, so shards of
+the journal, the Parquet write) and a score job beside it, so shards of
 trials that take milliseconds are mostly start. With ``shards.target_seconds`` set,
 :func:`chunk_size` widens the task chunks so a shard holds about that many seconds of trials
 (at ``shards.trial_seconds`` each). The chunk size is a function of those constants only,

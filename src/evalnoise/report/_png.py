@@ -1,7 +1,7 @@
 """A process that renders Vega-Lite specs to PNG files with vl-convert (no altair).
 
 vl-convert holds the GIL while it renders, and its first call in a process starts a V8
-engine (about a second here); a report renders every PNG after that start, one after the
+engine, which is slow; a report renders every PNG after that start, one after the
 other. :class:`evalnoise.report._render.PngRenderer` runs this module in worker processes
 started when the report begins, so the engine starts and the PNGs render while the report
 builds its cards and charts (two workers render two charts at once) — when CPUs are idle

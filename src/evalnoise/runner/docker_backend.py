@@ -441,7 +441,7 @@ class _StatsSampler(_Sampler):
                     return
 
     def stop(self, timeout: float = 0.0) -> int | None:
-        # the stream blocks until the engine's next sample (~1 s): do not wait for it
+        # the stream blocks until the engine's next sample (one a second): do not wait for it
         return super().stop(timeout)
 
 
