@@ -22,8 +22,8 @@ from evalnoise.stats.accuracy_sequences import (
     confidence_sequence,
     paired_confidence_sequence,
 )
+from evalnoise.stats.cost_allocation import affordable_count, optimal_trials_per_task
 from evalnoise.stats.icc import icc_oneway
-from evalnoise.stats.planning import affordable_count, optimal_trials_per_task
 from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule
 
 if TYPE_CHECKING:

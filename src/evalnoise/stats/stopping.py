@@ -197,7 +197,7 @@ def stopping_decision(
     more trials each: the anytime-valid sequence is over tasks with their entry trials, so
     trials added to tasks already in it cannot narrow it. ``next_trials_per_task`` is the
     whole T minimizing (σ²_b + σ²_w/T)(c_task + T·c_trial) within ``max_trials_per_task``
-    (:func:`evalnoise.stats.planning.optimal_trials_per_task`), and the action is
+    (:func:`evalnoise.stats.cost_allocation.optimal_trials_per_task`), and the action is
     ``"more_trials"`` when it exceeds the current T, else ``"more_tasks"`` (with fewer
     trials each if the current T is past the optimum). The next block draws as many new
     tasks as the last block did, fewer if the budget or ``max_tasks`` says so.
