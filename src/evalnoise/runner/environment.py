@@ -172,12 +172,7 @@ from evalnoise.runner.compose_services import (
     start_services,
     stop_services,
 )
-from evalnoise.runner.docker_backend import (
-    CGROUP_ROOT,
-    SHARD_LABEL,
-    cgroup_version,
-    container_memory_dir,
-)
+from evalnoise.runner.docker_backend import SHARD_LABEL
 from evalnoise.runner.engine import (
     connect_engine,
     container_network,
@@ -191,6 +186,7 @@ from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
 from evalnoise.runner.healthcheck import run_healthcheck
 from evalnoise.runner.host_processes import kill_marked
+from evalnoise.runner.peak_memory import CGROUP_ROOT, cgroup_version, container_memory_dir
 from evalnoise.runner.resources import Allocation, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.steps import run_steps
