@@ -38,6 +38,7 @@ from evalnoise.attribution.all_analyses import (
     attribution_for_trials,
     read_attribution,
 )
+from evalnoise.attribution.drift import DriftResult, drift_test
 from evalnoise.attribution.flaky import (
     CHECK_DESCRIPTIONS,
     CHECKS,
@@ -53,10 +54,8 @@ from evalnoise.attribution.policy_sensitivity import (
 from evalnoise.attribution.resource import ResourceSensitivityResult, resource_sensitivity
 from evalnoise.attribution.time_effects import (
     INFRA_COMPONENTS,
-    DriftResult,
     TimeEffectsResult,
     VarianceComponentsResult,
-    drift_test,
     time_effects,
     variance_components,
 )
