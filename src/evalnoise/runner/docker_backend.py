@@ -289,18 +289,7 @@ class DockerBackend:
             t0 = time.monotonic()
             row["started_at"] = utc_now()
             sampler = self._start_sampler(container_id, cgroup_name)
-            timed_out = False
-            try:
-                api.wait(container_id, timeout=allocation.time_limit_s)
-            except requests.exceptions.RequestException:
-                if time.monotonic() - t0 < allocation.time_limit_s * 0.99:
-                    raise  # not our deadline: the engine went away
-                try:
-                    api.kill(container_id)
-                    timed_out = True
-                except docker.errors.APIError:
-                    pass  # it exited on its own just as the deadline passed
-                api.wait(container_id, timeout=KILL_GRACE_S)
+            timed_out = _wait_or_kill(api, container_id, t0, allocation.time_limit_s)
             row["duration_s"] = time.monotonic() - t0
             row["ended_at"] = utc_now()
             attrs = api.inspect_container(container_id)
@@ -341,6 +330,29 @@ class DockerBackend:
             if cgroup_name is not None:
                 self._parents.release(cgroup_name)
         return finish_row(row, secrets, stdout=stdout, stderr=stderr)
+
+
+def _wait_or_kill(api: Any, container_id: str, t0: float, time_limit_s: float) -> bool:
+    """Wait for the container to exit; at its deadline kill it and wait for the exit. True
+    when the runner killed it (a timeout); an engine that stops answering before the
+    deadline raises."""
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        api.wait(container_id, timeout=time_limit_s)
+    except requests.exceptions.RequestException:
+        if time.monotonic() - t0 < time_limit_s * 0.99:
+            raise  # not our deadline: the engine went away
+        timed_out = False
+        try:
+            api.kill(container_id)
+            timed_out = True
+        except docker.errors.APIError:
+            pass  # it exited on its own just as the deadline passed
+        api.wait(container_id, timeout=KILL_GRACE_S)
+        return timed_out
+    return False
 
 
 def check_engine() -> EngineUnavailable | None:
