@@ -361,7 +361,8 @@ import json, sys, time
 from pathlib import Path
 import pandas as pd
 from evalnoise.pipeline import settings
-from evalnoise.pipeline.shard_plan import Plan
+from evalnoise.pipeline import shard_plan
+ShardPlan = getattr(shard_plan, "ShardPlan", None) or shard_plan.Plan  # a baseline's name
 from evalnoise.runner import run_shard
 
 ws, out = Path(sys.argv[1]), Path(sys.argv[2])
@@ -370,7 +371,7 @@ config = settings.with_defaults(
     settings.load_schema(ws / "config/schemas/config.schema.yaml"),
 )
 tasks = pd.read_parquet(ws / "results/tasks.parquet")
-plan = Plan.from_config(config, len(tasks))
+plan = ShardPlan.from_config(config, len(tasks))
 trials = list(range(int(config["trials"]["count"])))
 t0 = time.perf_counter()
 statuses = {}
@@ -675,13 +676,13 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     if args.profile_dag and scale == args.largest:
         profile = _relative(profile_dag(ws, env, scale.label, args.out))
 
-    from evalnoise.pipeline.shard_plan import Plan
+    from evalnoise.pipeline.shard_plan import ShardPlan
 
     config = yaml.safe_load((ws / "config" / "config.yaml").read_text())
     from evalnoise.pipeline.settings import load_schema, with_defaults
 
     config = with_defaults(config, load_schema(ws / "config/schemas/config.schema.yaml"))
-    plan = Plan.from_config(config, scale.tasks)
+    plan = ShardPlan.from_config(config, scale.tasks)
     shards = len(plan.shards())
     row = {
         "label": scale.label,
