@@ -200,7 +200,7 @@ def sequential_run(default_config):
     config["sequential"] = {
         **config["sequential"],
         "enabled": True,
-        "first_block": {"tasks": 4, "trials": 2},
+        "first_round": {"tasks": 4, "trials": 2},
     }
     run = plan_run(config, n_tasks=9)
     settings_ = SequentialSettings.from_config(config, 9)

@@ -1,4 +1,4 @@
-"""The decision after a block for each target of :func:`evalnoise.stats.stopping.stopping_decision`.
+"""The decision after a round for each target of :func:`evalnoise.stats.stopping.stopping_decision`.
 
 :func:`sequence_decision` serves the accuracy and difference targets (the anytime-valid
 sequence over new tasks, Cochran's trials per task for the money); :func:`icc_decision` the
@@ -29,11 +29,11 @@ from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule
 if TYPE_CHECKING:
     from evalnoise.stats.icc import ICCResult
 
-__all__ = ["icc_decision", "last_block_design", "sequence_decision"]
+__all__ = ["icc_decision", "last_round_design", "sequence_decision"]
 
 
-def last_block_design(entry: np.ndarray, count: np.ndarray) -> tuple[int, int]:
-    """(new tasks, trials per new task) of the last block in which tasks entered."""
+def last_round_design(entry: np.ndarray, count: np.ndarray) -> tuple[int, int]:
+    """(new tasks, trials per new task) of the last round in which tasks entered."""
     sel = entry == entry.max()
     return int(sel.sum()), max(1, round(float(np.median(count[sel]))))
 
@@ -45,7 +45,7 @@ def _stop(base: dict, status: Status, warnings: list[str]) -> dict[str, Any]:
         action="stop",
         next_new_tasks=0,
         next_trials_per_task=0,
-        next_block_cost=0.0,
+        next_round_cost=0.0,
         warnings=tuple(warnings),
         **base,
     )
@@ -60,7 +60,7 @@ def _go(
         action=action,
         next_new_tasks=new,
         next_trials_per_task=trials,
-        next_block_cost=cost,
+        next_round_cost=cost,
         warnings=tuple(warnings),
         **base,
     )
@@ -77,8 +77,8 @@ def sequence_decision(
 ) -> dict[str, Any]:
     """The accuracy and difference targets: the anytime-valid sequence over new tasks.
 
-    ``agents`` holds (scores, tasks, blocks) per agent, checked; ``u`` their entry units;
-    ``t_cur`` the trials per task of the last entry block; ``ctx`` the state of the run
+    ``agents`` holds (scores, tasks, rounds) per agent, checked; ``u`` their entry units;
+    ``t_cur`` the trials per task of the last entry round; ``ctx`` the state of the run
     (``remaining``, ``n_tasks``, ``last_new``); ``base`` the decision's fields so far.
     """
     paired = len(agents) == 2
@@ -177,7 +177,7 @@ def icc_decision(
     """The icc target: Bonett's SE of ICC(1,1) from every trial (arguments as for
     :func:`sequence_decision`)."""
     warnings = [
-        "the icc target compares Bonett's fixed-sample SE with the goal after each block: a "
+        "the icc target compares Bonett's fixed-sample SE with the goal after each round: a "
         "precision rule, not an anytime-valid interval"
     ]
     c1, c2 = rule.cost_per_task, rule.cost_per_trial
