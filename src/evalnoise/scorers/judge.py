@@ -185,8 +185,8 @@ class JudgeCache:
         # mmap'd -shm index), which processes on different hosts do not share, so SQLite
         # documents that WAL does not work over a network file system — and cluster users
         # keep results on NFS. DELETE mode needs only the file locks such file systems
-        # provide. It also converts a cache an older version left in WAL mode. Writers now
-        # exclude readers for the moment of a write; the busy timeout waits that out.
+        # provide, and setting it converts a cache file in WAL mode. In it a writer excludes
+        # readers for the moment of a write; the busy timeout waits that out.
         mode = self._db.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
         if str(mode).lower() != "delete":
             raise sqlite3.OperationalError(f"{self.path}: journal_mode is {mode!r}, not delete")
