@@ -3,9 +3,10 @@
 A timing measured on one machine on one day is false on the next: it belongs in
 ``benchmarks/results/`` (``benchmarks/results/comment-measurements.md`` holds the ones that
 were quoted in the code), and the code keeps the reason in a line that cites it. This test
-reads the comments and docstrings of ``src/``, ``agents/``, ``scripts/``, ``benchmarks/*.py``
-and ``tools/*.sh`` and fails on the patterns that are a measurement and nothing else: a number
-of milliseconds or CPU-seconds, "took / takes / was / about / ~ N s", "(measured: …)".
+reads the comments and docstrings of ``src/``, ``agents/``, ``scripts/``, ``benchmarks/*.py``,
+``tools/*.sh`` and the rules (their lines with a ``#``) and fails on the patterns that are a
+measurement and nothing else: a number of milliseconds or CPU-seconds, "took / takes / was /
+about / ~ N s", "(measured: …)".
 
 Not checked, because the words have true uses a pattern cannot tell apart: a plain "N s" (a
 default timeout, a Slurm setting), and history words ("no longer" also says that an engine
@@ -59,12 +60,13 @@ def _files() -> list[Path]:
     found = [p for d in ("src", "agents", "scripts") for p in (ROOT / d).rglob("*.py")]
     found += (ROOT / "benchmarks").glob("*.py")
     found += (ROOT / "tools").glob("*.sh")
+    found += [*(ROOT / "rules").glob("*.smk"), ROOT / "Snakefile"]
     return sorted(p for p in found if "__pycache__" not in p.parts)
 
 
 def measurements(path: Path) -> list[str]:
     source = path.read_text(encoding="utf-8")
-    texts = shell_texts(source) if path.suffix == ".sh" else python_texts(source)
+    texts = python_texts(source) if path.suffix == ".py" else shell_texts(source)
     return [
         f"{path.relative_to(ROOT)}:{line}: {text.strip()}"
         for line, text in texts
