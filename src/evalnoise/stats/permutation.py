@@ -362,15 +362,15 @@ def factor_permutation_test(
     q = float(r @ r)
     n_tasks = int(t.max(initial=-1)) + 1
 
-    plan, with_interaction = _components(
+    tested, with_interaction = _components(
         labels, t, n_tasks, interactions, main_effects, factors, warnings
     )
-    names = tuple(p[0] for p in plan)
+    names = tuple(p[0] for p in tested)
     method = (
         f"permutation of {' and '.join(labels) or 'no factor'} labels within "
         f"{'tasks' if strata is None else 'strata'}; F ratios; Westfall-Young min-p"
     )
-    if not plan:
+    if not tested:
         empty = np.zeros(0)
         return FactorPermutationResult(
             components=(), statistic=empty, pvalue=empty, pvalue_adjusted=empty,
@@ -411,8 +411,8 @@ def factor_permutation_test(
                 nc = n_cell[k]
                 keep = nc > 0
                 ss_cell[k] = (sums.reshape(m, cells)[:, keep] ** 2 / nc[keep]).sum(axis=1)
-        out = np.empty((m, len(plan)))
-        for j, (_, k, kind) in enumerate(plan):
+        out = np.empty((m, len(tested)))
+        for j, (_, k, kind) in enumerate(tested):
             if kind == "main":
                 den = ss_cell[k] - ss_main[k] if k in with_interaction else q - ss_main[k]
                 out[:, j] = _ratio(ss_main[k], den, scale)
