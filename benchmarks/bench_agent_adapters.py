@@ -42,7 +42,7 @@ from evalnoise.runner import agent_spec, resource_profile, trial_seed  # noqa: E
 from evalnoise.runner.base_image import build_base_image  # noqa: E402
 from evalnoise.runner.environment import EnvironmentBackend  # noqa: E402
 from evalnoise.runner.trial import TrialRequest  # noqa: E402
-from evalnoise.tasks.harbor import environment_task_rows, load_harbor_task  # noqa: E402
+from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_task  # noqa: E402
 
 GOAL = 1.5
 TASK = {

@@ -50,7 +50,7 @@ from evalnoise.runner.base_image import (  # noqa: E402
 from evalnoise.runner.docker_backend import DockerBackend  # noqa: E402
 from evalnoise.runner.environment import EnvironmentBackend  # noqa: E402
 from evalnoise.runner.trial import TrialRequest  # noqa: E402
-from evalnoise.tasks.harbor import environment_task_rows, load_harbor_task  # noqa: E402
+from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_task  # noqa: E402
 
 INSTANT = ROOT / "benchmarks" / "agents" / "instant"
 GOAL = 2.0

@@ -53,7 +53,7 @@ def trial_rows(ws: Path) -> dict[tuple, str]:
 
 def snakemake(ws: Path, *args: str) -> tuple[float, str]:
     t0 = time.perf_counter()
-    # the workspace's own package, a failing scontrol first (no 9 s Slurm probe)
+    # the workspace's own package, a failing scontrol first (no Slurm probe)
     done = run_tool(ws, "snakemake", *args, timeout=24 * 3600)
     return time.perf_counter() - t0, done.stdout + done.stderr
 

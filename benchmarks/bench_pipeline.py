@@ -43,7 +43,7 @@ before every timed build, as after an edit of the package or the rules.
         --scale local:100000:10 --scale local:100000:1 --name dag_build
 
 ``scontrol``: where the Slurm client is installed but no controller runs, Snakemake's Slurm
-executor plugin waits 9 s on ``scontrol show config`` at every start. Unless ``--slurm-probe``
+executor plugin waits on ``scontrol show config`` at every start. Unless ``--slurm-probe``
 is given, the runs' PATH starts with a ``scontrol`` that fails at once; the first DAG build of
 each scale is also timed without that stand-in (``dag_build_s_with_probe``).
 """
@@ -78,10 +78,10 @@ AGENT_DIR = Path(__file__).resolve().parent / "agents" / "instant"
 OUT = ROOT / "benchmarks" / "results"
 PROJECT_FILES = ("Snakefile", "rules", "scripts", "config", "profiles", "src", "agents", "images")
 #: Expected seconds per trial (shards.trial_seconds) when --trial-seconds is not given: the
-#: runner's wall time per trial with the instant agent, 2 at once, on this 2-core machine idle
-#: (2026-11-25: 147 ms docker, 19 ms local), so a shard of target_seconds lasts about that.
-#: A trial's ``duration_s`` is less (53 ms, 32 ms): it leaves out container create and
-#: removal, and two trials run at once.
+#: runner's wall time per trial with the instant agent, 2 at once, on an idle 2-core machine
+#: (benchmarks/results/comment-measurements.md), so a shard of target_seconds lasts about
+#: that. A trial's ``duration_s`` is less: it leaves out container create and removal, and
+#: two trials run at once.
 TRIAL_SECONDS = {"docker": 0.15, "local": 0.02}
 #: Script of a job → stage of the table.
 STAGES = {
@@ -361,7 +361,8 @@ import json, sys, time
 from pathlib import Path
 import pandas as pd
 from evalnoise.pipeline import settings
-from evalnoise.pipeline.shard_plan import Plan
+from evalnoise.pipeline import shard_plan
+ShardPlan = getattr(shard_plan, "ShardPlan", None) or shard_plan.Plan  # a baseline's name
 from evalnoise.runner import run_shard
 
 ws, out = Path(sys.argv[1]), Path(sys.argv[2])
@@ -370,7 +371,7 @@ config = settings.with_defaults(
     settings.load_schema(ws / "config/schemas/config.schema.yaml"),
 )
 tasks = pd.read_parquet(ws / "results/tasks.parquet")
-plan = Plan.from_config(config, len(tasks))
+plan = ShardPlan.from_config(config, len(tasks))
 trials = list(range(int(config["trials"]["count"])))
 t0 = time.perf_counter()
 statuses = {}
@@ -675,13 +676,13 @@ def run_scale(scale: Scale, args: argparse.Namespace, shim: Path | None) -> dict
     if args.profile_dag and scale == args.largest:
         profile = _relative(profile_dag(ws, env, scale.label, args.out))
 
-    from evalnoise.pipeline.shard_plan import Plan
+    from evalnoise.pipeline.shard_plan import ShardPlan
 
     config = yaml.safe_load((ws / "config" / "config.yaml").read_text())
     from evalnoise.pipeline.settings import load_schema, with_defaults
 
     config = with_defaults(config, load_schema(ws / "config/schemas/config.schema.yaml"))
-    plan = Plan.from_config(config, scale.tasks)
+    plan = ShardPlan.from_config(config, scale.tasks)
     shards = len(plan.shards())
     row = {
         "label": scale.label,

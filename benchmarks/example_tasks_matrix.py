@@ -28,7 +28,7 @@ from evalnoise.runner import agent_spec, trial_seed  # noqa: E402
 from evalnoise.runner.environment import EnvironmentBackend  # noqa: E402
 from evalnoise.runner.resources import ResourceProfile  # noqa: E402
 from evalnoise.runner.trial import TrialRequest  # noqa: E402
-from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks  # noqa: E402
+from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_tasks  # noqa: E402
 
 PROFILES = {
     name: ResourceProfile(name, 1.0, factor, 1.0, factor, 1.0)

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import os
 
-# one BLAS thread: on a shared 2-core machine OpenBLAS threads contend and a 600 × 165
-# factorisation took 1 s instead of 0.07 s (set before numpy loads)
+# one BLAS thread: on a shared 2-core machine OpenBLAS threads contend, and a factorisation
+# is many times slower (benchmarks/results/comment-measurements.md); set before numpy loads
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
@@ -69,7 +69,7 @@ def old_variance_components() -> Callable[..., Any]:
         capture_output=True,
         text=True,
     ).stdout
-    src = src.replace("from ._common import", "from evalnoise.attribution._common import")
+    src = src.replace("from ._common import", "from evalnoise.attribution._trial_frame import")
     src = src.replace("from ._json import", "from evalnoise.attribution._json import")
     path = Path(tempfile.mkdtemp()) / "old_time_effects.py"
     path.write_text(src)

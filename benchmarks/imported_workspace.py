@@ -5,8 +5,8 @@ Issue 24's workspace: ``agents`` agents × ``tasks`` tasks × ``trials`` trials,
 Bernoulli draw whose probability is the task's difficulty, Beta(0.8, 0.8), plus 0.05 per agent
 after the first (clipped to [0, 1]); the table is ``trials_from`` of a copy of this checkout's
 project, and the whole workflow runs once (sequentially, ``--cores 1``), so the analysis and
-report stages can be rerun by ``bench_analysis.py``. Running that many trials with the instant
-agent takes ~46 min on this machine; importing them takes seconds.
+report stages can be rerun by ``bench_analysis.py``. Importing that many trials is much faster
+than running them with the instant agent (benchmarks/results/comment-measurements.md).
 
     python benchmarks/imported_workspace.py /tmp/ws100k-imp
     python benchmarks/bench_analysis.py /tmp/ws100k-imp/ws --baseline /tmp/before --repeat 3

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import os
 
-# one BLAS thread: on a shared 2-core machine OpenBLAS threads contend and a 600 × 165
-# factorisation took 1 s instead of 0.07 s (set before numpy loads)
+# one BLAS thread: on a shared 2-core machine OpenBLAS threads contend, and a factorisation
+# is many times slower (benchmarks/results/comment-measurements.md); set before numpy loads
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse

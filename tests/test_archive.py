@@ -22,7 +22,7 @@ from evalnoise.archive import (
     parse_manifest,
     verify_archive,
 )
-from evalnoise.cli import archive as archive_cli
+from evalnoise.cli import archive_verify as archive_cli
 from evalnoise.errors import InputError
 
 FAKE_SECRET = "sk-test-5f3a9c1e7b2d4f6a8c0e"

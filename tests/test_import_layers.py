@@ -316,7 +316,7 @@ def test_the_reader_sees_the_package(package_imports):
     assert ("pipeline", "runner") in pairs
     # cli reaches the runner only inside functions (cli/run_shard.py, cli/image.py)
     assert ("cli", "runner") in pairs
-    # imports inside a unit, relative ones too (attribution/flaky.py: from ._common import
+    # imports inside a unit, relative ones too (attribution/flaky.py: from ._trial_frame import
     # ...), are not edges
     assert not any(imp.source == imp.target for imp in found)
 

@@ -168,11 +168,11 @@ def test_the_pipeline_prints_the_outcome_and_the_flag_everywhere(extended, tmp_p
 
 
 def test_every_importers_status_table_maps_to_a_status():
-    from evalnoise.importers import harbor, inspect_log, metr, terminal_bench
+    from evalnoise.importers import harbor_jobs, inspect_log, metr, terminal_bench
     from evalnoise.schema import STATUSES
 
     for table in (
-        harbor.STATUS_OF_EXCEPTION,
+        harbor_jobs.STATUS_OF_EXCEPTION,
         inspect_log.STATUS_OF_LIMIT,
         metr.STATUS_OF_ERROR_SOURCE,
         terminal_bench.STATUS_OF_FAILURE_MODE,

@@ -78,7 +78,7 @@ def test_any_edit_makes_the_cache_unused(checkout, monkeypatch):
     )
     _new_process(monkeypatch)
     assert provenance._inputs_digest(checkout) != key
-    assert "src/evalnoise/brand_new.py" in provenance.component_files("analysis")
+    assert "src/evalnoise/brand_new.py" in provenance.area_files("analysis")
     assert provenance.code_version("analysis") != before["analysis"]
     stored = json.loads((checkout / provenance.CACHE).read_text(encoding="utf-8"))
     assert stored["key"] == provenance._inputs_digest(checkout)
@@ -96,7 +96,7 @@ def test_a_cache_of_another_state_is_not_read(checkout, monkeypatch):
     cache.parent.mkdir(parents=True)
     forged = {"key": "0" * 64, "areas": {area: [] for area in _areas(checkout)}}
     cache.write_text(json.dumps(forged), encoding="utf-8")
-    files = provenance.component_files("runner")
+    files = provenance.area_files("runner")
     assert files == dependencies.area_modules("runner", checkout)
     assert files  # not the forged empty set
     assert json.loads(cache.read_text(encoding="utf-8"))["key"] != forged["key"]
@@ -104,24 +104,24 @@ def test_a_cache_of_another_state_is_not_read(checkout, monkeypatch):
 
 def test_a_cache_for_this_state_is_what_is_read(checkout, monkeypatch):
     """The key is all that decides (so the key must cover every input: the tests above)."""
-    provenance.component_files("runner")
+    provenance.area_files("runner")
     cache = checkout / provenance.CACHE
     stored = json.loads(cache.read_text(encoding="utf-8"))
     stored["areas"]["runner"] = ["src/evalnoise/__init__.py"]
     cache.write_text(json.dumps(stored), encoding="utf-8")
     _new_process(monkeypatch)
-    assert provenance.component_files("runner") == ["src/evalnoise/__init__.py"]
+    assert provenance.area_files("runner") == ["src/evalnoise/__init__.py"]
 
 
 def test_an_unreadable_or_unwritable_cache_only_costs_time(checkout, monkeypatch):
     cache = checkout / provenance.CACHE
     cache.parent.mkdir(parents=True)
     cache.write_text("{not json", encoding="utf-8")
-    assert provenance.component_files("runner") == dependencies.area_modules("runner", checkout)
+    assert provenance.area_files("runner") == dependencies.area_modules("runner", checkout)
     _new_process(monkeypatch)
     shutil.rmtree(checkout / ".snakemake")
     (checkout / ".snakemake").write_text("a file where the directory would be\n")
-    assert provenance.component_files("runner") == dependencies.area_modules("runner", checkout)
+    assert provenance.area_files("runner") == dependencies.area_modules("runner", checkout)
 
 
 def test_errors_are_the_derivations(checkout, monkeypatch):

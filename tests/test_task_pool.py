@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalnoise.attribution._common import time_blocks
+from evalnoise.attribution._trial_frame import time_blocks
 from evalnoise.attribution.text import attribution_lines
 from evalnoise.cli import main
 from evalnoise.design_text import choice_text, design_text

@@ -5,12 +5,10 @@
 #   tools/install-cluster-plugins.sh [VENV]      (default .venv; tools/setup.sh calls it)
 #
 # Why: Snakemake imports every executor plugin it can find when it starts. The Slurm plugin
-# imports pandas and the Kubernetes plugin the Kubernetes client: 1.3 s of the 2.5 s of CPU
-# that `import snakemake.cli` takes (measured here, 2.55 s with them, 1.25 s without); a
-# workflow that imports pandas anyway (this one's DAG does) saves 0.4 s per start (`snakemake
-# -n`: 2.9 s -> 2.5 s). The Slurm plugin also runs `scontrol`, which waits 9 s where the Slurm
-# client is installed and no controller answers. The test suite starts Snakemake ~150 times,
-# almost always for the local executor.
+# imports pandas and the Kubernetes plugin the Kubernetes client, about half of what
+# `import snakemake.cli` costs (benchmarks/results/comment-measurements.md); the Slurm plugin
+# also runs `scontrol`, which waits where the Slurm client is installed and no controller
+# answers. The test suite starts Snakemake many times, almost always for the local executor.
 #
 # What it does:
 #   VENV/cluster-plugins/          the plugins of tools/cluster-plugins.txt (pinned,
@@ -24,9 +22,9 @@
 #                                  before, and a run that sets the variable skips the imports
 #                                  (the test suite sets it for every workspace that uses no
 #                                  cluster: tests/pipeline/pipeline_helpers.py::tool_env)
-# An older setup installed the plugins into site-packages, where no variable can hide them;
-# they are uninstalled from there once this folder holds them.
-# Idempotent: a stamp holds the requirement file's hash; with it current this takes ~0.1 s.
+# Plugins found in site-packages, where no variable can hide them, are uninstalled from there
+# once this folder holds them.
+# Idempotent: a stamp holds the requirement file's hash; with it current nothing is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${1:-.venv}
@@ -49,7 +47,7 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   "$python" -m pip install --quiet --disable-pip-version-check --no-deps --target "$target" \
     -r "$requirements"
   # their dependencies must be in the venv (pip check sees the folder through the .pth). Not
-  # an import: the Slurm plugin runs `scontrol` when imported, which waits 9 s where the Slurm
+  # an import: the Slurm plugin runs `scontrol` when imported, which waits where the Slurm
   # client is installed and no controller answers.
   broken=$("$python" -m pip check 2>/dev/null | grep -iE "^snakemake[-_]executor[-_]plugin" || true)
   if [[ -n "$broken" ]]; then

@@ -106,8 +106,8 @@ if ! "$H/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.ve
     echo "install-harbor.sh: installing harbor $HARBOR_VERSION into $H/venv ($PY312)" >&2
     rm -rf "$H/venv"
     "$PY312" -m venv "$H/venv"
-    # --no-compile: byte-compiling ~95 packages doubled the CPU time of the install (90 s vs
-    # 48 s measured); Python compiles what Harbor imports on first use
+    # --no-compile: byte-compiling every package costs more CPU than the rest of the install
+    # (benchmarks/results/comment-measurements.md); Python compiles what Harbor imports on use
     "$H/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile \
         "harbor==$HARBOR_VERSION" 2> >(grep -v "^WARNING: Location 'file:" >&2)
 fi

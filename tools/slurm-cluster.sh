@@ -11,7 +11,7 @@
 #
 # What `start` does, idempotently:
 #   1. apt-get install --no-install-recommends munge slurm-client slurmctld slurmd, only when
-#      a command is missing (Debian's Slurm 22.05; about 10 s);
+#      a command is missing (Debian's Slurm 22.05);
 #   2. writes $EVALNOISE_SLURM_CONF (/etc/slurm/slurm.conf): one node `localhost` whose CPUs
 #      and RealMemory (at 85 %) come from `slurmd -C`, proctrack/linuxproc and task/none (no
 #      cgroups, no systemd needed), select/cons_tres with CR_Core_Memory (jobs are packed by

@@ -6,9 +6,9 @@ Members, in this order:
   ``sha256sum`` format: after extracting, ``sha256sum -c MANIFEST`` checks the files too;
 - ``config/<name>`` — the config file;
 - ``dvc.lock`` — if present;
-- ``manifest.json`` — only when given as an extra member (see :mod:`evalnoise.cli.archive`);
+- ``manifest.json`` — only when given as an extra member (see :mod:`evalnoise.cli.archive_verify`);
 - ``modifications.json`` — only in an archive of a run whose results differ from its manifest
-  (archived on request; see :mod:`evalnoise.cli.archive`);
+  (archived on request; see :mod:`evalnoise.cli.archive_verify`);
 - ``results/...`` — every file under the results directory.
 
 Determinism: members sorted by name; every header has mtime 0, uid/gid 0, no user or group

@@ -24,7 +24,7 @@ DEFAULT_TRIAL = "trial"
 #: the pipeline's scores table, whose ``score`` is empty for the trials it ran) are read too.
 SCORE_COLUMNS = ("score", "correct")
 #: The tasks table's columns only environment tasks fill (null for a question task): what
-#: :func:`evalnoise.tasks.harbor.environment_task_rows` adds to a question task's columns.
+#: :func:`evalnoise.tasks.harbor_folders.environment_task_rows` adds to a question task's columns.
 ENVIRONMENT_TASK_COLUMNS = ("kind", "task_dir", "verifier_time_limit_s", "task_digest")
 #: The roles a table's stored metadata may name, and what each is called in messages.
 ROLES = ("task", "trial", "score", "group")

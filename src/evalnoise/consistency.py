@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.stats.consistency import OutcomeConsistencyResult, outcome_consistency
+from evalnoise.stats.outcome_consistency import OutcomeConsistencyResult, outcome_consistency
 from evalnoise.stats.passk import PassKResult, pass_k
 from evalnoise.stats.trajectory import TrajectoryConsistencyResult, trajectory_consistency
 
@@ -62,7 +62,7 @@ def outcome_consistency_for_group(
     frame: pd.DataFrame, *, confidence: float = 0.95
 ) -> OutcomeConsistencyResult:
     """C_out = (2p̂ − 1)² per task and its mean with a task-clustered interval
-    (:func:`evalnoise.stats.consistency.outcome_consistency`)."""
+    (:func:`evalnoise.stats.outcome_consistency.outcome_consistency`)."""
     _check(frame)
     return outcome_consistency(
         frame["score"].to_numpy(dtype=float), frame["task"].to_numpy(), confidence=confidence

@@ -53,7 +53,7 @@ def passk_line(res: Any) -> str:
 def outcome_consistency_line(res: Any, icc: float | None = None) -> str:
     """Mean C_out with its interval (and the unbiased mean), and the ICC beside it with the
     sentence on how they differ. ``res`` is an
-    :class:`evalnoise.stats.consistency.OutcomeConsistencyResult`."""
+    :class:`evalnoise.stats.outcome_consistency.OutcomeConsistencyResult`."""
     unbiased = res.mean_unbiased
     finite = unbiased is not None and math.isfinite(unbiased)
     extra = f", unbiased {fmt(unbiased, '.2f')}" if finite else ""

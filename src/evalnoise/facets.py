@@ -83,7 +83,7 @@ def facet_frame(
     Raises InputError for a facet column the file lacks, a facet named twice or after the
     task, and a missing label (naming the row and column).
     """
-    from evalnoise.trial_table import _to_scores, column_list
+    from evalnoise.trial_table import column_list, to_scores
 
     names: list[str] = []
     for spec in specs:
@@ -105,7 +105,7 @@ def facet_frame(
         {
             "group": raw[group].astype(str).to_numpy() if group else "all",
             "task": raw[task].astype(str).to_numpy(),
-            "score": _to_scores(raw[score], path, score),
+            "score": to_scores(raw[score], path, score),
         }
     )
     for name in names:

@@ -67,8 +67,8 @@ def dumps(value: Any) -> str:
 
     With an indent the standard library encodes in Python, a generator per container (its C
     encoder only writes compact JSON); :func:`_indented` writes the same text with one call
-    per container and the C string escaper, several times faster on a record of 5,000
-    per-task rows."""
+    per container and the C string escaper, which is faster
+    (``benchmarks/results/comment-measurements.md``)."""
     out: list[str] = []
     _indented(jsonable(value), "\n", out)
     return "".join(out)

@@ -1,6 +1,6 @@
 """Harbor's exception types and the trial status each one means: the one table.
 
-Read by the Harbor importer (:mod:`evalnoise.importers.harbor`: a Harbor job's
+Read by the Harbor importer (:mod:`evalnoise.importers.harbor_jobs`: a Harbor job's
 ``result.json`` → trial rows) and by the runner (:mod:`evalnoise.runner.agent_failures`: the
 exception a Harbor agent run through the bridge reports), so a Harbor agent's failure is the
 same outcome whether Harbor or evalnoise ran it. No imports: a change to an importer does not

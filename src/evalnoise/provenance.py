@@ -1,18 +1,19 @@
 """Provenance helpers: fingerprints of the code a pipeline stage depends on.
 
 Snakemake cannot see changes inside an imported package, so rules whose meaning depends on
-package code carry ``params: code_version=code_version("<component>")``: editing a module
-of that component changes the param and reruns exactly the rules it invalidates.
+package code carry ``params: code_version=code_version("<area>")``: editing a module
+of that area changes the param and reruns exactly the rules it invalidates.
 
-Which modules a component (an area: the kind of rule) depends on is not listed here: it is
+Which modules an area (a code area: the kind of rule; "component" names a variance
+component, never this) depends on is not listed here: it is
 derived by :mod:`evalnoise.pipeline.dependencies` from the scripts of the rules that carry
-``code_version(component)``, following their imports — the same declaration ``dvc.yaml``'s
+``code_version(area)``, following their imports — the same declaration ``dvc.yaml``'s
 deps are written from.
 
 Snakemake asks for every rule's ``code_version`` at every DAG build, and the derivation parses and
 walks the package, a noticeable part of a process's start. So the derived sets are kept twice: in
 the process, per state of the tree (paths, mtimes and sizes of what the derivation reads), and on
-disk in ``.snakemake/evalnoise/component_files.json`` under the checkout, keyed by a SHA-256 of the
+disk in ``.snakemake/evalnoise/area_files.json`` under the checkout, keyed by a SHA-256 of the
 bytes of every file the derivation reads (:func:`_inputs_digest`): a changed byte anywhere is a new
 key, so the file is never stale, only unused. The digests themselves always hash the files' current
 bytes.
@@ -28,11 +29,11 @@ from typing import Any
 
 from evalnoise.pipeline import dependencies
 
-__all__ = ["code_version", "component_files"]  # and COMPONENTS, derived on access
+__all__ = ["area_files", "code_version"]  # and AREAS, derived on access
 
 #: The on-disk cache of the derived sets, relative to the checkout: in Snakemake's own
 #: directory (git ignores it, no DVC stage names it), gone with the rest of ``.snakemake``.
-CACHE = Path(".snakemake") / "evalnoise" / "component_files.json"
+CACHE = Path(".snakemake") / "evalnoise" / "area_files.json"
 #: Part of the cache key: a change to what the cache holds or how the key is made.
 _CACHE_FORMAT = 1
 
@@ -84,25 +85,25 @@ class _Derived:
         self.key: str | None = None
         self.loaded = False
 
-    def files(self, component: str) -> list[str]:
-        if component not in self.areas and not self.loaded:
+    def files(self, area: str) -> list[str]:
+        if area not in self.areas and not self.loaded:
             self.loaded = True
             self.key = _inputs_digest(self.root)
             self.areas.update(self._read())
-        if component not in self.areas:
-            self._derive(component)
-        return self.areas[component]
+        if area not in self.areas:
+            self._derive(area)
+        return self.areas[area]
 
-    def _derive(self, component: str) -> None:
+    def _derive(self, area: str) -> None:
         """Derive every area in one shared walk (the DAG build asks for all of them), so a
         build with a cold cache writes it once; stored unless a file changed meanwhile."""
         try:
             found = dependencies.all_area_modules(self.root)
         except Exception:
             found = {}  # some area cannot be derived: the one asked for alone, below
-        if component not in found:
+        if area not in found:
             # unknown areas and missing scripts raise here, as they always did
-            found[component] = dependencies.area_modules(component, self.root)
+            found[area] = dependencies.area_modules(area, self.root)
         self.areas.update(found)
         if self.key is not None and _inputs_digest(self.root) == self.key:
             self._write()
@@ -143,8 +144,8 @@ class _Derived:
 _DERIVED: dict[tuple[Path, tuple[tuple[str, int, int], ...]], _Derived] = {}
 
 
-def component_files(component: str) -> list[str]:
-    """The package files ``code_version(component)`` hashes, relative to the checkout
+def area_files(area: str) -> list[str]:
+    """The package files ``code_version(area)`` hashes, relative to the checkout
     (``dependencies.area_modules``).
 
     Derived once per state of the tree in a process, and kept on disk across processes
@@ -157,17 +158,17 @@ def component_files(component: str) -> list[str]:
         for old in [k for k in _DERIVED if k[0] == root]:
             del _DERIVED[old]  # an older state of this checkout: never asked for again
         derived = _DERIVED[key] = _Derived(root)
-    return list(derived.files(component))
+    return list(derived.files(area))
 
 
-def code_version(component: str) -> str:
+def code_version(area: str) -> str:
     """SHA-256 (first 16 hex digits) over the paths (relative to the package) and bytes of
-    the package modules the component's scripts import (``dependencies.area_modules``).
-    A component no rule with a script carries is a ``KeyError``."""
+    the package modules the area's scripts import (``dependencies.area_modules``).
+    An area no rule with a script carries is a ``KeyError``."""
     root = dependencies.ROOT
     package = root / "src" / dependencies.PACKAGE
     digest = hashlib.sha256()
-    for rel in component_files(component):
+    for rel in area_files(area):
         path = root / rel
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(b"\0")
@@ -177,10 +178,10 @@ def code_version(component: str) -> str:
 
 
 def __getattr__(name: str) -> Any:
-    # COMPONENTS: component → the package files it depends on (derived on each access).
-    if name == "COMPONENTS":
+    # AREAS: code area → the package files it depends on (derived on each access).
+    if name == "AREAS":
         return {
-            area: tuple(component_files(area))
+            area: tuple(area_files(area))
             for area, scripts in dependencies.areas().items()
             if scripts
         }

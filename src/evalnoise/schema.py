@@ -35,7 +35,7 @@ from evalnoise.outcome_table import STATUSES as STATUSES
 #: outcome kept in the column ``verified_after``: evalnoise.verified_after).
 VERIFIED_AFTER = ("timeout", "agent_error")
 #: Task kinds: a question with a reference answer, or a task that brings its environment and
-#: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor`).
+#: verifier (the Harbor format, :mod:`evalnoise.tasks.harbor_task`).
 TASK_KINDS = ("question", "environment")
 
 _UTC = pa.timestamp("us", tz="UTC")

@@ -34,7 +34,7 @@ def _num(value: Any) -> float:
 def decision_text(d: Mapping[str, Any]) -> str:
     """The decision (:class:`evalnoise.stats.StoppingDecision` as a mapping) in words, with
     the numbers behind it: the target met, the limit or budget that stops it, or what the
-    next block runs and why (the variance components and the gain per unit of money)."""
+    next round runs and why (the variance components and the gain per unit of money)."""
     if d["target"] == "icc":
         return _icc_text(d)
     return _sequence_text(d)
@@ -98,7 +98,7 @@ def _sequence_text(d: Mapping[str, Any]) -> str:
     label = "more trials per task" if d["action"] == "more_trials" else "more tasks"
     reason = (
         f"continue with {label}: {now} > {goal:g} after {_n(n_units, 'task')}. {why}. Next "
-        f"block: {change} — {_n(k, 'new task')} (cost {_money(float(d['next_block_cost']))}, "
+        f"round: {change} — {_n(k, 'new task')} (cost {_money(float(d['next_round_cost']))}, "
         f"{_money(float(d['remaining']))} left)"
     )
     if d["action"] == "more_trials":
@@ -148,15 +148,15 @@ def _icc_text(d: Mapping[str, Any]) -> str:
             else "the ICC is undefined so far (no variation yet) and no task can be added: "
             "more trials per task instead"
         )
-    cost = _money(float(d["next_block_cost"]))
+    cost = _money(float(d["next_round_cost"]))
     if d["action"] == "more_trials":
         return (
-            f"continue with more trials per task: {short}; {cmp_trials}. Next block: top every "
+            f"continue with more trials per task: {short}; {cmp_trials}. Next round: top every "
             f"task up to {d['next_trials_per_task']} trials (cost {cost}, {_money(remaining)} "
             "left)"
         )
     return (
-        f"continue with more tasks: {short}; {cmp_tasks}. Next block: "
+        f"continue with more tasks: {short}; {cmp_tasks}. Next round: "
         f"{_n(int(d['next_new_tasks']), 'new task')} with "
         f"{_n(int(d['next_trials_per_task']), 'trial')} each (cost {cost}, "
         f"{_money(remaining)} left)"

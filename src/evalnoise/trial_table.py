@@ -229,11 +229,10 @@ def _read_jsonl(p: Path) -> pd.DataFrame:
     return pd.DataFrame.from_records(records)
 
 
-def _to_scores(
-    raw: pd.Series, path: str, column: str, *, allow_missing: bool = False
-) -> np.ndarray:
-    """Scores as floats: numbers, booleans, or true/false words; anything else is an error.
-    A missing score is an error too, unless ``allow_missing`` (then it is NaN)."""
+def to_scores(raw: pd.Series, path: str, column: str, *, allow_missing: bool = False) -> np.ndarray:
+    """A score column as floats: numbers, booleans, or true/false words (true = 1.0, false =
+    0.0); anything else is an :class:`~evalnoise.errors.InputError` naming ``path``, the row
+    and ``column``. A missing score is an error too, unless ``allow_missing`` (then NaN)."""
     if pd.api.types.is_bool_dtype(raw):
         return raw.to_numpy(dtype=float)
     if pd.api.types.is_numeric_dtype(raw):
@@ -307,7 +306,7 @@ def validate_trials(frame: pd.DataFrame, columns: Columns, *, path: str) -> pd.D
             i = int(np.flatnonzero(null)[0])
             raise InputError("value is missing", path=path, row=i + 1, column=name)
 
-    scores = _to_scores(frame[columns.score], path, columns.score)
+    scores = to_scores(frame[columns.score], path, columns.score)
     group = (
         frame[columns.group].astype(str) if columns.group else pd.Series("all", index=frame.index)
     )

@@ -20,7 +20,8 @@ from evalnoise.attribution import (
     mcnemar_exact_p,
     time_blocks,
 )
-from evalnoise.attribution._common import binary_outcome, fisher_greater, score_values
+from evalnoise.attribution._exact_tests import fisher_greater
+from evalnoise.attribution._trial_frame import binary_outcome, score_values
 
 pvalues = st.lists(st.floats(0, 1), min_size=1, max_size=40)
 

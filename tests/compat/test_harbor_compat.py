@@ -21,7 +21,7 @@ from harbor_tools import (
 )
 from model_stack import require
 
-from evalnoise.importers import harbor as hb
+from evalnoise.importers import harbor_jobs as hb
 from evalnoise.importers import import_trials
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "harbor"

@@ -46,13 +46,12 @@ from harbor_tools import (
 )
 from model_stack import require
 
-from evalnoise.tasks.harbor import (
-    HarborTask,
-    HarborTaskError,
+from evalnoise.tasks.harbor_folders import (
     environment_task_rows,
     load_harbor_task,
     load_harbor_tasks,
 )
+from evalnoise.tasks.harbor_task import HarborTask, HarborTaskError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "harbor-tasks"

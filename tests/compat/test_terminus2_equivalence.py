@@ -36,7 +36,7 @@ from evalnoise.runner import agent_spec, trial_seed
 from evalnoise.runner.environment import TRIAL_HOSTNAME
 from evalnoise.runner.resources import resource_profile
 from evalnoise.runner.trial import TrialRequest
-from evalnoise.tasks.harbor import environment_task_rows, load_harbor_task
+from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.usefixtures("requires_model_stack")]
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalnoise.errors import InputError
-from evalnoise.importers import harbor as hb
+from evalnoise.importers import harbor_jobs as hb
 from evalnoise.importers import import_trials, read_metadata
 from evalnoise.schema import STATUSES, TRIALS
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalnoise.cli import main
-from evalnoise.importers import harbor as hb
+from evalnoise.importers import harbor_jobs as hb
 from evalnoise.importers import import_trials, read_metadata
 
 

@@ -152,7 +152,7 @@ def test_areas_are_read_from_the_rules():
 @pytest.mark.parametrize("area", AREAS)
 def test_code_version_hashes_exactly_the_area_modules(area):
     files = area_modules(area)
-    assert provenance.COMPONENTS[area] == tuple(files)
+    assert provenance.AREAS[area] == tuple(files)
     package = ROOT / "src" / "evalnoise"
     digest = hashlib.sha256()
     for rel in files:
@@ -448,7 +448,7 @@ def test_a_new_module_imported_in_a_function_must_be_declared(checkout):
         stages.read_text(encoding="utf-8") + "\n\nCALLED = _uses_new()\n", encoding="utf-8"
     )
     assert "src/evalnoise/brand_new.py" in area_modules("analysis")
-    assert "src/evalnoise/brand_new.py" in provenance.COMPONENTS["analysis"]
+    assert "src/evalnoise/brand_new.py" in provenance.AREAS["analysis"]
     assert provenance.code_version("analysis") != before
     problems = _dep_problems(root / "dvc.yaml")
     stages = [s for s, deps in stage_deps().items() if "src/evalnoise/brand_new.py" in deps]

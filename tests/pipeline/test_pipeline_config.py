@@ -47,7 +47,7 @@ PARTIAL_CONFIGS = {
     "profiles": {"resource_profiles": {"big": {"memory_limit_factor": 4.0}, "small": {}}},
     "judges": {"scorer": {"judge": {"judges": {"j": {}, "r": {"rule": "last_number"}}}}},
     "facets": {"variants": {"sampling": {"AGENT_MAX_STEPS": [1, 3]}}},
-    "sequential": {"sequential": {"enabled": True, "first_block": {"tasks": 4}}},
+    "sequential": {"sequential": {"enabled": True, "first_round": {"tasks": 4}}},
     "imported": {"trials_from": "x.csv", "columns": {"group": "model"}},
     "trials": {"trials": {"count": 7}, "analysis": {"bootstrap": {}}},
 }

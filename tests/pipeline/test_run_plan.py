@@ -18,7 +18,7 @@ from evalnoise.pipeline.judges import judge_specs
 from evalnoise.pipeline.run_plan import TRIALS_DIR, PlanError, RunPlan, pair_groups
 from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
 from evalnoise.pipeline.settings import ConfigError, resource_profile_spec, with_defaults
-from evalnoise.pipeline.shard_plan import Plan, journal_path
+from evalnoise.pipeline.shard_plan import ShardPlan, journal_path
 from evalnoise.pipeline.slurm_resources import shard_job_resources
 
 GPQA = str(ROOT / "src" / "evalnoise" / "data" / "gpqa_diamond_example.csv")
@@ -43,7 +43,7 @@ def run(default_config):
 
 def test_a_sampled_run_is_planned_from_its_tasks(default_config, run):
     tasks = sample_tasks(default_config["benchmark"])
-    assert run.plan == Plan.from_config(default_config, len(tasks))
+    assert run.plan == ShardPlan.from_config(default_config, len(tasks))
     assert run.task_pool == task_pool_size(default_config["benchmark"])
     assert run.sequential is None and not run.imported
     assert run.planned_tasks().equals(tasks)
@@ -132,7 +132,7 @@ def test_pairs_within_a_profile_and_within_an_agent():
 
 
 def test_imported_names_come_back_as_the_tables(default_config):
-    plan = Plan.from_groups([("openai/gpt-5", "big box"), ("x", "big box")])
+    plan = ShardPlan.from_groups([("openai/gpt-5", "big box"), ("x", "big box")])
     run = RunPlan(default_config, plan, None, {"llm": {}}, None)
     (a, profile) = plan.groups()[0]
     assert run.group_param(SimpleNamespace(agent=a, resource_profile=profile)) == [

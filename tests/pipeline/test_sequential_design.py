@@ -287,14 +287,32 @@ def config(**sequential):
         ({"target": "difference", "compare": ["a", "z"]}, r"sequential.compare\[1\]: 'z'"),
         ({"target": "difference", "compare": ["a", "a"]}, "two different agents"),
         ({"compare": ["a", "b"]}, "only the difference target compares"),
-        ({"first_block": {"tasks": 4, "trials": 5}}, "sequential.first_block.trials: 5"),
-        ({"max_tasks": 3, "first_block": {"tasks": 4}}, "sequential.first_block.tasks: 4"),
+        ({"first_round": {"tasks": 4, "trials": 5}}, "sequential.first_round.trials: 5"),
+        ({"max_tasks": 3, "first_round": {"tasks": 4}}, "sequential.first_round.tasks: 4"),
         ({"max_tasks": 30}, "sequential.max_tasks: 30 tasks, but the benchmark has"),
     ],
 )
 def test_config_errors_name_the_key(sequential, message):
     with pytest.raises(ConfigError, match=message):
         _check_sequential(config(**sequential))
+
+
+def test_the_renamed_first_block_key_is_refused_naming_first_round():
+    # "block" was both a time block and an adaptive round: the key is now first_round, and
+    # a config that still says first_block fails naming the new key, never silently
+    from pipeline_helpers import SCHEMA_PATH
+
+    from evalnoise.pipeline.settings import check_config, load_schema
+
+    raw = {
+        "agents": {"a": {"program": "chat"}},
+        "sequential": {"enabled": True, "first_block": {"tasks": 4, "trials": 2}},
+    }
+    with pytest.raises(
+        ConfigError, match=r"sequential\.first_block: renamed to sequential\.first_round"
+    ):
+        check_config(raw, load_schema(SCHEMA_PATH))
+    _check_sequential(config(first_round={"tasks": 4, "trials": 2}))  # the new key is read
 
 
 def test_the_rule_carries_the_goal_as_the_targets_own_kind():

@@ -52,7 +52,7 @@ def config(workspace: Path) -> dict:
             "enabled": True,
             "target": "accuracy",
             "half_width": 0.2,
-            "first_block": {"tasks": 6, "trials": 2},
+            "first_round": {"tasks": 6, "trials": 2},
             "cost_per_task": 1.0,
             "cost_per_trial": 1.0,
         },
@@ -164,10 +164,10 @@ def test_a_bad_sequential_block_fails_before_any_job(tmp_path):
     from pipeline_helpers import write_config
 
     bad = config(ws)
-    bad["sequential"] = {**bad["sequential"], "first_block": {"tasks": 4, "trials": 5}}
+    bad["sequential"] = {**bad["sequential"], "first_round": {"tasks": 4, "trials": 5}}
     write_config(ws, bad)
     done = run_tool(ws, "snakemake", "--cores", "1", "-n", check=False)
     assert done.returncode != 0
     text = done.stdout + done.stderr
-    assert "sequential.first_block.trials" in text
+    assert "sequential.first_round.trials" in text
     assert not (ws / "results").exists()

@@ -7,7 +7,7 @@ import pytest
 
 from evalnoise.pipeline.sampling import sample_tasks, task_pool_size
 from evalnoise.pipeline.shard_plan import (
-    Plan,
+    ShardPlan,
     chunk_size,
     format_range,
     journal_path,
@@ -39,7 +39,7 @@ def _two_agents(config):
 
 
 def test_agents_run_only_under_the_profiles_they_list(default_config):
-    plan = Plan.from_config(default_config, n_tasks=12)
+    plan = ShardPlan.from_config(default_config, n_tasks=12)
     # the default: host-served agents under 3x only, the in-container one under both
     assert plan.groups() == [
         ("chat", "3x"),
@@ -59,9 +59,9 @@ def test_agents_run_only_under_the_profiles_they_list(default_config):
 def test_raising_trials_only_adds_blocks(default_config):
     _two_agents(default_config)
     default_config["trials"] = {"count": 8, "block_size": 4}
-    before = Plan.from_config(default_config, n_tasks=12)
+    before = ShardPlan.from_config(default_config, n_tasks=12)
     default_config["trials"]["count"] = 16
-    after = Plan.from_config(default_config, n_tasks=12)
+    after = ShardPlan.from_config(default_config, n_tasks=12)
     assert set(before.shards()) < set(after.shards())
     new = set(after.shards()) - set(before.shards())
     assert {s.block for s in new} == {"0008-0011", "0012-0015"}
@@ -72,9 +72,9 @@ def test_raising_trials_only_adds_blocks(default_config):
 
 def test_adding_an_agent_only_adds_its_shards(default_config):
     _two_agents(default_config)
-    before = Plan.from_config(default_config, n_tasks=12)
+    before = ShardPlan.from_config(default_config, n_tasks=12)
     default_config["agents"]["another"] = dict(default_config["agents"]["chat"])
-    after = Plan.from_config(default_config, n_tasks=12)
+    after = ShardPlan.from_config(default_config, n_tasks=12)
     new = set(after.shards()) - set(before.shards())
     assert set(before.shards()) < set(after.shards())
     assert {s.agent for s in new} == {"another"}
@@ -82,7 +82,7 @@ def test_adding_an_agent_only_adds_its_shards(default_config):
 
 
 def test_groups_and_pairs(default_config):
-    plan = Plan.from_config(_two_agents(default_config), n_tasks=12)
+    plan = ShardPlan.from_config(_two_agents(default_config), n_tasks=12)
     assert plan.groups() == [
         ("chat", "1x"),
         ("chat", "3x"),
@@ -91,7 +91,7 @@ def test_groups_and_pairs(default_config):
     ]
     assert plan.agent_pairs() == [("1x", "chat", "tool_agent"), ("3x", "chat", "tool_agent")]
     assert plan.profile_pairs() == [("chat", "1x", "3x"), ("tool_agent", "1x", "3x")]
-    imported = Plan.from_groups([("b", "imported"), ("a", "imported"), ("a", "x")])
+    imported = ShardPlan.from_groups([("b", "imported"), ("a", "imported"), ("a", "x")])
     assert imported.agent_pairs() == [("imported", "a", "b")]
     assert imported.profile_pairs() == [("a", "imported", "x")]
     assert imported.shards() == []
@@ -155,8 +155,10 @@ def test_without_a_shard_target_the_plan_is_the_default_one(default_config):
     assert default_config["shards"] == {"target_seconds": None, "trial_seconds": 1.0}
     assert chunk_size(default_config) == default_config["task_chunk_size"] == 6
     unset = {k: v for k, v in default_config.items() if k != "shards"}
-    assert Plan.from_config(unset, n_tasks=12) == Plan.from_config(default_config, n_tasks=12)
-    assert Plan.from_config(default_config, n_tasks=12).chunks == ("0000-0005", "0006-0011")
+    assert ShardPlan.from_config(unset, n_tasks=12) == ShardPlan.from_config(
+        default_config, n_tasks=12
+    )
+    assert ShardPlan.from_config(default_config, n_tasks=12).chunks == ("0000-0005", "0006-0011")
 
 
 @pytest.mark.parametrize(
@@ -182,12 +184,12 @@ def test_a_shard_target_keeps_growth_exact(default_config):
     _two_agents(default_config)
     default_config["shards"] = {"target_seconds": 40, "trial_seconds": 1.0}
     default_config["trials"] = {"count": 4, "block_size": 4}
-    before = Plan.from_config(default_config, n_tasks=25)
+    before = ShardPlan.from_config(default_config, n_tasks=25)
     assert before.chunks == ("0000-0009", "0010-0019", "0020-0024")
     default_config["trials"]["count"] = 8
-    more_trials = Plan.from_config(default_config, n_tasks=25)
+    more_trials = ShardPlan.from_config(default_config, n_tasks=25)
     assert set(before.shards()) < set(more_trials.shards())
-    more_tasks = Plan.from_config(default_config, n_tasks=31)
+    more_tasks = ShardPlan.from_config(default_config, n_tasks=31)
     assert more_tasks.chunks == ("0000-0009", "0010-0019", "0020-0029", "0030-0030")
     journals = {journal_path("r", *s.wildcards.values()) for s in more_trials.shards()}
     grown = {journal_path("r", *s.wildcards.values()) for s in more_tasks.shards()}

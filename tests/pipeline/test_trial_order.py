@@ -96,7 +96,7 @@ def _jobs(log: str) -> list[tuple[str, str, int]]:
 
 
 @pytest.mark.slow
-def test_every_group_runs_its_first_block_before_any_group_its_second(tmp_path):
+def test_every_group_runs_its_first_round_before_any_group_its_second(tmp_path):
     workspace = make_workspace(tmp_path / "ws", _config(tmp_path / "ws"))
     # one core: one job and (run_trials' threads scaled down) one trial at a time, so the
     # order is exact; on more cores the priorities still hold, jobs of one block overlap

@@ -9,7 +9,7 @@ import pytest
 
 from evalnoise.pipeline.collect import variant_trials
 from evalnoise.pipeline.settings import ConfigError, agent_spec, check_config, with_defaults
-from evalnoise.pipeline.shard_plan import Plan, journal_path
+from evalnoise.pipeline.shard_plan import ShardPlan, journal_path
 from evalnoise.pipeline.variants import (
     NO_VARIANT,
     Variant,
@@ -32,7 +32,7 @@ def with_variants(config: dict, prompt=None, sampling=None, **agents) -> dict:
 
 def test_without_variants_the_plan_is_todays(default_config):
     assert not declared(default_config)
-    plan = Plan.from_config(default_config, n_tasks=12)
+    plan = ShardPlan.from_config(default_config, n_tasks=12)
     for agent in default_config["agents"]:
         assert plan.agent_variants(agent) == (NO_VARIANT,)
         # the agent spec the runner gets is the config's, unchanged
@@ -106,11 +106,11 @@ def test_identity_is_content_names_are_labels(default_config):
 def test_adding_a_level_only_adds_shards(default_config):
     two = with_variants(default_config, prompt=["{question}", PARAPHRASE])
     three = with_variants(default_config, prompt=["{question}", PARAPHRASE, "Q: {question}"])
-    before = set(Plan.from_config(two, n_tasks=12).shards())
-    after = set(Plan.from_config(three, n_tasks=12).shards())
+    before = set(ShardPlan.from_config(two, n_tasks=12).shards())
+    after = set(ShardPlan.from_config(three, n_tasks=12).shards())
     assert before < after and len(after - before) == 4 * 2 * 2
     # the neutral level's shards are a run's without variants
-    plain = set(Plan.from_config(default_config, n_tasks=12).shards())
+    plain = set(ShardPlan.from_config(default_config, n_tasks=12).shards())
     assert plain < before and {s.variant for s in plain} == {""}
 
 
@@ -126,7 +126,7 @@ def test_sampling_per_agent_replaces_the_global_facet(default_config):
     steps = agent_variants(config, "tool_agent")
     assert [v.labels["sampling"] for v in steps] == ["AGENT_MAX_STEPS=1", "AGENT_MAX_STEPS=3"]
     assert [v.key == "" for v in steps] == [False, True]  # its env says 3
-    plan = Plan.from_config(config, n_tasks=12)
+    plan = ShardPlan.from_config(config, n_tasks=12)
     assert len(plan.shards("chat")) == 2 * 2 * 2
     assert len(plan.shards("tool_agent_local")) == 2 * 2 * 2  # two profiles, one variant
     with pytest.raises(KeyError):

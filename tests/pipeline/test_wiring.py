@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from evalnoise.pipeline.run_plan import RunPlan
 from evalnoise.pipeline.sequential import Rect, first_design, shard_ranges
-from evalnoise.pipeline.shard_plan import Plan, Shard
+from evalnoise.pipeline.shard_plan import Shard, ShardPlan
 from evalnoise.pipeline.wiring import Wiring, fill, group_outputs, round_label
 
 #: the rules' named outputs, as rules/*.smk declare them
@@ -74,7 +74,7 @@ def wiring(run: RunPlan, records: Path | None = None) -> Wiring:
 def plan_run(config, n_tasks=9) -> RunPlan:
     from evalnoise.pipeline.judges import judge_specs
 
-    plan = Plan.from_config(config, n_tasks)
+    plan = ShardPlan.from_config(config, n_tasks)
     return RunPlan(config, plan, None, judge_specs(config["scorer"]["judge"]), n_tasks)
 
 
@@ -172,7 +172,7 @@ def test_the_targets_name_every_artifact_once(default_config):
 
 
 def test_an_imported_table_is_its_own_shards(default_config):
-    plan = Plan.from_groups([("m1", "1x"), ("m2", "1x")])
+    plan = ShardPlan.from_groups([("m1", "1x"), ("m2", "1x")])
     config = {**default_config, "trials_from": "table.csv"}
     run = RunPlan(config, plan, None, {"llm": {}}, None)
     w = wiring(run)
@@ -212,7 +212,7 @@ def sequential_run(default_config):
     config["sequential"] = {
         **config["sequential"],
         "enabled": True,
-        "first_block": {"tasks": 4, "trials": 2},
+        "first_round": {"tasks": 4, "trials": 2},
     }
     run = plan_run(config, n_tasks=9)
     settings_ = SequentialSettings.from_config(config, 9)

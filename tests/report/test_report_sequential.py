@@ -1,10 +1,10 @@
-"""The report's "Adaptive evaluation" section (evalnoise.report.sequential)."""
+"""The report's "Adaptive evaluation" section (evalnoise.report.sequential_section)."""
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from evalnoise.report.sequential import sequential_section
+from evalnoise.report.sequential_section import sequential_section
 
 
 def summary(**overrides):

@@ -85,7 +85,7 @@ def env_request(
     from evalnoise.runner import agent_spec, trial_seed
     from evalnoise.runner import resource_profile as make_profile
     from evalnoise.runner.trial import TrialRequest
-    from evalnoise.tasks.harbor import environment_task_rows, load_harbor_task
+    from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_task
 
     (row,) = environment_task_rows([load_harbor_task(folder, public_network="offline")])
     spec = agent_spec(agent if isinstance(agent, dict) else {"name": agent})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalnoise.importers.harbor import STATUS_OF_EXCEPTION
+from evalnoise.importers.harbor_jobs import STATUS_OF_EXCEPTION
 from evalnoise.runner.agent_failures import AGENT_SETUP_ERROR, reported_failure
 from evalnoise.schema import STATUSES
 

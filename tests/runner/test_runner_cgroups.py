@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from runner_helpers import probe_agent, run_one, task_row
 
-from evalnoise.runner import docker_backend as db
+from evalnoise.runner import peak_memory as pm
 from evalnoise.runner.resources import MIB
 
 # -- temp layouts ---------------------------------------------------------------------------
@@ -48,18 +48,18 @@ def v2_root(tmp: Path, controllers: str = "cpuset cpu io memory pids") -> Path:
 
 
 def v1_cgroup(directory: Path, current: int, peak: int) -> Path:
-    write(directory / db.V1_CURRENT, f"{current}\n")
-    write(directory / db.V1_PEAK, f"{peak}\n")
+    write(directory / pm.V1_CURRENT, f"{current}\n")
+    write(directory / pm.V1_PEAK, f"{peak}\n")
     return directory
 
 
 def v2_cgroup(directory: Path, current: int, peak: int | None, oom_kill: int = 0) -> Path:
     """A v2 cgroup directory; ``peak=None`` lays out a kernel before 5.19 (no memory.peak)."""
-    write(directory / db.V2_CURRENT, f"{current}\n")
+    write(directory / pm.V2_CURRENT, f"{current}\n")
     if peak is not None:
-        write(directory / db.V2_PEAK, f"{peak}\n")
+        write(directory / pm.V2_PEAK, f"{peak}\n")
     write(
-        directory / db.V2_EVENTS,
+        directory / pm.V2_EVENTS,
         f"low 0\nhigh 0\nmax 3\noom {oom_kill}\noom_kill {oom_kill}\noom_group_kill 0\n",
     )
     return directory
@@ -69,20 +69,20 @@ def v2_cgroup(directory: Path, current: int, peak: int | None, oom_kill: int = 0
 
 
 def test_version_detection(tmp_path):
-    assert db.cgroup_version(v1_root(tmp_path / "a")) == 1
-    assert db.cgroup_version(v1_root(tmp_path / "b", hybrid=True)) == 1  # memory is v1 there
-    assert db.cgroup_version(v2_root(tmp_path / "c")) == 2
-    assert db.cgroup_version(tmp_path / "empty") is None
+    assert pm.cgroup_version(v1_root(tmp_path / "a")) == 1
+    assert pm.cgroup_version(v1_root(tmp_path / "b", hybrid=True)) == 1  # memory is v1 there
+    assert pm.cgroup_version(v2_root(tmp_path / "c")) == 2
+    assert pm.cgroup_version(tmp_path / "empty") is None
 
 
 def test_memory_hierarchy_per_version(tmp_path):
-    assert db.memory_hierarchy(tmp_path, 1) == tmp_path / "memory"
-    assert db.memory_hierarchy(tmp_path, 2) == tmp_path
+    assert pm.memory_hierarchy(tmp_path, 1) == tmp_path / "memory"
+    assert pm.memory_hierarchy(tmp_path, 2) == tmp_path
 
 
 def test_this_host_is_detected_as_its_mounts_say():
     root = Path("/sys/fs/cgroup")
-    version = db.cgroup_version(root)
+    version = pm.cgroup_version(root)
     if (root / "cgroup.controllers").exists():
         assert version == 2
     elif (root / "memory" / "memory.usage_in_bytes").exists():
@@ -96,34 +96,34 @@ def test_this_host_is_detected_as_its_mounts_say():
 
 def test_v1_directory(tmp_path):
     d = v1_cgroup(tmp_path / "v1", current=10 * MIB, peak=42 * MIB)
-    assert db.read_peak(d) == 42 * MIB
-    assert db.read_current(d) == 10 * MIB
-    assert db.read_usage(d) == 42 * MIB  # a sampler prefers the high-water mark
-    assert db.read_oom_kills(d) is None  # v1 keeps no hierarchical count
+    assert pm.read_peak(d) == 42 * MIB
+    assert pm.read_current(d) == 10 * MIB
+    assert pm.read_usage(d) == 42 * MIB  # a sampler prefers the high-water mark
+    assert pm.read_oom_kills(d) is None  # v1 keeps no hierarchical count
 
 
 def test_v2_directory(tmp_path):
     d = v2_cgroup(tmp_path / "v2", current=10 * MIB, peak=42 * MIB, oom_kill=2)
-    assert db.read_peak(d) == 42 * MIB
-    assert db.read_current(d) == 10 * MIB
-    assert db.read_usage(d) == 42 * MIB
-    assert db.read_oom_kills(d) == 2
+    assert pm.read_peak(d) == 42 * MIB
+    assert pm.read_current(d) == 10 * MIB
+    assert pm.read_usage(d) == 42 * MIB
+    assert pm.read_oom_kills(d) == 2
 
 
 def test_v2_directory_without_memory_peak(tmp_path):
     d = v2_cgroup(tmp_path / "v2old", current=10 * MIB, peak=None)
-    assert db.read_peak(d) is None
-    assert db.read_current(d) == 10 * MIB
-    assert db.read_usage(d) == 10 * MIB  # what a sampler falls back to
-    assert db.read_oom_kills(d) == 0
+    assert pm.read_peak(d) is None
+    assert pm.read_current(d) == 10 * MIB
+    assert pm.read_usage(d) == 10 * MIB  # what a sampler falls back to
+    assert pm.read_oom_kills(d) == 0
 
 
 def test_missing_or_garbled_files_read_as_none(tmp_path):
-    assert db.read_peak(tmp_path / "gone") is None
-    assert db.read_current(tmp_path / "gone") is None
-    assert db.read_oom_kills(tmp_path / "gone") is None
-    write(tmp_path / "bad" / db.V2_PEAK, "max\n")
-    assert db.read_peak(tmp_path / "bad") is None
+    assert pm.read_peak(tmp_path / "gone") is None
+    assert pm.read_current(tmp_path / "gone") is None
+    assert pm.read_oom_kills(tmp_path / "gone") is None
+    write(tmp_path / "bad" / pm.V2_PEAK, "max\n")
+    assert pm.read_peak(tmp_path / "bad") is None
 
 
 PROC_V1 = """\
@@ -148,7 +148,7 @@ PROC_V2 = "0::/system.slice/docker-abc.scope\n"
     ],
 )
 def test_process_cgroup(text, version, expected):
-    assert db.process_cgroup(text, version) == expected
+    assert pm.process_cgroup(text, version) == expected
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -156,29 +156,29 @@ def test_container_memory_dir_from_proc(tmp_path, version):
     root = v1_root(tmp_path) if version == 1 else v2_root(tmp_path)
     proc = tmp_path / "proc"
     write(proc / "4242" / "cgroup", PROC_V1 if version == 1 else PROC_V2)
-    found = db.container_memory_dir(4242, root, version, proc=proc)
+    found = pm.container_memory_dir(4242, root, version, proc=proc)
     if version == 1:
         assert found == root / "memory" / "docker" / "abc"
     else:
         assert found == root / "system.slice" / "docker-abc.scope"
-    assert db.container_memory_dir(0, root, version, proc=proc) is None  # exited: no pid
-    assert db.container_memory_dir(999, root, version, proc=proc) is None  # no such process
+    assert pm.container_memory_dir(0, root, version, proc=proc) is None  # exited: no pid
+    assert pm.container_memory_dir(999, root, version, proc=proc) is None  # no such process
 
 
 def test_engine_stats_samples():
     v1 = {"memory_stats": {"usage": 30 * MIB, "max_usage": 50 * MIB, "limit": 64 * MIB}}
     v2 = {"memory_stats": {"usage": 30 * MIB, "limit": 64 * MIB, "stats": {}}}
-    assert db.peak_from_stats(v1) == 50 * MIB
-    assert db.peak_from_stats(v2) == 30 * MIB
-    assert db.peak_from_stats({"memory_stats": {}}) is None  # a stopped container's sample
-    assert db.peak_from_stats({}) is None
+    assert pm.peak_from_stats(v1) == 50 * MIB
+    assert pm.peak_from_stats(v2) == 30 * MIB
+    assert pm.peak_from_stats({"memory_stats": {}}) is None  # a stopped container's sample
+    assert pm.peak_from_stats({}) is None
 
 
 def test_cpu_weight_matches_runc():
-    assert db.cpu_weight(1024) == 39
-    assert db.cpu_weight(2) == 1
-    assert db.cpu_weight(262144) == 10000
-    assert db.cpu_weight(512) < db.cpu_weight(1024) < db.cpu_weight(2048)
+    assert pm.cpu_weight(1024) == 39
+    assert pm.cpu_weight(2) == 1
+    assert pm.cpu_weight(262144) == 10000
+    assert pm.cpu_weight(512) < pm.cpu_weight(1024) < pm.cpu_weight(2048)
 
 
 # -- choosing a source ---------------------------------------------------------------------
@@ -206,23 +206,23 @@ def test_choose_peak_source(kwargs, expected):
         parents_usable=True,
         parent_keeps_peak=True,
     )
-    assert db.choose_peak_source(**{**base, **kwargs}) == expected
+    assert pm.choose_peak_source(**{**base, **kwargs}) == expected
 
 
 def test_killed_at_memory_limit_with_each_source():
     limit = 64 * MIB
     # exact high-water marks (v1 memory.max_usage_in_bytes, v2 memory.peak)
-    assert db._killed_at_memory_limit(137, limit, limit)
-    assert not db._killed_at_memory_limit(137, limit - 4096, limit)
+    assert pm.killed_at_memory_limit(137, limit, limit)
+    assert not pm.killed_at_memory_limit(137, limit - 4096, limit)
     # a sampled peak misses the last burst before the kill
-    assert db._killed_at_memory_limit(137, int(0.95 * limit), limit, exact=False)
-    assert not db._killed_at_memory_limit(137, limit // 2, limit, exact=False)
+    assert pm.killed_at_memory_limit(137, int(0.95 * limit), limit, exact=False)
+    assert not pm.killed_at_memory_limit(137, limit // 2, limit, exact=False)
     # a v2 parent that counted an OOM kill needs no peak at all
-    assert db._killed_at_memory_limit(137, None, limit, oom_kills=1)
-    assert not db._killed_at_memory_limit(137, None, limit, oom_kills=0)
+    assert pm.killed_at_memory_limit(137, None, limit, oom_kills=1)
+    assert not pm.killed_at_memory_limit(137, None, limit, oom_kills=0)
     # never without a SIGKILL
-    assert not db._killed_at_memory_limit(0, limit, limit, oom_kills=1)
-    assert not db._killed_at_memory_limit(None, limit, limit)
+    assert not pm.killed_at_memory_limit(0, limit, limit, oom_kills=1)
+    assert not pm.killed_at_memory_limit(None, limit, limit)
 
 
 # -- per-trial parent cgroups on temp layouts ----------------------------------------------
@@ -230,7 +230,7 @@ def test_killed_at_memory_limit_with_each_source():
 
 def test_v1_parent(tmp_path):
     root = v1_root(tmp_path)
-    parents = db._ParentCgroups(root, 1)
+    parents = pm.ParentCgroups(root, 1)
     assert parents.usable() and parents.keeps_peak()
     assert parents.prepare("s.1", 512) == "/evalnoise/s.1"
     assert (root / "cpu" / "evalnoise" / "s.1" / "cpu.shares").read_text() == "512"
@@ -242,13 +242,13 @@ def test_v1_parent(tmp_path):
 
 def test_v2_parent(tmp_path):
     root = v2_root(tmp_path)
-    parents = db._ParentCgroups(root, 2)
+    parents = pm.ParentCgroups(root, 2)
     assert parents.usable()
     # the controllers are delegated down to the per-trial parent
     assert (root / "cgroup.subtree_control").read_text() == "+cpu +memory"
     assert (root / "evalnoise" / "cgroup.subtree_control").read_text() == "+cpu +memory"
     assert not parents.keeps_peak()  # a directory without memory.peak: an old kernel
-    write(root / "evalnoise" / db.V2_PEAK, "0\n")  # what Linux >= 5.19 shows
+    write(root / "evalnoise" / pm.V2_PEAK, "0\n")  # what Linux >= 5.19 shows
     assert parents.keeps_peak()
     assert parents.prepare("s.1", 1024) == "/evalnoise/s.1"
     assert (root / "evalnoise" / "s.1" / "cpu.weight").read_text() == "39"
@@ -258,7 +258,7 @@ def test_v2_parent(tmp_path):
 
 
 def test_v2_parent_without_memory_controller_is_unusable(tmp_path):
-    assert not db._ParentCgroups(v2_root(tmp_path, "cpu io pids"), 2).usable()
+    assert not pm.ParentCgroups(v2_root(tmp_path, "cpu io pids"), 2).usable()
 
 
 def test_release_and_cleanup_find_each_layout(tmp_path):
@@ -266,13 +266,13 @@ def test_release_and_cleanup_find_each_layout(tmp_path):
     for controller in ("cpu", "memory", "pids"):
         (v1 / controller / "evalnoise" / "s.1").mkdir(parents=True)
     (v1 / "cpu" / "evalnoise" / "s.2").mkdir()
-    assert db._ParentCgroups(v1, 1).release("s.1")
+    assert pm.ParentCgroups(v1, 1).release("s.1")
     assert not list(v1.glob("*/evalnoise/s.1"))
-    assert db._ParentCgroups(v1, 1).cleanup("s") == 1
+    assert pm.ParentCgroups(v1, 1).cleanup("s") == 1
     v2 = v2_root(tmp_path / "b")
     for name in ("s.1", "s.2", "other.1"):
         (v2 / "evalnoise" / name).mkdir(parents=True)
-    assert db._ParentCgroups(v2, 2).cleanup("s") == 2
+    assert pm.ParentCgroups(v2, 2).cleanup("s") == 2
     assert [p.name for p in (v2 / "evalnoise").iterdir()] == ["other.1"]
 
 
@@ -281,9 +281,9 @@ def test_release_and_cleanup_find_each_layout(tmp_path):
 
 def test_sampler_keeps_the_largest_value_it_saw(tmp_path):
     d = v2_cgroup(tmp_path / "v2old", current=1 * MIB, peak=None)
-    sampler = db._Sampler(lambda: db.read_usage(d), interval=0.005).start()
+    sampler = pm.Sampler(lambda: pm.read_usage(d), interval=0.005).start()
     for mb in (5, 40, 12, 3):  # a burst to 40 MiB, then down again
-        (d / db.V2_CURRENT).write_text(str(mb * MIB))
+        (d / pm.V2_CURRENT).write_text(str(mb * MIB))
         time.sleep(0.05)
     assert sampler.stop() == 40 * MIB
 
@@ -297,7 +297,7 @@ def test_sampler_survives_a_failing_reader():
             raise OSError("the cgroup went away")
         return len(calls)
 
-    sampler = db._Sampler(read, interval=0.001).start()
+    sampler = pm.Sampler(read, interval=0.001).start()
     time.sleep(0.05)
     assert sampler.stop() >= 2
 
@@ -312,9 +312,9 @@ def test_container_reader_looks_the_cgroup_up_once(tmp_path):
         lookups.append(1)
         return 77
 
-    reader = db._ContainerCgroupReader(pid, root, 2, proc=proc)
+    reader = pm.ContainerCgroupReader(pid, root, 2, proc=proc)
     assert reader() == reader() == 5 * MIB
-    gone = db._ContainerCgroupReader(lambda: 0, root, 2, proc=proc)  # exited before lookup
+    gone = pm.ContainerCgroupReader(lambda: 0, root, 2, proc=proc)  # exited before lookup
     assert gone() is None and gone() is None
     assert len(lookups) == 1
 
@@ -337,7 +337,7 @@ def test_stats_sampler_follows_the_stream():
             {"memory_stats": {}},
         ]
     )
-    sampler = db._StatsSampler(api, "abc").start()
+    sampler = pm.StatsSampler(api, "abc").start()
     assert api.done.wait(5)
     assert sampler.stop() == 30 * MIB
 
@@ -360,19 +360,19 @@ def _backend_with(source: str, default):
 @pytest.mark.docker
 def test_the_default_source_is_the_best_one_the_host_offers(docker_backend):
     backend = docker_backend
-    assert backend.host_cgroup_version == db.cgroup_version(db.CGROUP_ROOT)
-    assert backend.peak_source in db.PEAK_SOURCES
+    assert backend.host_cgroup_version == pm.cgroup_version(pm.CGROUP_ROOT)
+    assert backend.peak_source in pm.PEAK_SOURCES
     if backend.cgroup_driver != "cgroupfs":
         assert backend.peak_source == "container-sampled"
-    elif backend.host_cgroup_version == 1 and os.access(db.CGROUP_ROOT / "cpu", os.W_OK):
+    elif backend.host_cgroup_version == 1 and os.access(pm.CGROUP_ROOT / "cpu", os.W_OK):
         assert backend.peak_source == "parent"  # v1/hybrid hosts: exact, always
     elif backend.peak_source.startswith("parent"):  # v2: exact from Linux 5.19 on
-        has_peak = (db.CGROUP_ROOT / "evalnoise" / db.V2_PEAK).exists()
+        has_peak = (pm.CGROUP_ROOT / "evalnoise" / pm.V2_PEAK).exists()
         assert backend.peak_source == ("parent" if has_peak else "parent-sampled")
 
 
 @pytest.mark.docker
-@pytest.mark.parametrize("source", db.PEAK_SOURCES)
+@pytest.mark.parametrize("source", pm.PEAK_SOURCES)
 def test_each_peak_source_measures_a_real_allocation(docker_backend, probe_image, source):
     backend = _backend_with(source, docker_backend)
     if backend is None:
@@ -383,8 +383,8 @@ def test_each_peak_source_measures_a_real_allocation(docker_backend, probe_image
     row = run_one(backend, probe_agent(probe_image), task, "3x", shard_id=f"peak-{source}")
     assert row["status"] == "ok", row
     assert 100 * MIB <= row["peak_memory_bytes"] <= row["memory_limit_bytes"] == 192 * MIB
-    assert not list(db.CGROUP_ROOT.glob("*/evalnoise/peak-*"))  # v1: released
-    assert not list(db.CGROUP_ROOT.glob("evalnoise/peak-*"))  # v2: released
+    assert not list(pm.CGROUP_ROOT.glob("*/evalnoise/peak-*"))  # v1: released
+    assert not list(pm.CGROUP_ROOT.glob("evalnoise/peak-*"))  # v2: released
 
 
 @pytest.mark.docker

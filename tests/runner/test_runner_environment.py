@@ -425,7 +425,7 @@ def test_engine_gone_raises_without_a_row_and_cleanup_finds_the_container(
 
     from evalnoise.runner.environment import EnvironmentBackend
     from evalnoise.runner.trial import EngineUnavailable
-    from evalnoise.tasks.harbor import load_harbor_task
+    from evalnoise.tasks.harbor_folders import load_harbor_task
 
     folder = make_env_task(
         tmp_path, "gone", test_sh=REWARD_ONE, solve_sh="sleep 30\n", agent_timeout=60

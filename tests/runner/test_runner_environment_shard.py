@@ -12,7 +12,7 @@ from env_helpers import make_env_task
 
 from evalnoise.runner import run_shard
 from evalnoise.runner.environment import EXTRA_COLUMNS
-from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
+from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_tasks
 
 pytestmark = pytest.mark.docker
 

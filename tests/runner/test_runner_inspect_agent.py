@@ -27,7 +27,7 @@ from model_stack import require
 from evalnoise.runner import agent_spec, trial_seed
 from evalnoise.runner.resources import resource_profile
 from evalnoise.runner.trial import TrialRequest
-from evalnoise.tasks.harbor import environment_task_rows, load_harbor_task
+from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_task
 
 pytestmark = [pytest.mark.docker]
 

@@ -121,7 +121,7 @@ def test_invalid_task_resources(key, value):
 
 
 def test_a_sigkill_at_the_memory_limit_is_an_oom_kill_even_without_the_engine_flag():
-    from evalnoise.runner.docker_backend import _killed_at_memory_limit
+    from evalnoise.runner.peak_memory import killed_at_memory_limit as _killed_at_memory_limit
 
     limit = 48 * 1024 * 1024
     assert _killed_at_memory_limit(137, limit, limit)

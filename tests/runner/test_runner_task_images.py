@@ -15,7 +15,7 @@ from evalnoise.runner.task_images import (
     repository_name,
     task_image_tag,
 )
-from evalnoise.tasks.harbor import load_harbor_task
+from evalnoise.tasks.harbor_folders import load_harbor_task
 
 pytestmark = pytest.mark.docker
 

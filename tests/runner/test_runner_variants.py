@@ -154,7 +154,7 @@ def test_an_environment_task_gets_its_instruction_rendered(env_backend, tmp_path
     import pandas as pd
     from env_helpers import make_env_task, scripted_agent
 
-    from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
+    from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_tasks
 
     root = tmp_path / "tasks"
     root.mkdir()

@@ -7,7 +7,7 @@ from math import comb
 import numpy as np
 import pytest
 
-from evalnoise.stats.consistency import outcome_consistency
+from evalnoise.stats.outcome_consistency import outcome_consistency
 
 
 def test_c_out_by_hand():

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from evalnoise.attribution._common import run_seconds, time_blocks
+from evalnoise.attribution._trial_frame import run_seconds, time_blocks
 from evalnoise.stats import _distributions as d
 
 Q = np.array([1e-12, 1e-6, 0.001, 0.025, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.975, 0.999])

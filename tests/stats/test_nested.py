@@ -26,7 +26,8 @@ from statsmodels.stats.anova import anova_lm
 from evalnoise.pipeline.judging import nested_record
 from evalnoise.stats import dstudy, judge_sample_plan, variance_model
 from evalnoise.stats._gmoments import mls_interval
-from evalnoise.stats.planning import allocation_table, cost_allocation
+from evalnoise.stats.cost_allocation import cost_allocation
+from evalnoise.stats.planning import allocation_table
 
 
 class _Record:

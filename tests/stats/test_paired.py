@@ -365,7 +365,7 @@ def test_one_implementation_of_mcnemar_exact_holm_and_bh():
     # McNemar's exact p and the multiplicity adjustments live in stats.paired; the
     # attribution package re-exports the same objects.
     import evalnoise.attribution as attribution
-    import evalnoise.attribution._common as common
+    import evalnoise.attribution._exact_tests as common
     import evalnoise.stats as stats_pkg
 
     for name in ("benjamini_hochberg", "mcnemar_exact_p"):

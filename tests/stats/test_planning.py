@@ -11,13 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.power import NormalIndPower
 
+from evalnoise.stats.cost_allocation import (
+    cost_allocation,
+    optimal_trials_per_task,
+    plan_from_pilot,
+)
 from evalnoise.stats.icc import icc_oneway
 from evalnoise.stats.planning import (
     allocation_table,
-    cost_allocation,
     minimum_detectable_difference,
-    optimal_trials_per_task,
-    plan_from_pilot,
     tasks_for_icc_precision,
 )
 

@@ -12,7 +12,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from evalnoise.stats import ProportionInterval, wilson_interval
 from evalnoise.stats._results import plain
-from evalnoise.stats.proportion import _wilson_or_nan
+from evalnoise.stats.proportion import wilson_or_nan
 
 
 @pytest.mark.parametrize("k,n", [(0, 5), (1, 5), (3, 5), (5, 5), (17, 64), (64, 64), (1, 1)])
@@ -87,9 +87,9 @@ def test_shared_result_helpers():
     value = {"a": (np.float64(0.5), np.int64(2)), "b": np.array([[1, 2]]), "c": pd.NA}
     assert plain(value) == {"a": [0.5, 2], "b": [[1, 2]], "c": None}
     assert np.isnan(plain(np.float32("nan")))
-    assert all(np.isnan(v) for v in _wilson_or_nan(float("nan"), 0, 0.95))
+    assert all(np.isnan(v) for v in wilson_or_nan(float("nan"), 0, 0.95))
     low, high = wilson_interval(0.3, 40)
-    assert _wilson_or_nan(0.3, 40, 0.95, float("nan")) == (float(low), float(high))
-    assert _wilson_or_nan(0.3, 40, 0.95, 0.5) == (float(low), float(high))  # floored at 1
+    assert wilson_or_nan(0.3, 40, 0.95, float("nan")) == (float(low), float(high))
+    assert wilson_or_nan(0.3, 40, 0.95, 0.5) == (float(low), float(high))  # floored at 1
     low2, high2 = wilson_interval(0.3, 40, design_effect=2.0)
-    assert _wilson_or_nan(0.3, 40, 0.95, 2.0) == (float(low2), float(high2))
+    assert wilson_or_nan(0.3, 40, 0.95, 2.0) == (float(low2), float(high2))

@@ -33,7 +33,8 @@ NOT_RESULTS = {
     "ProportionInterval": "a (low, high) pair callers unpack, like scipy's ConfidenceInterval",
     "NotEstimable": "an exception",
     "StoppingRule": "an input: the rule an adaptive evaluation stops by",
-    "AgentTrials": "an input: one agent's trials with their blocks",
+    "AgentTrials": "an input: one agent's trials with their rounds",
+    "EntryUnits": "an intermediate: an adaptive run's units, inside the sequences and stopping",
 }
 
 RNG = np.random.default_rng(7)

@@ -27,14 +27,14 @@ def _units(rng, shape, mu, icc, trials):
     return rng.binomial(trials, p) / trials
 
 
-def _trial_table(rng, n_tasks, trials, mu, icc, block_size, start=0):
-    """Long table (scores, tasks, blocks) of n_tasks new tasks, block_size per block."""
+def _trial_table(rng, n_tasks, trials, mu, icc, round_size, start=0):
+    """Long table (scores, tasks, rounds) of n_tasks new tasks, round_size per round."""
     s = 1.0 / icc - 1.0
     p = rng.beta(mu * s, (1.0 - mu) * s, size=n_tasks)
     task = np.repeat(np.arange(start, start + n_tasks), trials)
     score = (rng.random(task.size) < p[task - start]).astype(float)
-    block = (task - start) // block_size
-    return score, task, block
+    round = (task - start) // round_size
+    return score, task, round
 
 
 # --- the betting sequence against independent implementations ---------------------------------
@@ -140,30 +140,30 @@ def test_coverage_when_stopping_the_first_time_the_interval_is_narrow(method, tu
 
 def test_table_coverage_with_adaptive_trials_and_outcome_driven_top_ups():
     """Trials per new task change with the data, and failing tasks get extra trials later:
-    the sequence leaves the top-ups out and still covers at its stopping block."""
+    the sequence leaves the top-ups out and still covers at its stopping round."""
     rng = np.random.default_rng(7)
-    mu, icc, target, reps, n_blocks, size = 0.3, 0.5, 0.1, 300, 30, 10
+    mu, icc, target, reps, n_rounds, size = 0.3, 0.5, 0.1, 300, 30, 10
     s = 1 / icc - 1
     covered, stopped = [], 0
     for _ in range(reps):
-        p = rng.beta(mu * s, (1 - mu) * s, size=n_blocks * size)
-        parts = []  # (scores, tasks, blocks) per block and kind
+        p = rng.beta(mu * s, (1 - mu) * s, size=n_rounds * size)
+        parts = []  # (scores, tasks, rounds) per round and kind
         total = count = 0.0
         zero_tasks = np.array([], dtype=int)
-        for b in range(n_blocks):
+        for b in range(n_rounds):
             t_new = 2 if count and total / count < 0.3 else 4  # a data-dependent design
             new = np.repeat(np.arange(b * size, (b + 1) * size), t_new)
             y = (rng.random(new.size) < p[new]).astype(float)
             parts.append((y, new, np.full(new.size, b)))
-            # Last block's tasks that never succeeded get 4 more trials: kept in the units,
+            # Last round's tasks that never succeeded get 4 more trials: kept in the units,
             # such top-ups would bias the estimate upwards.
             top = np.repeat(zero_tasks, 4)
             parts.append(((rng.random(top.size) < p[top]).astype(float), top, np.full(top.size, b)))
             wins = np.bincount(new - b * size, weights=y, minlength=size)
             zero_tasks = b * size + np.flatnonzero(wins == 0)
             total, count = total + y.sum(), count + y.size
-        scores, tasks, blocks = (np.concatenate([q[i] for q in parts]) for i in range(3))
-        res = confidence_sequence(scores, tasks, blocks, tuning_half_width=target)
+        scores, tasks, rounds = (np.concatenate([q[i] for q in parts]) for i in range(3))
+        res = confidence_sequence(scores, tasks, rounds, tuning_half_width=target)
         hit = np.flatnonzero((res.upper - res.lower) / 2 <= target)
         j = hit[0] if hit.size else -1
         stopped += hit.size > 0
@@ -205,16 +205,16 @@ def test_low_variance_agent_stops_earlier():
 
 
 def test_low_variance_agent_stops_earlier_through_the_stopping_rule():
-    def blocks_until_stop(icc, seed):
+    def rounds_until_stop(icc, seed):
         rng = np.random.default_rng(seed)
-        scores, tasks, blocks = [], [], []
+        scores, tasks, rounds = [], [], []
         for b in range(60):
             y, t, _ = _trial_table(rng, 10, 4, 0.5, icc, 10, start=10 * b)
             scores.append(y)
             tasks.append(t)
-            blocks.append(np.full(y.size, b))
+            rounds.append(np.full(y.size, b))
             d = stopping_decision(
-                AgentTrials(np.concatenate(scores), np.concatenate(tasks), np.concatenate(blocks)),
+                AgentTrials(np.concatenate(scores), np.concatenate(tasks), np.concatenate(rounds)),
                 StoppingRule(half_width=0.1, budget=1e9, max_trials_per_task=4),
             )
             if d.stop:
@@ -223,46 +223,46 @@ def test_low_variance_agent_stops_earlier_through_the_stopping_rule():
         raise AssertionError("never stopped")
 
     # ICC 0.95: task means near 0 or 1 (variance ≈ 0.24); ICC 0.05 with 4 trials: ≈ 0.07.
-    assert blocks_until_stop(0.05, 1) < blocks_until_stop(0.95, 1)
+    assert rounds_until_stop(0.05, 1) < rounds_until_stop(0.95, 1)
 
 
 # --- the trial-table front end -----------------------------------------------------------------
 
 
-def test_units_are_tasks_with_their_entry_block_trials():
+def test_units_are_tasks_with_their_entry_round_trials():
     scores = np.array([1, 0, 1, 1, 0, 0, 1, 1, 1, 0], dtype=float)
     tasks = np.array(["a", "a", "b", "b", "a", "a", "c", "c", "b", "d"])
-    blocks = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 2])
-    res = confidence_sequence(scores, tasks, blocks)
+    rounds = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 2])
+    res = confidence_sequence(scores, tasks, rounds)
     assert res.tasks.tolist() == ["a", "b", "c", "d"]
     assert res.unit_values.tolist() == [0.5, 1.0, 1.0, 0.0]
     assert res.unit_trials.tolist() == [2, 2, 2, 1]
-    assert res.entry_block.tolist() == [0, 0, 1, 2]
-    assert res.n_trials_excluded == 3  # a's and b's trials in block 1
+    assert res.entry_round.tolist() == [0, 0, 1, 2]
+    assert res.n_trials_excluded == 3  # a's and b's trials in round 1
     assert res.n_tasks.tolist() == [2, 3, 4]
     assert res.n_trials.tolist() == [4, 6, 7]
     assert res.estimate.tolist() == pytest.approx([0.75, 2.5 / 3, 2.5 / 4])
     assert res.mean == pytest.approx(0.625)
     assert res.half_width == pytest.approx((res.ci_high - res.ci_low) / 2)
-    assert any("after their entry block" in w for w in res.warnings)
+    assert any("after their entry round" in w for w in res.warnings)
 
 
 def test_estimate_is_the_mean_of_task_means_and_prefixes_agree():
     rng = np.random.default_rng(2)
-    scores, tasks, blocks = _trial_table(rng, 60, 3, 0.6, 0.4, 12)
-    res = confidence_sequence(scores, tasks, blocks, tuning_half_width=0.1)
+    scores, tasks, rounds = _trial_table(rng, 60, 3, 0.6, 0.4, 12)
+    res = confidence_sequence(scores, tasks, rounds, tuning_half_width=0.1)
     assert res.mean == pytest.approx(accuracy(scores, tasks).mean, abs=1e-12)
-    # What a run that stopped after block 2 would have reported is the full run's entry 2.
-    early = blocks <= 2
-    part = confidence_sequence(scores[early], tasks[early], blocks[early], tuning_half_width=0.1)
+    # What a run that stopped after round 2 would have reported is the full run's entry 2.
+    early = rounds <= 2
+    part = confidence_sequence(scores[early], tasks[early], rounds[early], tuning_half_width=0.1)
     assert part.ci_low == res.lower[2] and part.ci_high == res.upper[2]
 
 
-def test_a_block_without_new_tasks_repeats_the_interval():
+def test_a_round_without_new_tasks_repeats_the_interval():
     scores = np.array([1, 0, 1, 0, 1, 1, 0, 0], dtype=float)
     tasks = np.array([0, 0, 1, 1, 0, 1, 2, 2])
-    blocks = np.array([0, 0, 0, 0, 1, 1, 2, 2])
-    res = confidence_sequence(scores, tasks, blocks)
+    rounds = np.array([0, 0, 0, 0, 1, 1, 2, 2])
+    res = confidence_sequence(scores, tasks, rounds)
     assert res.n_tasks.tolist() == [2, 2, 3]
     assert res.lower[1] == res.lower[0] and res.upper[1] == res.upper[0]
 
@@ -277,17 +277,17 @@ def test_paired_sequence_covers_the_difference_and_counts_dropped_tasks():
         task = np.repeat(np.arange(n), trials)
         ya = (rng.random(task.size) < p_a[task]).astype(float)
         yb = (rng.random(task.size) < p_b[task]).astype(float)
-        block = task // 20
-        res = paired_confidence_sequence(ya, task, block, yb, task, block, tuning_half_width=0.1)
+        round = task // 20
+        res = paired_confidence_sequence(ya, task, round, yb, task, round, tuning_half_width=0.1)
         hit = np.flatnonzero((res.upper - res.lower) / 2 <= 0.1)
         j = hit[0] if hit.size else -1
         covered += res.lower[j] <= (p_a - p_b).mean() <= res.upper[j]
     assert covered / reps >= 0.93
     assert res.estimand == "difference"
     assert res.mean == pytest.approx(ya.mean() - yb.mean())
-    # One agent missing a task's entry block drops that task from the sequence.
+    # One agent missing a task's entry round drops that task from the sequence.
     keep = task != 3
-    dropped = paired_confidence_sequence(ya[keep], task[keep], block[keep], yb, task, block)
+    dropped = paired_confidence_sequence(ya[keep], task[keep], round[keep], yb, task, round)
     assert dropped.n_tasks_dropped == 1 and dropped.n_tasks[-1] == n - 1
     assert any("only one agent" in w for w in dropped.warnings)
 
@@ -304,12 +304,12 @@ def test_identical_agents_give_an_interval_around_zero():
 # --- the stopping rule -------------------------------------------------------------------------
 
 
-def _decide(scores, tasks, blocks, *, spent=None, trials_b=None, **kw):
+def _decide(scores, tasks, rounds, *, spent=None, trials_b=None, **kw):
     args = {"half_width": 0.05, "budget": 1e6, "cost_per_task": 0.0, "cost_per_trial": 1.0}
     args.update(kw)
     rule = StoppingRule(**args)
     return stopping_decision(
-        AgentTrials(scores, tasks, blocks), rule, spent=spent, trials_b=trials_b
+        AgentTrials(scores, tasks, rounds), rule, spent=spent, trials_b=trials_b
     )
 
 
@@ -329,7 +329,7 @@ def test_stop_when_the_budget_is_spent_or_the_tasks_run_out():
     spent = 40 * 2.0 + 160 * 0.5
     # The cheapest new task (one trial) costs 2.5; the optimum here is 2 trials, 3.0.
     d = _decide(y, t, b, budget=spent + 3.0, cost_per_task=2.0, cost_per_trial=0.5)
-    assert not d.stop and d.next_new_tasks == 1 and d.next_block_cost == pytest.approx(3.0)
+    assert not d.stop and d.next_new_tasks == 1 and d.next_round_cost == pytest.approx(3.0)
     d = _decide(y, t, b, budget=spent + 2.9, cost_per_task=2.0, cost_per_trial=0.5)
     assert d.spent == pytest.approx(spent) and d.remaining == pytest.approx(2.9)
     assert d.stop and d.status == "budget_spent" and "budget spent" in decision_text(d.to_dict())
@@ -362,7 +362,7 @@ def test_more_trials_when_tasks_are_expensive_and_trials_are_noisy():
     assert d.next_trials_per_task in (min(math.floor(t_star), 16), min(math.ceil(t_star), 16))
     assert d.gain_per_cost_trial > d.gain_per_cost_task  # T = 2 < T*
     assert "keep their entry trials" in decision_text(d.to_dict())
-    assert d.next_block_cost == pytest.approx(10 * (40.0 + d.next_trials_per_task))
+    assert d.next_round_cost == pytest.approx(10 * (40.0 + d.next_trials_per_task))
     capped = _decide(y, t, b, cost_per_task=40.0, cost_per_trial=1.0, max_trials_per_task=3)
     assert capped.next_trials_per_task == 3
 
@@ -461,7 +461,7 @@ def test_the_rule_stores_checked_numbers_and_its_goal():
     assert type(rule.budget) is float and type(rule.max_tasks) is int
     assert StoppingRule(half_width=0.1, budget=1.0).goal == 0.1
     with pytest.raises(AttributeError):
-        rule.budget = 20.0  # frozen: a rule is fixed before the first block
+        rule.budget = 20.0  # frozen: a rule is fixed before the first round
     # the same rule decides the same way whether the trials come as lists or arrays
     y, t, b = [1.0, 0.0, 1.0, 1.0], [0, 0, 1, 1], [0, 0, 0, 0]
     listed = stopping_decision(AgentTrials(y, t, b), StoppingRule(half_width=0.1, budget=50.0))

@@ -13,7 +13,7 @@ from evalnoise.cli import main
 from evalnoise.pipeline.sampling import benchmark_warnings
 from evalnoise.tasks.check import check_tasks, offline_fetch_warning
 from evalnoise.tasks.fetches import Fetch, network_fetches
-from evalnoise.tasks.harbor import load_harbor_tasks
+from evalnoise.tasks.harbor_folders import load_harbor_tasks
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "harbor-tasks"
 

@@ -9,17 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from evalnoise.tasks.harbor import (
-    DEFAULTS,
+from evalnoise.tasks.harbor_folders import (
     ENVIRONMENT_TASK_COLUMNS,
-    HarborTaskError,
     environment_task_rows,
-    folder_digest,
     load_harbor_task,
     load_harbor_tasks,
-    resolve_env,
-    strip_canary,
 )
+from evalnoise.tasks.harbor_task import DEFAULTS, HarborTaskError, folder_digest, resolve_env
+from evalnoise.tasks.harbor_toml import strip_canary
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "harbor-tasks"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from test_tasks_harbor import make_task, problems_of, toml_with
 
-from evalnoise.tasks.harbor import load_harbor_task
+from evalnoise.tasks.harbor_folders import load_harbor_task
 from evalnoise.tasks.verifier_setup import SHARED, VerifierSetup
 
 

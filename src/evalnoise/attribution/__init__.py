@@ -29,7 +29,8 @@ Building blocks: :func:`time_blocks` (equal-count blocks of start times),
 :func:`benjamini_hochberg` and :func:`mcnemar_exact_p`.
 """
 
-from evalnoise.attribution._common import fisher_exact_2xr, time_blocks
+from evalnoise.attribution._exact_tests import fisher_exact_2xr
+from evalnoise.attribution._trial_frame import time_blocks
 from evalnoise.attribution.all_analyses import (
     AttributionTables,
     NotRun,
@@ -37,6 +38,7 @@ from evalnoise.attribution.all_analyses import (
     attribution_for_trials,
     read_attribution,
 )
+from evalnoise.attribution.drift import DriftResult, drift_test
 from evalnoise.attribution.flaky import (
     CHECK_DESCRIPTIONS,
     CHECKS,
@@ -52,10 +54,8 @@ from evalnoise.attribution.policy_sensitivity import (
 from evalnoise.attribution.resource import ResourceSensitivityResult, resource_sensitivity
 from evalnoise.attribution.time_effects import (
     INFRA_COMPONENTS,
-    DriftResult,
     TimeEffectsResult,
     VarianceComponentsResult,
-    drift_test,
     time_effects,
     variance_components,
 )

@@ -35,13 +35,13 @@ import numpy as np
 import pandas as pd
 
 from evalnoise.column_names import group_label
-from evalnoise.formatting import finite_or_none
 from evalnoise.runner.infra_policies import InfraPolicy, infra_policy
 from evalnoise.runner.variant import VARIANT_COLUMNS
 from evalnoise.schema import STATUSES
 
+from .group_attribution import group_attribution
+
 __all__ = [
-    "DSTUDY_COSTS",
     "FLAKY_COLUMNS",
     "RESOURCE_COLUMNS",
     "AttributionTables",
@@ -68,9 +68,6 @@ RESOURCE_COLUMNS = (
     "significant",
     "between_limits",
 )
-#: The D study's costs per facet, in trials (as ``analysis.budget`` counts runs): a trial
-#: costs 1, a task nothing beyond its trials.
-DSTUDY_COSTS = {"task": 0.0, "trial": 1.0}
 #: Columns of the flagged-task table the report needs.
 FLAKY_COLUMNS = ("group", "rank", "task_id", "reason", "checks")
 
@@ -418,7 +415,7 @@ def attribution_for_trials(
             continue
         present.append((agent, profile))
         try:
-            summary[label] = _group_summary(rows, label, pol, options, has, flaky_frames)
+            summary[label] = group_attribution(rows, label, pol, options, has, flaky_frames)
         except ValueError as exc:
             # a degenerate group (one task, every score equal) is reported, never a crash
             summary[label] = {"not_computed": str(exc)}
@@ -488,172 +485,6 @@ def _memory_need(
             peaks = ok.groupby(ok["task_id"].astype(str))["peak_memory_bytes"].max()
             return peaks / 2**20, f"measured: largest peak under {roomy}"
     return declared, "declared: the task's memory_mb"
-
-
-def _group_summary(
-    rows: pd.DataFrame,
-    label: str,
-    policy: InfraPolicy,
-    options: Mapping[str, Any],
-    has: Mapping[str, bool],
-    flaky_frames: list[pd.DataFrame],
-) -> dict[str, Any]:
-    """Policy sensitivity, time effects and flaky tasks of one group (its flaky-task rows
-    are appended to ``flaky_frames``)."""
-    from evalnoise.attribution.flaky import flaky_tasks
-    from evalnoise.attribution.policy_sensitivity import policy_sensitivity
-    from evalnoise.attribution.time_effects import time_effects
-
-    sensitivity = policy_sensitivity(
-        rows,
-        on_exhausted=policy.on_exhausted,
-        confidence=options["confidence"],
-        cluster_se=options["cluster_se"],
-        quantile=options["quantile"],
-    )
-    timed = "started_at" in rows and bool(rows["started_at"].notna().any())
-    times, time_note = None, None
-    if not timed:
-        time_note = "no timestamps: the table has no started_at or ended_at times"
-    else:
-        try:
-            times = time_effects(rows, policy=policy, confidence=options["confidence"])
-        except ValueError as exc:
-            # e.g. one task, or trials all in one time block: the rest of the record stands
-            time_note = str(exc)
-    flaky = flaky_tasks(rows, policy=policy)
-    frame = flaky.to_frame()
-    frame.insert(0, "group", label)
-    flaky_frames.append(frame)
-    checks = []
-    for check in flaky.checks:
-        ran, reason = check.ran, "" if check.ran else check.description
-        if check.name == "infra_concentration" and not has["status"]:
-            ran, reason = False, "no outcome (error kind) column: no infra outcome to locate"
-        elif check.name == "time_block" and not timed:
-            reason = "no timestamps: the table has no started_at or ended_at times"
-        checks.append(
-            {"name": check.name, "ran": ran, "reason": reason, "n_flagged": check.n_flagged}
-        )
-    comps = None if times is None else times.components
-    noise, noise_note = None, time_note
-    if comps is not None and comps.gstudy is not None:
-        from evalnoise.facets import noise_record
-
-        # what to buy next: tasks or trials, the time blocks and hosts as they ran (spread
-        # over as many; the pipeline does not buy them). The budget counts trials, as
-        # analysis.budget counts runs: a trial costs 1, a task nothing beyond its trials.
-        # Fixed units, not the measured seconds: the same trials give the same D study on
-        # every rerun (a report must not change when nothing it reads did).
-        sizes = comps.gstudy.sizes
-        costs = dict(DSTUDY_COSTS)
-        limits = {f: (n, n) for f, n in sizes.items() if f != "task"}
-        target = options.get("target_se")
-        try:
-            noise = noise_record(
-                comps.gstudy,
-                task="task",
-                se_clustered=times.se_clustered,
-                costs=costs,
-                target_se=target if target else times.se_clustered / 2,
-                limits=limits,
-                max_tasks=options.get("max_tasks"),
-            )
-        except ValueError as exc:  # a model the D study cannot use: the rest stands
-            noise_note = str(exc)
-        else:
-            _permutation_decisions(noise, comps)
-    return {
-        "policy": [
-            {
-                "policy": name,
-                "applicable": bool(sensitivity.applicable[i]),
-                "mean": sensitivity.mean[i],
-                "ci_low": sensitivity.ci_low[i],
-                "ci_high": sensitivity.ci_high[i],
-                "n_counted": sensitivity.n_counted[i],
-                "n_excluded": sensitivity.n_excluded[i],
-                "note": sensitivity.note[i],
-            }
-            for i, name in enumerate(sensitivity.policy)
-        ],
-        "policy_moves_result": bool(sensitivity.moves_result),
-        "policy_max_shift": sensitivity.max_shift,
-        "policy_half_width": sensitivity.half_width,
-        "declared_policy": policy.mode,
-        "infra_share": None if comps is None else comps.infra_share,
-        "infra_share_ci_low": None if comps is None else comps.infra_share_ci_low,
-        "infra_share_ci_high": None if comps is None else comps.infra_share_ci_high,
-        # the share rule (evalnoise.stats.shares): detected when the permutation family of
-        # its components rejects; otherwise reported as not detected, not as a share
-        "infra_share_detected": None if comps is None else bool(comps.infra_detected),
-        "infra_share_pvalue": None if comps is None else finite_or_none(comps.infra_pvalue),
-        "infra_share_permutations": (
-            None if comps is None or comps.permutation is None else comps.permutation.n_permutations
-        ),
-        # every component's MLS interval (its magnitude), share and detection — by the
-        # permutation test for time and host components (named infra_share_* so that what
-        # depends on when trials ran stays under one prefix)
-        "infra_share_components_ci": (
-            {}
-            if comps is None
-            else {
-                c: {
-                    "ci_low": comps.ci_low[i],
-                    "ci_high": comps.ci_high[i],
-                    "share": comps.share[i],
-                    "detected": bool(comps.detected[i]),
-                    "detected_by": comps.detected_by[i] if comps.detected_by else None,
-                    "pvalue": None if comps.pvalue is None else finite_or_none(comps.pvalue[i]),
-                }
-                for i, c in enumerate(comps.components)
-            }
-        ),
-        "infra_components": [] if comps is None else list(comps.infra_components),
-        "components": (
-            {} if comps is None else {c: comps.sigma2[i] for i, c in enumerate(comps.components)}
-        ),
-        "drift_slope": None if times is None else times.drift.slope,
-        "drift_pvalue": None if times is None else times.drift.pvalue,
-        "time_blocks": 0 if times is None else times.n_time_blocks,
-        # the hosts of the data, also when the time model could not be fitted
-        "hosts": times.n_hosts if times is not None else _n_hosts(rows),
-        "time_effects_not_computed": time_note,
-        # one model of the noise (issue 23): the G study's components, the total-error SE
-        # beside the clustered one, the D study (evalnoise.facets.noise_record)
-        "noise": noise,
-        "noise_not_computed": None if noise is not None else noise_note,
-        "flaky_flagged": len(frame),
-        "flaky_checks_run": [c["name"] for c in checks if c["ran"]],
-        "flaky_checks": checks,
-    }
-
-
-def _permutation_decisions(noise: dict[str, Any], comps: Any) -> None:
-    """The noise model's components (the G study's record, named in its notation,
-    ``task×time_block``) carry the attribution's decisions: a time or host component is
-    detected as the permutation test and the share rule say, not by its interval, so the
-    two lines of one group never disagree."""
-    ours = {c.replace(":", "×"): i for i, c in enumerate(comps.components)}
-    for c in (noise.get("gstudy") or {}).get("components") or []:
-        i = ours.get(c.get("component"))
-        if i is None or not comps.detected_by:
-            continue
-        tested = comps.detected_by[i] == "permutation"
-        if not tested and comps.components[i] not in comps.infra_components:
-            continue
-        c["detected"] = bool(comps.detected[i])
-        c["detected_by"] = comps.detected_by[i]
-        c["pvalue"] = None if comps.pvalue is None else finite_or_none(comps.pvalue[i])
-        c["share"] = c.get("share_estimate") if c["detected"] else None
-
-
-def _n_hosts(rows: pd.DataFrame) -> int:
-    """Distinct hosts of a group's rows as :func:`~evalnoise.attribution.time_effects`
-    counts them (a missing host is one host, "(unknown)"); 0 without a host column."""
-    if "host" not in rows or rows.empty:
-        return 0
-    return int(rows["host"].astype(object).where(rows["host"].notna(), "(unknown)").nunique())
 
 
 # --- reading the artifacts back ---------------------------------------------------------------

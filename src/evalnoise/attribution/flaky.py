@@ -26,16 +26,15 @@ from evalnoise.stats._checks import check_probability
 from evalnoise.stats._results import DictResult
 from evalnoise.stats.paired import benjamini_hochberg
 
-from ._common import (
+from ._exact_tests import fisher_exact_2xr, fisher_greater
+from ._json import records
+from ._trial_frame import (
     binary_outcome,
-    fisher_exact_2xr,
-    fisher_greater,
     one_group,
     require_columns,
     time_blocks,
     trial_key,
 )
-from ._json import records
 
 __all__ = ["CHECKS", "CHECK_DESCRIPTIONS", "CheckRun", "FlakyTasksResult", "flaky_tasks"]
 
@@ -408,7 +407,7 @@ def flaky_tasks(
     ``time_block`` — each trial's counted outcome (last attempt, ``policy`` applied;
     ``correct``, else ``score >= 0.5``) by the time block its counted attempt started in;
     per task, Fisher's exact test of independence of correctness and block on the 2 × B
-    table (Freeman–Halton for B > 2, :func:`~evalnoise.attribution._common.fisher_exact_2xr`).
+    table (Freeman–Halton for B > 2, :func:`~evalnoise.attribution._exact_tests.fisher_exact_2xr`).
     Blocks are equal-count bins of the run's start times, so each holds about the same
     number of trials and the test compares parts of the run, not clock hours.
 

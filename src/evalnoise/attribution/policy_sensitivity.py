@@ -22,8 +22,8 @@ from evalnoise.outcomes import attempt_order
 from evalnoise.runner.infra_policies import InfraPolicy, PolicyResult, apply_infra_policy
 from evalnoise.stats.accuracy import AccuracyResult, accuracy
 
-from ._common import one_group, require_columns, score_values, trial_key
 from ._json import records
+from ._trial_frame import one_group, require_columns, score_values, trial_key
 
 __all__ = ["POLICIES", "PolicySensitivityResult", "counted_under_policies", "policy_sensitivity"]
 

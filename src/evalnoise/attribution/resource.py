@@ -29,8 +29,8 @@ from evalnoise.schema import INFRA_STATUSES
 from evalnoise.stats._checks import check_probability
 from evalnoise.stats.paired import benjamini_hochberg, holm, mcnemar_exact_p
 
-from ._common import binary_outcome, require_columns
 from ._json import records
+from ._trial_frame import binary_outcome, require_columns
 
 __all__ = ["ResourceSensitivityResult", "resource_sensitivity"]
 

@@ -43,11 +43,7 @@ infra_detection_calibration.md``. The share is reported by the one rule of
 :func:`evalnoise.stats.shares.share_decision`: detected when the family's test (of the sum
 of its components) rejects, which is exactly when one of its components is detected.
 
-Drift: a linear probability model with task fixed effects, y_gi = α_g + β t_gi + e_gi, with t
-the start time scaled to [0, 1] over the run, so β is the change in success probability from
-the run's first trial to its last within a task. β̂ by within-task demeaning
-(Frisch–Waugh–Lovell), SE task-clustered (CR1, G/(G − 1)), Wald t test on G − 1 degrees of
-freedom.
+Drift (a change of success over the run within tasks) is :mod:`evalnoise.attribution.drift`'s.
 """
 
 from __future__ import annotations
@@ -61,12 +57,11 @@ import pandas as pd
 
 from evalnoise.runner.infra_policies import InfraPolicy, apply_infra_policy, infra_policy
 from evalnoise.stats._checks import check_probability
-from evalnoise.stats._distributions import t_ppf, t_sf
-from evalnoise.stats._results import DictResult, renamed
 from evalnoise.stats.permutation import FactorPermutationResult, factor_permutation_test
 from evalnoise.stats.shares import ShareDecision, share_decision
 
-from ._common import (
+from ._json import records
+from ._trial_frame import (
     one_group,
     require_columns,
     run_seconds,
@@ -74,17 +69,15 @@ from ._common import (
     time_blocks,
     trial_key,
 )
-from ._json import records
+from .drift import DriftResult, drift_test
 
 if TYPE_CHECKING:
     from evalnoise.stats.gstudy import GStudyResult
 
 __all__ = [
     "INFRA_COMPONENTS",
-    "DriftResult",
     "TimeEffectsResult",
     "VarianceComponentsResult",
-    "drift_test",
     "time_effects",
     "variance_components",
 ]
@@ -217,43 +210,6 @@ class VarianceComponentsResult:
 
 
 @dataclass(frozen=True)
-class DriftResult(DictResult):
-    """Linear drift of the score over the run within tasks (see :func:`drift_test`).
-
-    Attributes
-    ----------
-    slope : β̂, change in mean score from the run's start (t = 0) to its end (t = 1).
-    se : task-clustered (CR1) standard error.
-    statistic : the Wald t, slope / se; df : G − 1; pvalue : two-sided.
-    ci_low, ci_high : slope ∓ t_{df} · se.
-    n_obs, n_tasks : trials and tasks used (tasks with one trial carry no information).
-    confidence : the CI level.
-    warnings : why a field is NaN.
-    """
-
-    slope: float
-    se: float
-    statistic: float
-    df: float
-    pvalue: float
-    ci_low: float
-    ci_high: float
-    n_obs: int
-    n_tasks: int
-    confidence: float
-    warnings: tuple[str, ...] = field(default=())
-
-    # the names up to 0.1.0, before scipy.stats' vocabulary: deprecated, kept one release
-    t = renamed("statistic", "t")
-    p = renamed("pvalue", "p")
-
-    def to_frame(self) -> pd.DataFrame:
-        d = self.to_dict()
-        d.pop("warnings")
-        return pd.DataFrame([d])
-
-
-@dataclass(frozen=True)
 class TimeEffectsResult:
     """Variance components and drift of one group's scores (see :func:`time_effects`).
 
@@ -302,6 +258,52 @@ class TimeEffectsResult:
 def _codes(x: Any) -> np.ndarray:
     codes, _ = pd.factorize(np.asarray(x), sort=True)
     return codes.astype(np.int64)
+
+
+def _design(
+    n: int,
+    t: np.ndarray,
+    b: np.ndarray,
+    host: Any,
+    extra_facets: Mapping[str, Any] | None,
+    interaction: bool,
+) -> tuple[dict[str, np.ndarray], list[tuple[str, ...]], list[str]]:
+    """The G study's facets (label codes), its effects, and a warning for each effect the
+    data cannot identify (a facet with one level adds none; an interaction needs a cell of
+    two trials)."""
+    warnings: list[str] = []
+    facets: dict[str, np.ndarray] = {TASK: t, BLOCK: b}
+    effects: list[tuple[str, ...]] = [(TASK,), (BLOCK,)]
+    if host is not None:
+        h = _codes(host)
+        if h.size != n:
+            raise ValueError("host must have the same length as y")
+        if h.max(initial=0) > 0:
+            facets[HOST] = h
+            effects.append((HOST,))
+    for name, labels in (extra_facets or {}).items():
+        if name in (TASK, BLOCK, HOST):
+            raise ValueError(f"facet {name!r} clashes with a facet of the model")
+        codes = _codes(labels)
+        if codes.size != n:
+            raise ValueError(f"facet {name!r} must have the same length as y")
+        if codes.max(initial=0) > 0:  # a facet with one level is no source of variance
+            facets[name] = codes
+            effects.append((name,))
+    crossed = [n for n in facets if n not in (TASK, BLOCK, HOST)]
+    if interaction:
+        crossed.append(BLOCK)
+    for name in crossed:
+        cells = t * (facets[name].max(initial=0) + 1) + facets[name]
+        if np.bincount(cells).max(initial=0) >= 2:
+            effects.append((TASK, name))
+        else:
+            warnings.append(
+                f"no task × {name.replace('_', '-') if name == BLOCK else name} cell holds two "
+                f"trials: the task:{name} component cannot be told from the residual and is "
+                "not fitted"
+            )
+    return facets, effects, warnings
 
 
 def variance_components(
@@ -372,7 +374,6 @@ def variance_components(
     other of them on its own; the share rule (:func:`evalnoise.stats.shares.share_decision`)
     keeps the share's and the components' lines from disagreeing.
     """
-    from evalnoise.stats._gmoments import mls_interval
     from evalnoise.stats.gdesign import Design, Facet
     from evalnoise.stats.gstudy import gstudy
 
@@ -388,43 +389,7 @@ def variance_components(
         raise ValueError("y, task and block must have the same length")
     if t.max(initial=0) < 1:
         raise ValueError("need at least two tasks")
-    warnings: list[str] = []
-    facets: dict[str, np.ndarray] = {TASK: t, BLOCK: b}
-    effects: list[tuple[str, ...]] = [(TASK,), (BLOCK,)]
-    if host is not None:
-        h = _codes(host)
-        if h.size != yv.size:
-            raise ValueError("host must have the same length as y")
-        if h.max(initial=0) > 0:
-            facets[HOST] = h
-            effects.append((HOST,))
-    for name, labels in (extra_facets or {}).items():
-        if name in (TASK, BLOCK, HOST):
-            raise ValueError(f"facet {name!r} clashes with a facet of the model")
-        codes = _codes(labels)
-        if codes.size != yv.size:
-            raise ValueError(f"facet {name!r} must have the same length as y")
-        if codes.max(initial=0) > 0:  # a facet with one level is no source of variance
-            facets[name] = codes
-            effects.append((name,))
-    for name in [n for n in facets if n not in (TASK, BLOCK, HOST)]:
-        cells = t * (facets[name].max(initial=0) + 1) + facets[name]
-        if np.bincount(cells).max(initial=0) >= 2:
-            effects.append((TASK, name))
-        else:
-            warnings.append(
-                f"no task × {name} cell holds two trials: the task:{name} component cannot "
-                "be told from the residual and is not fitted"
-            )
-    if interaction:
-        cells = t * (b.max(initial=0) + 1) + b
-        if np.bincount(cells).max(initial=0) >= 2:
-            effects.append((TASK, BLOCK))
-        else:
-            warnings.append(
-                "no task × time-block cell holds two trials: the task:time_block component "
-                "cannot be told from the residual and is not fitted"
-            )
+    facets, effects, warnings = _design(yv.size, t, b, host, extra_facets, interaction)
     design = Design(tuple(Facet(n) for n in facets), effects=tuple(effects), replicate="trial")
     g = gstudy(yv, facets, design, method=method, confidence=conf)
     # the engine names an interaction in Brennan's notation (task×time_block), we with ":"
@@ -437,41 +402,16 @@ def variance_components(
             warnings.append(w)
     total = float(g.total_variance)
     infra = tuple(n for n in names if n in infra_components)
-    idx = [names.index(n) for n in infra]
     with np.errstate(invalid="ignore", divide="ignore"):
         share = g.sigma2 / total if total > 0 else np.full(len(names), np.nan)
         share_lo = np.minimum(g.ci_low / total, 1.0) if total > 0 else np.full(len(names), np.nan)
         share_hi = np.minimum(g.ci_high / total, 1.0) if total > 0 else np.full(len(names), np.nan)
-    if total > 0 and idx:
-        infra_share = float(share[idx].sum())
-        lo, hi = mls_interval(g.ms_coefficients[idx].sum(axis=0), g.ms, g.df, 1.0 - conf)
-        lo, hi = max(lo, 0.0), min(max(hi, 0.0), max(g.variance_bound, infra_share * total))
-        ilo, ihi = min(lo / total, 1.0), min(hi / total, 1.0)
-    elif total > 0:
-        infra_share, ilo, ihi = 0.0, 0.0, 0.0
-    else:
-        infra_share = ilo = ihi = float("nan")
+    infra_share, ilo, ihi = _infra_share(g, share, [names.index(n) for n in infra], total, conf)
     # detection: the permutation family of the share's components, the rest on their own
     family, others = _permutation_tests(
         yv, t, facets, names, infra, conf, n_permutations=n_permutations, seed=seed
     )
-    pvalues = np.full(len(names), np.nan)
-    detected_all = np.asarray(g.detected, dtype=bool).copy()
-    detected_by = [g.ci_method] * len(names)
-    own = {}
-    for res in (family, others):
-        for j, comp in enumerate(res.components):
-            i = names.index(comp)
-            pvalues[i] = res.pvalue_adjusted[j]
-            detected_all[i] = bool(res.detected[j])
-            detected_by[i] = "permutation"
-            if res is family:
-                own[comp] = bool(res.detected[j])
-    rule = share_decision(
-        family.family_detected and total > 0, {c: own.get(c, False) for c in infra}
-    )
-    for comp, flag in zip(rule.components, rule.component_detected, strict=True):
-        detected_all[names.index(comp)] = flag
+    pvalues, detected_all, detected_by, rule = _detections(g, names, infra, family, others, total)
     detected = rule.detected
     warnings.extend(family.warnings)
     levels = np.array([*g.n_levels[:-1], int(yv.size)], dtype=np.int64)
@@ -505,6 +445,54 @@ def variance_components(
         permutation=family,
         share_rule=rule,
     )
+
+
+def _infra_share(
+    g: GStudyResult, share: np.ndarray, idx: list[int], total: float, conf: float
+) -> tuple[float, float, float]:
+    """The infrastructure's share of the variance (the components at ``idx``) with the MLS
+    interval of their sum (Ting et al. 1990), cut at the largest variance of the scores."""
+    from evalnoise.stats._gmoments import mls_interval
+
+    if total > 0 and idx:
+        infra_share = float(share[idx].sum())
+        lo, hi = mls_interval(g.ms_coefficients[idx].sum(axis=0), g.ms, g.df, 1.0 - conf)
+        lo, hi = max(lo, 0.0), min(max(hi, 0.0), max(g.variance_bound, infra_share * total))
+        return infra_share, min(lo / total, 1.0), min(hi / total, 1.0)
+    if total > 0:
+        return 0.0, 0.0, 0.0
+    return float("nan"), float("nan"), float("nan")
+
+
+def _detections(
+    g: GStudyResult,
+    names: tuple[str, ...],
+    infra: tuple[str, ...],
+    family: FactorPermutationResult,
+    others: FactorPermutationResult,
+    total: float,
+) -> tuple[np.ndarray, np.ndarray, list[str], ShareDecision]:
+    """Each component's p, whether it is detected and by what: the permutation tests for
+    the time and host components, the G study's interval for the rest, and the share rule
+    over the share's components."""
+    pvalues = np.full(len(names), np.nan)
+    detected_all = np.asarray(g.detected, dtype=bool).copy()
+    detected_by = [g.ci_method] * len(names)
+    own = {}
+    for res in (family, others):
+        for j, comp in enumerate(res.components):
+            i = names.index(comp)
+            pvalues[i] = res.pvalue_adjusted[j]
+            detected_all[i] = bool(res.detected[j])
+            detected_by[i] = "permutation"
+            if res is family:
+                own[comp] = bool(res.detected[j])
+    rule = share_decision(
+        family.family_detected and total > 0, {c: own.get(c, False) for c in infra}
+    )
+    for comp, flag in zip(rule.components, rule.component_detected, strict=True):
+        detected_all[names.index(comp)] = flag
+    return pvalues, detected_all, detected_by, rule
 
 
 def _permutation_tests(
@@ -544,91 +532,6 @@ def _permutation_tests(
 
     infra_like = tuple(n for n in names if n in (BLOCK, HOST, TASK_BLOCK))
     return run(share), run(tuple(n for n in infra_like if n not in share))
-
-
-def drift_test(y: Any, task: Any, time: Any, *, confidence: float = 0.95) -> DriftResult:
-    """Within-task linear drift of the scores over the run, with a task-clustered Wald test.
-
-    Model: y_gi = α_g + β·t_gi + e_gi, task fixed effects α_g, t ∈ [0, 1] the start time
-    scaled over the run (``(time − min) / (max − min)``). With ỹ, t̃ demeaned within task
-    (Frisch–Waugh–Lovell),
-
-        β̂ = Σ t̃ ỹ / Σ t̃²,   V̂ = G/(G − 1) · Σ_g (Σ_i t̃_gi ê_gi)² / (Σ t̃²)²,
-
-    ê = ỹ − β̂ t̃ (Liang–Zeger sandwich clustered by task, CR1 factor G/(G−1) — the fixed
-    effects are nested in the clusters and not counted, as Cameron and Miller 2015 advise;
-    statsmodels' ``OLS(ỹ, t̃).fit(cov_type="cluster")`` gives the same SE). The Wald
-    statistic β̂ / SE is referred to t with G − 1 df.
-
-    β is the change in success probability from the first trial of the run to the last,
-    within a task; H0: no linear change. A time-block pattern with a linear component (a
-    degrading API over the afternoon) shows up here; one without (a dip mid-run) shows up in
-    the time-block variance component instead.
-
-    Parameters
-    ----------
-    y : scores; task : task labels; time : start times (datetimes or seconds).
-    confidence : CI level.
-    """
-    conf = check_probability(confidence)
-    yv = np.asarray(y, dtype=float)
-    tv = run_seconds(time)
-    codes = _codes(task)
-    if not (yv.shape == tv.shape == codes.shape):
-        raise ValueError("y, task and time must have the same length")
-    ok = np.isfinite(yv) & np.isfinite(tv)
-    yv, tv, codes = yv[ok], tv[ok], codes[ok]
-    warnings: list[str] = []
-    nan = float("nan")
-    span = float(tv.max() - tv.min()) if tv.size else 0.0
-    g_all = np.bincount(codes) if codes.size else np.zeros(0, dtype=np.int64)
-    n_tasks = int(np.count_nonzero(g_all >= 2))
-    if span <= 0:
-        warnings.append("every trial started at the same time: no drift can be estimated")
-        return DriftResult(
-            nan, nan, nan, nan, nan, nan, nan, int(yv.size), n_tasks, conf, tuple(warnings)
-        )
-    ts = (tv - tv.min()) / span
-    cnt = np.bincount(codes).astype(float)
-    yd = yv - (np.bincount(codes, weights=yv) / cnt)[codes]
-    td = ts - (np.bincount(codes, weights=ts) / cnt)[codes]
-    sxx = float(td @ td)
-    if sxx <= 0:
-        warnings.append("no task has trials at different times: no drift can be estimated")
-        return DriftResult(
-            nan, nan, nan, nan, nan, nan, nan, int(yv.size), n_tasks, conf, tuple(warnings)
-        )
-    slope = float(td @ yd / sxx)
-    resid = yd - slope * td
-    score = np.bincount(codes, weights=td * resid)
-    g = int(cnt.size)
-    df = float(g - 1)
-    if g < 2:
-        warnings.append("only one task: the clustered SE has no degrees of freedom")
-        se = nan
-    else:
-        se = float(np.sqrt(g / (g - 1.0) * float(score @ score)) / sxx)
-    if np.isfinite(se) and se > 0:
-        t = slope / se
-        p = float(2 * t_sf(abs(t), df))
-        half = float(t_ppf(0.5 + conf / 2, df)) * se
-    else:
-        t = p = half = nan
-        if se == 0:
-            warnings.append("the clustered SE is 0 (every residual is 0)")
-    return DriftResult(
-        slope=slope,
-        se=se,
-        statistic=float(t),
-        df=df,
-        pvalue=p,
-        ci_low=slope - half,
-        ci_high=slope + half,
-        n_obs=int(yv.size),
-        n_tasks=n_tasks,
-        confidence=conf,
-        warnings=tuple(warnings),
-    )
 
 
 def time_effects(

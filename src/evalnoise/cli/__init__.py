@@ -59,9 +59,9 @@ def _add_parsers(sub: argparse._SubParsersAction, command: str | None) -> None:
 
         import_.add_parser(sub)
     if every or command in ("archive", "verify"):
-        from evalnoise.cli import archive
+        from evalnoise.cli import archive_verify
 
-        archive.add_parser(sub)  # both: archive and verify
+        archive_verify.add_parser(sub)  # both: archive and verify
     if every or command == "run":
         from evalnoise.cli import run
 

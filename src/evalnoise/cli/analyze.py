@@ -137,7 +137,7 @@ def with_outcomes(
     import pandas as pd
 
     from evalnoise.outcomes import FLAGS, UNDECIDED, outcome_of
-    from evalnoise.trial_table import _to_scores
+    from evalnoise.trial_table import to_scores
     from evalnoise.verified_after import apply_rule
 
     if status not in raw.columns:
@@ -145,7 +145,7 @@ def with_outcomes(
     score = raw[columns.score] if columns.score in raw.columns else pd.Series(np.nan, raw.index)
     missing = score.isna() | score.astype("string").str.strip().eq("")
     state = raw[status].astype(str)
-    values = _to_scores(score.mask(missing), path, columns.score, allow_missing=True)
+    values = to_scores(score.mask(missing), path, columns.score, allow_missing=True)
     view = pd.DataFrame(
         {
             "task_id": raw[columns.task].astype(str).to_numpy()
@@ -283,24 +283,10 @@ def task_pool(source: pd.DataFrame, columns: Columns, args: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from evalnoise.analysis import (
-        analyze_frame,
-        convergence_records,
-        failure_readings,
-        fixed_seed_warnings,
-    )
-    from evalnoise.attribution.text import attribution_lines, resource_line
+    from evalnoise.analysis import convergence_records
     from evalnoise.cli._columns import announce, resolved_columns
-    from evalnoise.consistency import reliability_fields
-    from evalnoise.consistency_text import reliability_lines
-    from evalnoise.formatting import dumps, fmt, pct, table
-    from evalnoise.group_records import GroupRecord
-    from evalnoise.group_text import readings_text, reporting_line
-    from evalnoise.outcomes import assess_health, failed_trials, outcome_line
-    from evalnoise.pipeline.stages import outcomes_with_flags
-    from evalnoise.trial_table import read_any, shown_group, validate_trials
+    from evalnoise.formatting import dumps
+    from evalnoise.trial_table import read_any, validate_trials
 
     source = read_any(args.path)
     # what the import that made the table could not take as it was (an incomplete job,
@@ -320,6 +306,53 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("--facet-costs and --target-se need --facets")
         frame = validate_trials(raw, columns, path=str(args.path))
     announce("analyze", used)
+    records = _group_records(frame, source, columns, per_group, facet_out, args)
+    conv = (
+        convergence_records(frame, n_subsamples=args.subsamples, seed=args.seed)
+        if args.convergence
+        else None
+    )
+    attribution = (
+        None
+        if args.no_attribution or columns.trial not in source.columns
+        else attribution_of(source, columns, args.status, args)
+    )
+    if args.json:
+        out: dict[str, Any] = {"groups": [r.to_dict() for r in records]}
+        if import_warnings:
+            out["import_warnings"] = import_warnings
+        if conv is not None:
+            out["convergence"] = conv
+        if attribution is not None:
+            out["attribution"] = attribution.to_dict()
+        if facet_out is not None:
+            out["gstudy"] = {k: v["gstudy"] for k, v in facet_out.items()}
+            out["dstudy"] = {k: v["dstudy"] for k, v in facet_out.items()}
+        print(dumps(out))
+        return 0
+    _print_text(records, import_warnings, attribution, facet_out, conv, args)
+    return 0
+
+
+def _group_records(
+    frame: pd.DataFrame,
+    source: pd.DataFrame,
+    columns: Columns,
+    per_group: dict[str, pd.DataFrame],
+    facet_out: dict | None,
+    args: argparse.Namespace,
+) -> list[Any]:
+    """Each group's typed record: its statistics, the fixed-seed warnings, its outcomes,
+    health and readings (a group that did not measure the agent has its estimates withheld)
+    and, unless withheld or analysed by facets, its reliability beyond the mean."""
+    from dataclasses import replace
+
+    from evalnoise.analysis import analyze_frame, failure_readings, fixed_seed_warnings
+    from evalnoise.consistency import reliability_fields
+    from evalnoise.group_records import GroupRecord
+    from evalnoise.outcomes import assess_health
+    from evalnoise.pipeline.stages import outcomes_with_flags
+
     actions = actions_by_group(args.actions, columns) if args.actions else None
     records = []
     seeded = fixed_seeds(source, columns)
@@ -366,29 +399,26 @@ def run(args: argparse.Namespace) -> int:
                 ),
             )
         records.append(record)
-    conv = (
-        convergence_records(frame, n_subsamples=args.subsamples, seed=args.seed)
-        if args.convergence
-        else None
-    )
-    attribution = (
-        None
-        if args.no_attribution or columns.trial not in source.columns
-        else attribution_of(source, columns, args.status, args)
-    )
-    if args.json:
-        out: dict[str, Any] = {"groups": [r.to_dict() for r in records]}
-        if import_warnings:
-            out["import_warnings"] = import_warnings
-        if conv is not None:
-            out["convergence"] = conv
-        if attribution is not None:
-            out["attribution"] = attribution.to_dict()
-        if facet_out is not None:
-            out["gstudy"] = {k: v["gstudy"] for k, v in facet_out.items()}
-            out["dstudy"] = {k: v["dstudy"] for k, v in facet_out.items()}
-        print(dumps(out))
-        return 0
+    return records
+
+
+def _print_text(
+    records: list[Any],
+    import_warnings: list[str],
+    attribution: Any,
+    facet_out: dict | None,
+    conv: list[dict] | None,
+    args: argparse.Namespace,
+) -> None:
+    """The command's text output: the table of groups, each group's lines, the attribution,
+    the facets and the convergence table."""
+    from evalnoise.attribution.text import attribution_lines, resource_line
+    from evalnoise.consistency_text import reliability_lines
+    from evalnoise.formatting import fmt, pct, table
+    from evalnoise.group_text import readings_text, reporting_line
+    from evalnoise.outcomes import failed_trials, outcome_line
+    from evalnoise.trial_table import shown_group
+
     rows = [
         [
             shown_group(r.group),
@@ -463,7 +493,6 @@ def run(args: argparse.Namespace) -> int:
                 ["group", *keys],
             )
         )
-    return 0
 
 
 def _facets(raw: pd.DataFrame, columns: Columns, args: Any) -> tuple[pd.DataFrame, dict]:

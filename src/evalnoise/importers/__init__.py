@@ -46,8 +46,8 @@ import pyarrow.parquet as pq
 
 from evalnoise.atomic import atomic_path
 from evalnoise.errors import InputError
-from evalnoise.importers import harbor, inspect_log, metr, table, tau_bench, terminal_bench
-from evalnoise.importers._common import (
+from evalnoise.importers import harbor_jobs, inspect_log, metr, table, tau_bench, terminal_bench
+from evalnoise.importers._trial_records import (
     DEFAULT_RESOURCE_PROFILE,
     build_table,
     check_options,
@@ -72,7 +72,7 @@ COLUMN_ROLES = {
 }
 
 #: format name → importer module (each has FORMAT, OPTIONS, read()).
-FORMATS = {m.FORMAT: m for m in (inspect_log, terminal_bench, harbor, tau_bench, metr, table)}
+FORMATS = {m.FORMAT: m for m in (inspect_log, terminal_bench, harbor_jobs, tau_bench, metr, table)}
 
 __all__ = [
     "FORMATS",

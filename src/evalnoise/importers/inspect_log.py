@@ -41,7 +41,7 @@ from typing import Any
 import pyarrow as pa
 
 from evalnoise.errors import InputError
-from evalnoise.importers._common import (
+from evalnoise.importers._trial_records import (
     Trial,
     Where,
     check_score,

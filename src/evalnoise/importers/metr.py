@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from evalnoise.errors import InputError
-from evalnoise.importers._common import (
+from evalnoise.importers._trial_records import (
     Trial,
     Where,
     check_score,

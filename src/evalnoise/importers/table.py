@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from evalnoise.errors import InputError
-from evalnoise.importers._common import Trial, Where, expand_paths, natural_key
+from evalnoise.importers._trial_records import Trial, Where, expand_paths, natural_key
 from evalnoise.schema import STATUSES
 from evalnoise.trial_table import column_list, default_score_column, read_any
 
@@ -148,6 +148,64 @@ def _text(value: Any) -> str | None:
     return None if _missing(value) else str(value)
 
 
+def _columns_of(
+    frame: pd.DataFrame, mapping: dict[str, str], agent: str | None, path: Path
+) -> dict[str, str]:
+    """Field → column of one file: the mapping's, else the default names (the score column
+    as a trial table's); a missing required column, or no agent (or two), is an error
+    naming the file."""
+    have = [str(c) for c in frame.columns]
+    cols: dict[str, str] = {}
+    for key, default in FIELDS.items():
+        if key in mapping:
+            if mapping[key] not in have:
+                raise InputError(
+                    f"no such column (the file has: {column_list(frame)})",
+                    path=str(path),
+                    column=mapping[key],
+                )
+            cols[key] = mapping[key]
+        elif key == "score":
+            found = default_score_column(frame)
+            if found is not None:
+                cols[key] = found
+        elif default in have:
+            cols[key] = default
+    for key in REQUIRED:
+        if key not in cols:
+            raise InputError(
+                f"no {key} column: name it with --column-mapping {key}=COLUMN (the file "
+                f"has: {column_list(frame)})",
+                path=str(path),
+            )
+    if "agent" not in cols and agent is None:
+        raise InputError(
+            "no agent column: give --agent NAME or --column-mapping agent=COLUMN",
+            path=str(path),
+        )
+    if "agent" in cols and agent is not None:
+        raise InputError(
+            f"both --agent and an agent column ({cols['agent']!r}) are given: drop one",
+            path=str(path),
+        )
+    return cols
+
+
+def _duration(rec: dict[str, Any], cols: dict[str, str], where: Where) -> float | None:
+    """The trial's duration in seconds, None without one; not a number ≥ 0 is an error."""
+    if "duration_s" not in cols or _missing(rec[cols["duration_s"]]):
+        return None
+    try:
+        duration = float(rec[cols["duration_s"]])
+    except (TypeError, ValueError):
+        raise where.error(
+            f"duration {rec[cols['duration_s']]!r} is not a number", cols["duration_s"]
+        ) from None
+    if not math.isfinite(duration) or duration < 0:
+        raise where.error(f"duration {duration} is not ≥ 0", cols["duration_s"])
+    return duration
+
+
 def read(
     paths: list[str | Path],
     *,
@@ -162,40 +220,7 @@ def read(
         frame = read_any(path)
         if frame.shape[0] == 0:
             raise InputError("the file has no rows", path=str(path))
-        have = [str(c) for c in frame.columns]
-        cols: dict[str, str] = {}
-        for key, default in FIELDS.items():
-            if key in mapping:
-                if mapping[key] not in have:
-                    raise InputError(
-                        f"no such column (the file has: {column_list(frame)})",
-                        path=str(path),
-                        column=mapping[key],
-                    )
-                cols[key] = mapping[key]
-            elif key == "score":
-                found = default_score_column(frame)
-                if found is not None:
-                    cols[key] = found
-            elif default in have:
-                cols[key] = default
-        for key in REQUIRED:
-            if key not in cols:
-                raise InputError(
-                    f"no {key} column: name it with --column-mapping {key}=COLUMN (the file "
-                    f"has: {column_list(frame)})",
-                    path=str(path),
-                )
-        if "agent" not in cols and agent is None:
-            raise InputError(
-                "no agent column: give --agent NAME or --column-mapping agent=COLUMN",
-                path=str(path),
-            )
-        if "agent" in cols and agent is not None:
-            raise InputError(
-                f"both --agent and an agent column ({cols['agent']!r}) are given: drop one",
-                path=str(path),
-            )
+        cols = _columns_of(frame, mapping, agent, path)
         used.update({k: v for k, v in cols.items() if k not in used})
         records = frame.to_dict(orient="records")
         for i, rec in enumerate(records):
@@ -226,17 +251,7 @@ def read(
                 if "trial" in cols
                 else (file_index, i)
             )
-            duration = None
-            if "duration_s" in cols and not _missing(rec[cols["duration_s"]]):
-                try:
-                    duration = float(rec[cols["duration_s"]])
-                except (TypeError, ValueError):
-                    raise where.error(
-                        f"duration {rec[cols['duration_s']]!r} is not a number",
-                        cols["duration_s"],
-                    ) from None
-                if not math.isfinite(duration) or duration < 0:
-                    raise where.error(f"duration {duration} is not ≥ 0", cols["duration_s"])
+            duration = _duration(rec, cols, where)
             trials.append(
                 Trial(
                     agent=str(name),

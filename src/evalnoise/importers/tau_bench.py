@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalnoise.importers._common import (
+from evalnoise.importers._trial_records import (
     Trial,
     Where,
     check_score,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.errors import InputError
-from evalnoise.importers._common import (
+from evalnoise.importers._trial_records import (
     Trial,
     Where,
     expand_paths,

@@ -18,12 +18,12 @@
 """
 
 from evalnoise.pipeline.settings import ConfigError, check_config, with_defaults
-from evalnoise.pipeline.shard_plan import Plan, Shard, group_label, journal_path
+from evalnoise.pipeline.shard_plan import Shard, ShardPlan, group_label, journal_path
 
 __all__ = [
     "ConfigError",
-    "Plan",
     "Shard",
+    "ShardPlan",
     "check_config",
     "group_label",
     "journal_path",

@@ -8,7 +8,7 @@ script reads. Nothing here knows Snakemake; the file lists the rules read are
 
 A run either samples its tasks and runs trials (:meth:`RunPlan.from_config` plans shards of
 agent × resource profile × variant × trial block × task chunk,
-:class:`evalnoise.pipeline.shard_plan.Plan`), or imports an existing trial table
+:class:`evalnoise.pipeline.shard_plan.ShardPlan`), or imports an existing trial table
 (``trials_from``: only the table's groups, no shards).
 """
 
@@ -25,7 +25,7 @@ from evalnoise.pipeline import judges as pipeline_judges
 from evalnoise.pipeline import settings as pipeline_settings
 from evalnoise.pipeline import variants as pipeline_variants
 from evalnoise.pipeline.shard_plan import (
-    Plan,
+    ShardPlan,
     journal_path,
     parse_range,
     plain_rows_digest,
@@ -47,7 +47,7 @@ class RunPlan:
     """The validated config of one run with its plan; the params of every job."""
 
     config: Mapping[str, Any]
-    plan: Plan
+    plan: ShardPlan
     #: :class:`evalnoise.pipeline.sequential.SequentialSettings`, None for a fixed design
     sequential: Any
     #: the judges of ``scorer.judge`` (:func:`evalnoise.pipeline.judges.judge_specs`)
@@ -69,9 +69,9 @@ class RunPlan:
     def from_config(cls, config: Mapping[str, Any]) -> RunPlan:
         """Plan the run of a validated config (every schema default filled in).
 
-        Sampled: ``Plan.from_config(config, n)`` over the n sampled tasks, with the
+        Sampled: ``ShardPlan.from_config(config, n)`` over the n sampled tasks, with the
         sequential settings when ``sequential.enabled``. Imported (``trials_from``):
-        ``Plan.from_groups`` of the table's (agent, resource profile) groups. Raises
+        ``ShardPlan.from_groups`` of the table's (agent, resource profile) groups. Raises
         :class:`PlanError` ("cannot plan the run: …") when the plan fails, and
         :class:`evalnoise.pipeline.settings.ConfigError` for a bad judge.
         """
@@ -92,11 +92,11 @@ class RunPlan:
                 from evalnoise.pipeline.imported import import_groups
 
                 groups = import_groups(config["trials_from"], config["columns"])
-                plan, pool, sequential = Plan.from_groups(groups), None, None
+                plan, pool, sequential = ShardPlan.from_groups(groups), None, None
                 warnings: tuple[str, ...] = ()
             else:
                 n_tasks = len(rows() if plain else sample())
-                plan = Plan.from_config(config, n_tasks)
+                plan = ShardPlan.from_config(config, n_tasks)
                 pool = task_pool_size(benchmark)
                 sequential = SequentialSettings.from_config(config, n_tasks)
                 warnings = benchmark_warnings(benchmark)

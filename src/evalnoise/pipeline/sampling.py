@@ -11,7 +11,7 @@ so asking for more tasks appends rows and leaves existing chunks as they were:
   levels are interleaved by rank. Without stratification, one ``DataFrame.sample``.
 - ``frames``: :func:`evalnoise.tasks.load_frames` (``DataFrame.sample(n, random_state=seed)``,
   as the paper sampled FRAMES).
-- ``harbor``: environment tasks (:func:`evalnoise.tasks.harbor.load_harbor_tasks`), every
+- ``harbor``: environment tasks (:func:`evalnoise.tasks.harbor_folders.load_harbor_tasks`), every
   task folder in name order, or a sample of ``n`` like a task file's; a task the runner
   cannot honour is rejected here, when the DAG is built, with every problem of the set.
 
@@ -163,11 +163,11 @@ def _relative_dir(path: str) -> str:
 
 
 def _harbor(bench: Mapping[str, Any]) -> pd.DataFrame:
-    """Environment tasks (:mod:`evalnoise.tasks.harbor`): every task folder under ``path``,
+    """Environment tasks (:mod:`evalnoise.tasks.harbor_task`): every task folder under ``path``,
     by name; with ``n``, a sample like a task file's (stratified by level when asked)."""
     import pandas as pd
 
-    from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
+    from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_tasks
     from evalnoise.tasks.taskfile import sample_tasks as sample_frame
 
     tasks = load_harbor_tasks(bench["path"], public_network=bench.get("network", "as_declared"))
@@ -233,7 +233,7 @@ def task_pool_size(benchmark: Mapping[str, Any]) -> int | None:
     if benchmark["source"] == "generated":
         return None
     if benchmark["source"] == "harbor":
-        from evalnoise.tasks.harbor import load_harbor_tasks
+        from evalnoise.tasks.harbor_folders import load_harbor_tasks
 
         network = benchmark.get("network", "as_declared")
         return len(load_harbor_tasks(benchmark["path"], public_network=network))
@@ -249,7 +249,7 @@ def benchmark_warnings(benchmark: Mapping[str, Any]) -> tuple[str, ...]:
     if benchmark["source"] != "harbor" or benchmark.get("network") != "offline":
         return ()
     from evalnoise.tasks.check import offline_fetch_warning
-    from evalnoise.tasks.harbor import load_harbor_tasks
+    from evalnoise.tasks.harbor_folders import load_harbor_tasks
 
     tasks = load_harbor_tasks(benchmark["path"], public_network="offline")
     warning = offline_fetch_warning(tasks, "offline")

@@ -1,7 +1,7 @@
 """Adaptive evaluation in the pipeline: rounds of trials, each decided by a checkpoint.
 
 With ``sequential.enabled`` the pipeline does not run the fixed design (``trials.count``
-trials × every task) at once. It runs a first round (``first_block``: a few tasks, two or
+trials × every task) at once. It runs a first round (``first_round``: a few tasks, two or
 more trials each) for every agent × resource profile, then the checkpoint
 ``sequential_round`` (rules/sequential.smk) reads the scores so far and decides, per *unit*
 — a group, or for the ``difference`` target a pair of groups — whether to stop or what the
@@ -121,7 +121,7 @@ class SequentialSettings:
             return None
         target = seq["target"]
         goal = seq["se"] if target == "icc" else seq["half_width"]
-        first = seq["first_block"]
+        first = seq["first_round"]
         max_tasks = int(seq["max_tasks"] or n_tasks)
         if max_tasks > n_tasks:
             raise ValueError(
@@ -131,7 +131,7 @@ class SequentialSettings:
         first_tasks = int(first["tasks"])
         if first_tasks > max_tasks:
             raise ValueError(
-                f"config key sequential.first_block.tasks: {first_tasks} tasks, but at most "
+                f"config key sequential.first_round.tasks: {first_tasks} tasks, but at most "
                 f"{max_tasks} can run"
             )
         compare = seq["compare"]
@@ -369,7 +369,7 @@ def decide_unit(
         raise ValueError(f"{unit.label}, round {round_}: {error}") from None
     fields = decision.to_dict()  # NaN → None, tuples → lists: as written
     if not decision.stop and round_ + 1 >= settings.max_rounds:
-        planned = ("action", "next_new_tasks", "next_trials_per_task", "next_block_cost")
+        planned = ("action", "next_new_tasks", "next_trials_per_task", "next_round_cost")
         fields |= {
             "stop": True,
             "status": "round_limit",
@@ -379,7 +379,7 @@ def decide_unit(
             "would_have_been": {k: fields[k] for k in planned},
             "next_new_tasks": 0,
             "next_trials_per_task": 0,
-            "next_block_cost": 0.0,
+            "next_round_cost": 0.0,
         }
     return record | {
         "stopped": bool(fields["stop"]),

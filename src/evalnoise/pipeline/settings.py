@@ -94,6 +94,10 @@ def _key(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
+#: config keys that were renamed: old dotted key → new; the old one is refused naming the new
+RENAMED_KEYS = {"sequential.first_block": "sequential.first_round"}
+
+
 def _describe(error: Any) -> list[str]:
     """One line per problem, each naming the dotted config key."""
     where = _dotted(error.absolute_path)
@@ -101,7 +105,13 @@ def _describe(error: Any) -> list[str]:
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(allowed))
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
-        return [f"config key {_key(where, str(name))}: unknown key{hint}" for name in extra]
+        keys = [_key(where, str(name)) for name in extra]
+        return [
+            f"config key {key}: renamed to {RENAMED_KEYS[key]}"
+            if key in RENAMED_KEYS
+            else f"config key {key}: unknown key{hint}"
+            for key in keys
+        ]
     if "propertyNames" in error.absolute_schema_path:
         return [
             f"config key {_key(where, str(error.instance))}: name not allowed ({error.message})"
@@ -384,7 +394,7 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
             )
     elif compare:
         raise ConfigError(f"{key}.compare: only the difference target compares agents")
-    first = seq["first_block"]
+    first = seq["first_round"]
     first_tasks, first_trials = int(first["tasks"]), int(first["trials"])
     max_trials = seq["max_trials_per_task"]
     if max_trials is None:
@@ -394,19 +404,19 @@ def _check_sequential(config: Mapping[str, Any]) -> None:
         trials_key = f"{key}.max_trials_per_task"
     if first_trials > int(max_trials):
         raise ConfigError(
-            f"{key}.first_block.trials: {first_trials} trials per task in the first round is "
+            f"{key}.first_round.trials: {first_trials} trials per task in the first round is "
             f"more than {trials_key} = {max_trials}"
         )
     max_tasks = seq.get("max_tasks")
     if max_tasks is not None and first_tasks > int(max_tasks):
         raise ConfigError(
-            f"{key}.first_block.tasks: {first_tasks} tasks in the first round is more than "
+            f"{key}.first_round.tasks: {first_tasks} tasks in the first round is more than "
             f"{key}.max_tasks = {max_tasks}"
         )
     bench = config.get("benchmark") or {}
     if bench.get("source", "generated") == "generated" and "n" in bench:
         pool = int(bench["n"])
-        for name, value in (("first_block.tasks", first_tasks), ("max_tasks", max_tasks)):
+        for name, value in (("first_round.tasks", first_tasks), ("max_tasks", max_tasks)):
             if value is not None and int(value) > pool:
                 raise ConfigError(
                     f"{key}.{name}: {value} tasks, but the benchmark has benchmark.n = {pool}"

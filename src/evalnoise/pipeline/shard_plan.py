@@ -24,7 +24,7 @@ journal, not run again.
 
 **Shard size.** By default a shard holds ``trials.block_size`` trial indices ×
 ``task_chunk_size`` tasks. A shard's job costs a fixed start (a Python interpreter, imports,
-the journal, the Parquet write: about a second) and a score job beside it, so shards of
+the journal, the Parquet write) and a score job beside it, so shards of
 trials that take milliseconds are mostly start. With ``shards.target_seconds`` set,
 :func:`chunk_size` widens the task chunks so a shard holds about that many seconds of trials
 (at ``shards.trial_seconds`` each). The chunk size is a function of those constants only,
@@ -51,8 +51,8 @@ from evalnoise.column_names import ENVIRONMENT_TASK_COLUMNS, group_label
 __all__ = [
     "NAME_PATTERN",
     "RANGE_PATTERN",
-    "Plan",
     "Shard",
+    "ShardPlan",
     "chunk_size",
     "format_range",
     "group_label",
@@ -277,7 +277,7 @@ class Shard:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ShardPlan:
     """Agents, resource profiles, blocks and chunks of one run (or the groups of a table)."""
 
     agents: tuple[str, ...]
@@ -296,7 +296,7 @@ class Plan:
     variants: Mapping[str, tuple[Any, ...]] | None = None
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], n_tasks: int) -> Plan:
+    def from_config(cls, config: Mapping[str, Any], n_tasks: int) -> ShardPlan:
         """The plan of a pipeline run over ``n_tasks`` sampled tasks: every agent under the
         resource profiles it lists (``agents.<name>.resource_profiles``; all by default),
         under each of its variants."""
@@ -323,7 +323,7 @@ class Plan:
         )
 
     @classmethod
-    def from_groups(cls, groups: Iterable[tuple[str, str]]) -> Plan:
+    def from_groups(cls, groups: Iterable[tuple[str, str]]) -> ShardPlan:
         """The plan of an imported table: only the (agent, resource profile) groups it has.
 
         Names become wildcards through :func:`slug` (``openai/gpt-5`` → ``openai-gpt-5``);

@@ -179,6 +179,58 @@ class RunSummary:
     metrics: dict[str, Any]
 
 
+def _group_lines(
+    s: Mapping[str, Any],
+    record: GroupRecord,
+    judged: Mapping[str, Any],
+    attribution: Mapping[str, Any] | None,
+    confidence: float,
+) -> list[str]:
+    """One group's lines of ``summary.txt``: its reporting line, levels, outcomes, task
+    failures, readings, reliability, judges, attribution and infrastructure."""
+    lines = []
+    flag = "" if s["health"]["valid"] else "  [NOT A MEASUREMENT OF THE AGENT]"
+    if s["health"]["expected"] and s["health"]["reasons"]:
+        flag = "  [failures declared as the experiment: health.expected_failures]"
+    lines.append(f"{s['group']}: {reporting_line(record, confidence)}{flag}")
+    for r in map(GroupRecord.from_dict, s["levels"]):
+        lines.append(f"  level {r.level}: {reporting_line(r, confidence)}")
+    lines.append(f"  outcomes: {outcome_line(record.outcomes)}")
+    lines.extend(f"  {line}" for line in failure_lines(s.get("task_failures", [])))
+    shown = readings_text(record.readings)
+    verified = "verified_as_failures" in (record.readings or {})
+    if shown and (record.withheld or failed_trials(s["outcomes"]) or verified):
+        lines.append(f"  readings: {shown}")
+    lines += [f"  {line}" for line in reliability_lines(record)]
+    if s["group"] in judged:
+        lines.append(f"  {judge_line(judged[s['group']], confidence)}")
+    if attribution and s["group"] in attribution:
+        a = attribution[s["group"]]
+        if "not_computed" in a:
+            lines.append(f"  attribution: not computed ({a['not_computed']})")
+        else:
+            if record.withheld:
+                # no statistic of a group that is not a measurement: no noise model
+                a = {k: v for k, v in a.items() if k != "noise"}
+            lines.extend(f"  {line}" for line in attribution_lines(a))
+    infra = s["infra"]
+    lines.append(
+        f"  infra: {infra['infra_attempts']} of {infra['attempts']} attempts "
+        f"({100 * infra['infra_error_rate_attempts']:.1f}%) ended in an infra "
+        f"outcome; policy: {s['infra_policy']}"
+    )
+    return lines
+
+
+def _concat(frames: Sequence[pd.DataFrame], columns: Sequence[str], by: str) -> pd.DataFrame:
+    """The groups' tables as one, sorted by group and ``by`` (its columns when all are empty)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=list(columns))
+    out = pd.concat(frames, ignore_index=True)
+    return out.sort_values(["group", by], kind="mergesort").reset_index(drop=True)
+
+
 def summarize(
     stats: Sequence[Mapping[str, Any]],
     pairs: Sequence[Mapping[str, Any]],
@@ -246,48 +298,12 @@ def summarize(
         [row for s in stats for row in s["per_task"]], columns=list(PER_TASK_COLUMNS)
     )
 
-    def concat(frames: Sequence[pd.DataFrame], columns: Sequence[str], by: str) -> pd.DataFrame:
-        frames = [f for f in frames if len(f)]
-        if not frames:
-            return pd.DataFrame(columns=list(columns))
-        out = pd.concat(frames, ignore_index=True)
-        return out.sort_values(["group", by], kind="mergesort").reset_index(drop=True)
-
     problems = health_problems(stats)
     lines = []
     if problems:
         lines.append("!! " + "\n!! ".join(problems))
     for s, record in zip(stats, records, strict=True):
-        flag = "" if s["health"]["valid"] else "  [NOT A MEASUREMENT OF THE AGENT]"
-        if s["health"]["expected"] and s["health"]["reasons"]:
-            flag = "  [failures declared as the experiment: health.expected_failures]"
-        lines.append(f"{s['group']}: {reporting_line(record, confidence)}{flag}")
-        for r in map(GroupRecord.from_dict, s["levels"]):
-            lines.append(f"  level {r.level}: {reporting_line(r, confidence)}")
-        lines.append(f"  outcomes: {outcome_line(record.outcomes)}")
-        lines.extend(f"  {line}" for line in failure_lines(s.get("task_failures", [])))
-        shown = readings_text(record.readings)
-        verified = "verified_as_failures" in (record.readings or {})
-        if shown and (record.withheld or failed_trials(s["outcomes"]) or verified):
-            lines.append(f"  readings: {shown}")
-        lines += [f"  {line}" for line in reliability_lines(record)]
-        if s["group"] in judged:
-            lines.append(f"  {judge_line(judged[s['group']], confidence)}")
-        if attribution and s["group"] in attribution:
-            a = attribution[s["group"]]
-            if "not_computed" in a:
-                lines.append(f"  attribution: not computed ({a['not_computed']})")
-            else:
-                if record.withheld:
-                    # no statistic of a group that is not a measurement: no noise model
-                    a = {k: v for k, v in a.items() if k != "noise"}
-                lines.extend(f"  {line}" for line in attribution_lines(a))
-        infra = s["infra"]
-        lines.append(
-            f"  infra: {infra['infra_attempts']} of {infra['attempts']} attempts "
-            f"({100 * infra['infra_error_rate_attempts']:.1f}%) ended in an infra "
-            f"outcome; policy: {s['infra_policy']}"
-        )
+        lines += _group_lines(s, record, judged, attribution, confidence)
     for r in comparisons:
         p = r.get("pvalue_holm")
         p_text = "—" if p is None else f"{p:.3g}"
@@ -309,8 +325,8 @@ def summarize(
         comparisons=comparisons,
         skipped=skipped,
         profiles=profiles,
-        convergence=concat(convergence, CONVERGENCE_TABLE_COLUMNS, "trials"),
-        budget=concat(budgets, BUDGET_COLUMNS, "n_tasks"),
+        convergence=_concat(convergence, CONVERGENCE_TABLE_COLUMNS, "trials"),
+        budget=_concat(budgets, BUDGET_COLUMNS, "n_tasks"),
         per_task=per_task,
         summary="\n".join(lines) + "\n",
         problems=problems,

@@ -9,12 +9,13 @@ raises Snakemake's incomplete-checkpoint signal there). So ``rules/common.smk`` 
 small lookups and its input functions are this class's methods; nothing here imports
 Snakemake, and the tests give it plain dicts.
 
-Which shards a group has: the fixed design's (:meth:`evalnoise.pipeline.shard_plan.Plan.shards`),
-or in sequential mode the design decided by the rounds so far
-(:func:`evalnoise.pipeline.sequential.shard_ranges` of each round's rectangles). Which scores
-the statistics read: the reference scorer's shards, or with ``analysis.score: judge`` the
-primary judge's. A target names every file a later step reads, not only the last ones: a
-file deleted under an up-to-date consumer is rebuilt only when it is a target.
+Which shards a group has: the fixed design's
+(:meth:`evalnoise.pipeline.shard_plan.ShardPlan.shards`), or in sequential mode the design
+decided by the rounds so far (:func:`evalnoise.pipeline.sequential.shard_ranges` of each
+round's rectangles). Which scores the statistics read: the reference scorer's shards, or with
+``analysis.score: judge`` the primary judge's. A target names every file a later step reads,
+not only the last ones: a file deleted under an up-to-date consumer is rebuilt only when it is
+a target.
 """
 
 from __future__ import annotations

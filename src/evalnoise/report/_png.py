@@ -1,7 +1,7 @@
 """A process that renders Vega-Lite specs to PNG files with vl-convert (no altair).
 
 vl-convert holds the GIL while it renders, and its first call in a process starts a V8
-engine (about a second here); a report renders every PNG after that start, one after the
+engine, which is slow; a report renders every PNG after that start, one after the
 other. :class:`evalnoise.report._render.PngRenderer` runs this module in worker processes
 started when the report begins, so the engine starts and the PNGs render while the report
 builds its cards and charts (two workers render two charts at once) — when CPUs are idle
@@ -29,7 +29,7 @@ import vl_convert as vlc
 from evalnoise.atomic import atomic_open
 
 #: Rendered once at start: the V8 engine and the Vega-Lite compiler start before any job.
-_WARM_UP = {"data": {"values": [{"x": 0}]}, "mark": "point", "encoding": {"x": {"field": "x"}}}
+WARM_UP_SPEC = {"data": {"values": [{"x": 0}]}, "mark": "point", "encoding": {"x": {"field": "x"}}}
 
 
 def render(spec_file: str, png_path: str, *, vl_version: str, scale: float) -> None:
@@ -43,7 +43,7 @@ def render(spec_file: str, png_path: str, *, vl_version: str, scale: float) -> N
 
 def main(argv: list[str] | None = None) -> int:
     vl_version, scale, replies_path = (argv if argv is not None else sys.argv[1:])[:3]
-    vlc.vegalite_to_svg(_WARM_UP, vl_version=vl_version)
+    vlc.vegalite_to_svg(WARM_UP_SPEC, vl_version=vl_version)
     with open(replies_path, "a", encoding="utf-8") as replies:
         for line in sys.stdin:
             if not line.strip():

@@ -206,7 +206,7 @@ def png_workers() -> int:
 class _RenderThread:
     """Renders PNGs in a thread of this process, in submission order.
 
-    Started with the report: its first render (a one-point chart, :data:`_png._WARM_UP`)
+    Started with the report: its first render (a one-point chart, :data:`_png.WARM_UP_SPEC`)
     starts vl-convert's V8 engine and Vega-Lite compiler while the report builds its cards
     and charts. vl-convert releases the GIL while it renders, so the report's own work goes
     on beside it. :meth:`close` waits for every PNG and returns the
@@ -220,10 +220,10 @@ class _RenderThread:
         self._thread.start()
 
     def _run(self) -> None:
-        from evalnoise.report._png import _WARM_UP
+        from evalnoise.report._png import WARM_UP_SPEC
 
         with contextlib.suppress(Exception):  # a broken engine fails each chart, named
-            vlc.vegalite_to_svg(_WARM_UP, vl_version=VL_VERSION)
+            vlc.vegalite_to_svg(WARM_UP_SPEC, vl_version=VL_VERSION)
         while (job := self._jobs.get()) is not None:
             spec, png_path = job
             if self._cancelled.is_set():

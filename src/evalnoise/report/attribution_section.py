@@ -36,7 +36,7 @@ from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through, value_cell
 from evalnoise.report.health import NOT_A_MEASUREMENT_LABEL, NOT_A_MEASUREMENT_SUFFIX
 from evalnoise.report.noise import noise_html
-from evalnoise.report.policy_sensitivity import points_text, policy_sensitivity_of
+from evalnoise.report.policy_sensitivity_view import points_text, policy_sensitivity_of
 
 __all__ = [
     "ALPHA",

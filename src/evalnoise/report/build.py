@@ -67,7 +67,7 @@ from evalnoise.report.inputs import ReportInputs
 from evalnoise.report.noise import dstudy_frame
 from evalnoise.report.outcomes_section import outcomes_section, top_banner
 from evalnoise.report.run_section import run_section
-from evalnoise.report.sequential import sequential_section
+from evalnoise.report.sequential_section import sequential_section
 from evalnoise.report.skipped_comparisons import drop_invalid_pairs
 from evalnoise.report.summary_section import summary_section
 from evalnoise.report.trajectory_section import trajectory_rows, trajectory_section
@@ -190,7 +190,7 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
 
     One card per group (:func:`~evalnoise.report.group_cards.group_cards`), then the page's
     sections in order: the banner of invalid groups, the summary, the outcomes, the adaptive
-    evaluation (:mod:`~evalnoise.report.sequential`), the charts
+    evaluation (:mod:`~evalnoise.report.sequential_section`), the charts
     (:mod:`~evalnoise.report.chart_sections`), where the noise comes from
     (:mod:`~evalnoise.report.attribution_section`), the cards and the run. A comparison
     whose ``a`` or ``b`` is an invalid group is moved to the skipped ones; the infra table

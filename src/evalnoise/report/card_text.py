@@ -33,7 +33,7 @@ from evalnoise.report.health import (
     status_text,
 )
 from evalnoise.report.judge_text import judge_text, judges_rows
-from evalnoise.report.policy_sensitivity import policy_text
+from evalnoise.report.policy_sensitivity_view import policy_text
 
 __all__ = [
     "MEASURED_FIELDS",

@@ -16,7 +16,7 @@ form, and its statistics are struck through: a group whose trials all crashed sc
 and that 0 % is not a score. When the run's manifest records the machine (CPU model, cgroup
 version, the llama.cpp runtime's CPU features and declared baseline), the card holds it.
 When the attribution stage ran, the card holds how the group's accuracy moves under each
-infra policy (:mod:`evalnoise.report.policy_sensitivity`); it always holds the group's cost
+infra policy (:mod:`evalnoise.report.policy_sensitivity_view`); it always holds the group's cost
 drivers and, with prices in the config, their price (:mod:`evalnoise.report.card_costs`).
 
 This module makes the record; its words are :mod:`evalnoise.report.card_text`, its Markdown
@@ -38,7 +38,7 @@ from evalnoise.group_text import reporting_line
 from evalnoise.report.card_costs import card_costs
 from evalnoise.report.card_limitations import level_limitations, limitations
 from evalnoise.report.health import health_of, outcomes_of
-from evalnoise.report.policy_sensitivity import policy_sensitivity_of
+from evalnoise.report.policy_sensitivity_view import policy_sensitivity_of
 
 __all__ = [
     "ICC_VARIANT",
@@ -194,7 +194,7 @@ def evaluation_card(
         model, cgroup version, llama.cpp runtime; shown on the card when given.
     attribution : the group's entry of the attribution summary (``attribution.json``); its
         policy sensitivity becomes the card's ``policy_sensitivity``
-        (:func:`evalnoise.report.policy_sensitivity.policy_sensitivity_of`). None: not
+        (:func:`evalnoise.report.policy_sensitivity_view.policy_sensitivity_of`). None: not
         computed, no line on the card.
 
     The record's ``outcomes``, ``health`` and ``crash_signals`` (when present) become the

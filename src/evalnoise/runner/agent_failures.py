@@ -3,7 +3,7 @@
 An exec-protocol agent may end with ``{"done": true, "error": {"type": ..., "message": ...,
 "phase": "setup" | "run"}}``: the exception that stopped it, as the Harbor bridge
 (``agents/harbor_agent/bridge.py``) reports a Harbor agent's. The type is read with the
-Harbor importer's one table (:data:`evalnoise.importers.harbor.STATUS_OF_EXCEPTION`, Harbor's
+Harbor importer's one table (:data:`evalnoise.importers.harbor_jobs.STATUS_OF_EXCEPTION`, Harbor's
 own taxonomy plus LiteLLM's and the OpenAI client's exception names), so a Harbor agent run by
 evalnoise and a Harbor job imported from its ``result.json`` give the same outcome. A type
 the table does not know is the agent's own failure when it happened in ``run()``

@@ -115,7 +115,9 @@ def base_image_tag(inputs_dir: str | os.PathLike[str] | None = None) -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def build_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the file ``path`` for the block: one build of an image at a
+    time across processes (the base image's, a task image's)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -229,7 +231,7 @@ def build_base_image(
     cache.mkdir(parents=True, exist_ok=True)
     digest = inputs.input_hash()
     tarball = cache / f"{digest}.tar"
-    with _locked(cache / f"{digest}.lock"):
+    with build_lock(cache / f"{digest}.lock"):
         if not force and image_exists(client, tag):
             return tag
         if force and tarball.exists():

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from evalnoise.runner.docker_backend import oom_kill_count, read_oom_kills
+from evalnoise.runner.peak_memory import oom_kill_count, read_oom_kills
 
 PROC = Path("/proc")
 

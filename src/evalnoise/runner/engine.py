@@ -46,12 +46,11 @@ def container_network(mode: str) -> dict[str, Any]:
 
     ``"none"`` adds ``network_disabled=True``. The container still gets a network namespace of
     its own holding only a working loopback (runc brings ``lo`` up; the tests of both
-    backends check both, and that the host's 127.0.0.1 stays out of reach). What changes is
-    that the engine no longer adds libnetwork's prestart hook, which re-executes ``dockerd``
-    (``libnetwork-setkey``) for every container started. In 3 alternating rounds of 15
-    containers on 2 cores (Docker 20.10), a container from creation to removal took 0.25 CPU-s
-    and 0.22 s (medians) against 0.39 CPU-s and 0.37 s. ``"host"`` shares the host's
-    namespace and gets no hook either way.
+    backends check both, and that the host's 127.0.0.1 stays out of reach). Why: with it the
+    engine adds no libnetwork prestart hook, which re-executes ``dockerd``
+    (``libnetwork-setkey``) for every container started, so a container costs less to start
+    (``benchmarks/results/comment-measurements.md``). ``"host"`` shares the host's namespace
+    and gets no hook either way.
     """
     return {"network_disabled": True} if mode == "none" else {}
 

@@ -1,9 +1,9 @@
 """Environment trials: the agent, then the verifier, in one fresh container of the task's image.
 
-:class:`EnvironmentBackend` runs trials of Harbor tasks (:mod:`evalnoise.tasks.harbor`) with
+:class:`EnvironmentBackend` runs trials of Harbor tasks (:mod:`evalnoise.tasks.harbor_task`) with
 the same interface as the QA backends (:class:`evalnoise.runner.trial.Backend`): a
 :class:`~evalnoise.runner.trial.TrialRequest` whose ``task`` is a row of
-:func:`evalnoise.tasks.harbor.environment_task_rows` in, one trial row out.
+:func:`evalnoise.tasks.harbor_folders.environment_task_rows` in, one trial row out.
 
 **One trial.**
 
@@ -172,12 +172,7 @@ from evalnoise.runner.compose_services import (
     start_services,
     stop_services,
 )
-from evalnoise.runner.docker_backend import (
-    CGROUP_ROOT,
-    SHARD_LABEL,
-    cgroup_version,
-    container_memory_dir,
-)
+from evalnoise.runner.docker_backend import SHARD_LABEL
 from evalnoise.runner.engine import (
     connect_engine,
     container_network,
@@ -191,6 +186,7 @@ from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
 from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
 from evalnoise.runner.healthcheck import run_healthcheck
 from evalnoise.runner.host_processes import kill_marked
+from evalnoise.runner.peak_memory import CGROUP_ROOT, cgroup_version, container_memory_dir
 from evalnoise.runner.resources import Allocation, docker_resource_kwargs
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.steps import run_steps
@@ -211,13 +207,8 @@ from evalnoise.runner.trial_network import (
     offline_cause,
 )
 from evalnoise.schema import VERIFIED_AFTER
-from evalnoise.tasks.harbor import (
-    HarborTask,
-    HarborTaskError,
-    load_harbor_task,
-    resolve_env,
-    templated_names,
-)
+from evalnoise.tasks.harbor_folders import load_harbor_task
+from evalnoise.tasks.harbor_task import HarborTask, HarborTaskError, resolve_env, templated_names
 
 NAME = "docker-environment"
 AGENT_KINDS = ("oracle", "null", "external")

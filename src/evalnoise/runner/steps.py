@@ -52,7 +52,7 @@ from evalnoise.runner.engine import join_notes
 from evalnoise.runner.healthcheck import run_healthcheck
 from evalnoise.runner.rewards import read_rewards, scoring_reward
 from evalnoise.runner.trial_container import tar_dir
-from evalnoise.tasks.harbor import HarborStep, resolve_env, templated_names
+from evalnoise.tasks.harbor_task import HarborStep, resolve_env, templated_names
 
 __all__ = ["StepRun", "combine_rewards", "min_reward_failure", "run_steps"]
 

@@ -1,6 +1,6 @@
 """The container image of each environment task: built once, offline, cached by content.
 
-A Harbor task names its image in one of two ways (:class:`evalnoise.tasks.harbor.HarborTask`):
+A Harbor task names its image in one of two ways (:class:`evalnoise.tasks.harbor_task.HarborTask`):
 
 - ``[environment].docker_image`` — used as it is. Nothing is pulled (no registry is
   reachable): the image must already be in the engine, or the task's trials are
@@ -42,9 +42,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evalnoise.runner.base_image import _locked, context_digest, engine_client
+from evalnoise.runner.base_image import build_lock, context_digest, engine_client
 from evalnoise.runner.contract import tail
-from evalnoise.tasks.harbor import HarborTask
+from evalnoise.tasks.harbor_task import HarborTask
 from evalnoise.user_cache import cache_dir as default_cache_dir
 
 TASK_IMAGE_REPOSITORY = "evalnoise-task"
@@ -235,7 +235,7 @@ def ensure_task_image(
             )
         tag = task_image_tag(task, base_id, args)
         cache = Path(cache_dir or default_cache_dir()) / "task-images"
-        with _locked(cache / f"{tag.replace(':', '_').replace('/', '_')}.lock"):
+        with build_lock(cache / f"{tag.replace(':', '_').replace('/', '_')}.lock"):
             existing = _image(client, tag)
             if existing is not None:
                 return _found(task, existing, tag)

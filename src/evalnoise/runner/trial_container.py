@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.runner.container_procs import keepers, kill_all_except, kill_tree, members, oom_kills
-from evalnoise.runner.docker_backend import read_peak
 from evalnoise.runner.exec_protocol import CappedOutput
+from evalnoise.runner.peak_memory import read_peak
 
 #: Seconds a killed command has to disappear before the runner stops waiting for it.
 KILL_GRACE_S = 10.0

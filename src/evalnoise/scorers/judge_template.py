@@ -68,7 +68,7 @@ EXTRACT_TEMPLATE = EXTRACT_TEMPLATES["number"]
 #: what the judge does: decide TRUE/FALSE (the paper), or extract the answer for code to compare
 MODES = ("verdict", "extract")
 
-#: Bumped whenever :func:`evalnoise.scorers.judge.parse_decision` changes what a reply
+#: Bumped whenever :func:`evalnoise.scorers.judge_replies.parse_decision` changes what a reply
 #: means; part of the template hash, so a parser change invalidates cached verdicts.
 PARSER_VERSION = "2"
 

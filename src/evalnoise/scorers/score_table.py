@@ -78,6 +78,29 @@ def _none(value: Any) -> Any:
     return None if value is None or (not isinstance(value, str) and pd.isna(value)) else value
 
 
+def _scored_by_status(
+    status: str, row: dict[str, Any]
+) -> tuple[bool | None, float | None, str | None, str] | None:
+    """(correct, score, judge status, explanation) of a trial its status decides without
+    looking at the answer, else None: an infrastructure outcome, a crash, an agent that never
+    ran and a failed verifier are not scored (never a 0); an agent error is incorrect."""
+    if status in INFRA_STATUSES:
+        return None, None, SKIPPED_INFRA, f"infrastructure outcome {status!r}: not scored"
+    if status == "agent_error" and (signal := crash_signal_name(row.get("exit_code"))):
+        return None, None, SKIPPED_CRASH, f"agent_error: crashed ({signal}); no answer, not scored"
+    if status == "agent_error":
+        return False, 0.0, None, "agent_error: scored incorrect"
+    if status == "verifier_error":
+        # the grader failed, not the agent: no score until a rerun (never a 0)
+        why = _none(row.get("error")) or "no valid reward"
+        return None, None, VERIFIER_ERROR, f"verifier_error: {why}"
+    if status == AGENT_SETUP_ERROR:
+        # the agent never ran (its setup failed): neither its skill nor the task's
+        why = _none(row.get("error")) or "setup failed"
+        return None, None, AGENT_SETUP_ERROR, f"agent_setup_error: {why}"
+    return None
+
+
 def score_trials(
     trials: pd.DataFrame | pa.Table,
     tasks: pd.DataFrame | pa.Table,
@@ -125,27 +148,9 @@ def score_trials(
         votes: list[bool] | None = None
         # the judge scorer's cost of a trial it does not ask about is a measured zero
         cost = _NO_CALL if scorer == "judge" else _NOT_A_JUDGE
-        if status in INFRA_STATUSES:
-            correct, score = None, None
-            judge_status = SKIPPED_INFRA
-            explanation = f"infrastructure outcome {status!r}: not scored"
-        elif status == "agent_error" and (signal := crash_signal_name(row.get("exit_code"))):
-            correct, score = None, None
-            judge_status = SKIPPED_CRASH
-            explanation = f"agent_error: crashed ({signal}); no answer, not scored"
-        elif status == "agent_error":
-            correct, score = False, 0.0
-            explanation = "agent_error: scored incorrect"
-        elif status == "verifier_error":
-            # the grader failed, not the agent: no score until a rerun (never a 0)
-            correct, score = None, None
-            judge_status = VERIFIER_ERROR
-            explanation = f"verifier_error: {_none(row.get('error')) or 'no valid reward'}"
-        elif status == AGENT_SETUP_ERROR:
-            # the agent never ran (its setup failed): neither its skill nor the task's
-            correct, score = None, None
-            judge_status = AGENT_SETUP_ERROR
-            explanation = f"agent_setup_error: {_none(row.get('error')) or 'setup failed'}"
+        by_status = _scored_by_status(status, row)
+        if by_status is not None:
+            correct, score, judge_status, explanation = by_status
         elif scorer == "reward":
             reward = _none(row.get("reward"))
             if reward is None or not 0.0 <= float(reward) <= 1.0:

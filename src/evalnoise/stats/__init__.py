@@ -17,8 +17,16 @@ from evalnoise.stats.accuracy_sequences import (
 )
 from evalnoise.stats.agreement import AgreementResult, judge_agreement, judge_agreement_by_level
 from evalnoise.stats.confidence_sequences import MeanCSResult, mean_confidence_sequence
-from evalnoise.stats.consistency import OutcomeConsistencyResult, outcome_consistency
 from evalnoise.stats.convergence import ConvergenceResult, icc_convergence
+from evalnoise.stats.cost_allocation import (
+    CostAllocation,
+    CostAllocationResult,
+    OptimalTrialsResult,
+    PilotPlan,
+    cost_allocation,
+    optimal_trials_per_task,
+    plan_from_pilot,
+)
 from evalnoise.stats.dstudy import (
     DStudyResult,
     TotalErrorResult,
@@ -50,6 +58,7 @@ from evalnoise.stats.optimal_design import (
     judge_sample_plan,
     nested_optimum,
 )
+from evalnoise.stats.outcome_consistency import OutcomeConsistencyResult, outcome_consistency
 from evalnoise.stats.paired import (
     ComparisonResult,
     McNemarResult,
@@ -67,17 +76,10 @@ from evalnoise.stats.passk import PassKResult, pass_at_k, pass_hat_k, pass_k
 from evalnoise.stats.planning import (
     Allocation,
     AllocationResult,
-    CostAllocation,
-    CostAllocationResult,
     MDDResult,
-    OptimalTrialsResult,
-    PilotPlan,
     SampleSizeResult,
     allocation_table,
-    cost_allocation,
     minimum_detectable_difference,
-    optimal_trials_per_task,
-    plan_from_pilot,
     tasks_for_icc_precision,
 )
 from evalnoise.stats.proportion import ProportionInterval, wilson_interval

@@ -21,6 +21,7 @@ __all__ = [
     "float_array",
     "judge_and_reference",
     "optional_positive_int",
+    "scalar_or_array",
     "task_codes",
 ]
 
@@ -116,3 +117,10 @@ def task_codes(tasks: np.ndarray, used: np.ndarray | None = None) -> tuple[np.nd
     if np.any(codes < 0 if used is None else codes[used] < 0):
         raise ValueError("tasks must not be missing (NaN/None) on scored trials")
     return codes, labels
+
+
+def scalar_or_array(x: Any, kind: type = float) -> float | int | np.ndarray:
+    """``x`` as ``kind`` when it is 0-d, else as an array: scalars in, scalars out, so a
+    caller printing one plan need not unwrap 0-d arrays."""
+    x = np.asarray(x)
+    return kind(x) if x.ndim == 0 else x

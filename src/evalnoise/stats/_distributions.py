@@ -1,7 +1,7 @@
 """The few distribution functions the statistics need, from ``scipy.special``.
 
-``scipy.stats`` builds every distribution's docstring when it is imported: about a second per
-process, paid again by every pipeline job (analysis, compare, convergence, budget, summary,
+``scipy.stats`` builds every distribution's docstring when it is imported, a cost paid by
+every process again, by every pipeline job (analysis, compare, convergence, budget, summary,
 report), while the statistics use nine functions of five distributions. These are the same
 special functions ``scipy.stats`` calls for them (its ``_ppf``/``_sf``/``_cdf`` methods, scipy
 1.17), so the values agree to round-off; ``tests/stats/test_distributions.py`` checks them

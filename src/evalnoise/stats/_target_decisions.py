@@ -1,4 +1,4 @@
-"""The decision after a block for each target of :func:`evalnoise.stats.stopping.stopping_decision`.
+"""The decision after a round for each target of :func:`evalnoise.stats.stopping.stopping_decision`.
 
 :func:`sequence_decision` serves the accuracy and difference targets (the anytime-valid
 sequence over new tasks, Cochran's trials per task for the money); :func:`icc_decision` the
@@ -18,22 +18,22 @@ import numpy as np
 
 from evalnoise.stats.accuracy_sequences import (
     ConfidenceSequenceResult,
-    _Units,
+    EntryUnits,
     confidence_sequence,
     paired_confidence_sequence,
 )
+from evalnoise.stats.cost_allocation import affordable_count, optimal_trials_per_task
 from evalnoise.stats.icc import icc_oneway
-from evalnoise.stats.planning import _max_count, optimal_trials_per_task
 from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule
 
 if TYPE_CHECKING:
     from evalnoise.stats.icc import ICCResult
 
-__all__ = ["icc_decision", "last_block_design", "sequence_decision"]
+__all__ = ["icc_decision", "last_round_design", "sequence_decision"]
 
 
-def last_block_design(entry: np.ndarray, count: np.ndarray) -> tuple[int, int]:
-    """(new tasks, trials per new task) of the last block in which tasks entered."""
+def last_round_design(entry: np.ndarray, count: np.ndarray) -> tuple[int, int]:
+    """(new tasks, trials per new task) of the last round in which tasks entered."""
     sel = entry == entry.max()
     return int(sel.sum()), max(1, round(float(np.median(count[sel]))))
 
@@ -45,7 +45,7 @@ def _stop(base: dict, status: Status, warnings: list[str]) -> dict[str, Any]:
         action="stop",
         next_new_tasks=0,
         next_trials_per_task=0,
-        next_block_cost=0.0,
+        next_round_cost=0.0,
         warnings=tuple(warnings),
         **base,
     )
@@ -60,7 +60,7 @@ def _go(
         action=action,
         next_new_tasks=new,
         next_trials_per_task=trials,
-        next_block_cost=cost,
+        next_round_cost=cost,
         warnings=tuple(warnings),
         **base,
     )
@@ -70,15 +70,15 @@ def sequence_decision(
     rule: StoppingRule,
     agents: list,
     icc_res: ICCResult,
-    u: _Units,
+    u: EntryUnits,
     t_cur: int,
     ctx: dict,
     base: dict,
 ) -> dict[str, Any]:
     """The accuracy and difference targets: the anytime-valid sequence over new tasks.
 
-    ``agents`` holds (scores, tasks, blocks) per agent, checked; ``u`` their entry units;
-    ``t_cur`` the trials per task of the last entry block; ``ctx`` the state of the run
+    ``agents`` holds (scores, tasks, rounds) per agent, checked; ``u`` their entry units;
+    ``t_cur`` the trials per task of the last entry round; ``ctx`` the state of the run
     (``remaining``, ``n_tasks``, ``last_new``); ``base`` the decision's fields so far.
     """
     paired = len(agents) == 2
@@ -138,7 +138,7 @@ def sequence_decision(
         # trials added to tasks already in the sequence cannot narrow an interval over tasks
         return _stop(base, "limit_reached", warnings)
     remaining = ctx["remaining"]
-    k = min(ctx["last_new"], int(_max_count(remaining, unit_cost)))
+    k = min(ctx["last_new"], int(affordable_count(remaining, unit_cost)))
     if n_cap is not None:
         k = min(k, n_cap - ctx["n_tasks"])
     if k < 1:
@@ -172,12 +172,12 @@ def _difference_components(cs: ConfidenceSequenceResult, agents) -> tuple[float,
 
 
 def icc_decision(
-    rule: StoppingRule, res: ICCResult, u: _Units, ctx: dict, base: dict
+    rule: StoppingRule, res: ICCResult, u: EntryUnits, ctx: dict, base: dict
 ) -> dict[str, Any]:
     """The icc target: Bonett's SE of ICC(1,1) from every trial (arguments as for
     :func:`sequence_decision`)."""
     warnings = [
-        "the icc target compares Bonett's fixed-sample SE with the goal after each block: a "
+        "the icc target compares Bonett's fixed-sample SE with the goal after each round: a "
         "precision rule, not an anytime-valid interval"
     ]
     c1, c2 = rule.cost_per_task, rule.cost_per_trial
@@ -223,10 +223,10 @@ def icc_decision(
         return _stop(base, "limit_reached", warnings)
     order = ("more_trials", "more_tasks") if prefer_trials else ("more_tasks", "more_trials")
     for action in order:
-        if action == "more_trials" and can_trials and int(_max_count(remaining, cost_trials)):
+        if action == "more_trials" and can_trials and int(affordable_count(remaining, cost_trials)):
             return _go(base, action, 0, t_top, cost_trials, warnings)
-        if action == "more_tasks" and can_tasks and int(_max_count(remaining, task_cost)):
-            kk = min(ctx["last_new"], int(_max_count(remaining, task_cost)))
+        if action == "more_tasks" and can_tasks and int(affordable_count(remaining, task_cost)):
+            kk = min(ctx["last_new"], int(affordable_count(remaining, task_cost)))
             if n_cap is not None:
                 kk = min(kk, n_cap - n)
             return _go(base, action, kk, t_new, kk * task_cost, warnings)

@@ -22,7 +22,7 @@ import numpy as np
 from ._checks import check_probability
 from ._distributions import norm_ppf, t_ppf
 from ._results import DictResult
-from ._tasks import task_sums
+from ._tasks import TaskSums, task_sums
 from .proportion import wilson_interval
 
 ClusterSE = Literal["cr1", "miller"]
@@ -76,6 +76,76 @@ class AccuracyResult(DictResult):
     cluster_se: str
     quantile: str
     warnings: tuple[str, ...] = ()
+
+
+def _moments(y: np.ndarray, ts: TaskSums) -> tuple[float, float, float, float, float, bool, bool]:
+    """The mean of task means and the pooled mean, the weighted and the plain population
+    variance of the scores, the clustered sum of squares Σ_g (w_g (S_g − T_g·mean))², and
+    whether every score (``constant``) or every task mean (``flat``) is equal."""
+    n, g = ts.n_obs, ts.n_tasks
+    # Per-task weights w_g = N / (G·T_g): the weighted mean of the trials is the mean of the
+    # task means. For a balanced design N = G·T exactly, so every w_g is exactly 1.0 and
+    # every expression below reduces, bit for bit, to its unweighted (pooled) form.
+    weight = n / (g * ts.count)
+    mean_pooled = float(ts.total.sum() / n)
+    mean = float((weight * ts.total).sum() / n)
+    # Exact constancy check: sums of equal floats need not reproduce the value exactly, so
+    # variances computed from them would be rounding noise rather than zero.
+    constant = bool(y.min() == y.max())
+    task_means = ts.means
+    # Equal task means, up to the rounding of their sums (≤ T_g·eps each, for |Y| ≤ 1).
+    flat = constant or bool(np.ptp(task_means) <= 4 * np.finfo(float).eps * ts.count.max())
+    if constant:
+        mean = mean_pooled = float(y[0])
+        var_w = var_pop = 0.0
+        cluster_ss = 0.0
+    else:
+        var_pop = float(np.var(y))
+        w_trial = weight[ts.codes]
+        # The weighted population variance; np.average with unit weights is np.var's own
+        # arithmetic, so a balanced design gives var_w == var_pop exactly.
+        center = np.average(y, weights=w_trial)
+        var_w = float(np.average((y - center) ** 2, weights=w_trial))
+        resid_sums = weight * (ts.total - ts.count * mean)
+        cluster_ss = 0.0 if flat else float(resid_sums @ resid_sums)
+
+    return mean, mean_pooled, var_w, var_pop, cluster_ss, constant, flat
+
+
+def _intervals(
+    mean: float,
+    se_naive: float,
+    se_cl: float,
+    z: float,
+    q: float,
+    flat: bool,
+    g: int,
+    confidence: float,
+    warnings: list[str],
+) -> tuple[np.ndarray, np.ndarray, CIMethod]:
+    """The naive and the clustered interval ends (mean ∓ z·SE, mean ∓ q·SE_cl), the latter
+    the Wilson interval on n_eff = G when every task mean is equal, and how it was made."""
+    # Scores lie in [0, 1], so does their expectation: an interval end beyond it carries no
+    # information, only the normal approximation's failure, which the warning names.
+    lows = np.array([mean - z * se_naive, mean - q * se_cl])
+    highs = np.array([mean + z * se_naive, mean + q * se_cl])
+    ci_method: CIMethod = "clustered"
+    if flat and g >= 2:
+        ci_method = "wilson_effective_n"
+        p = min(max(mean, 0.0), 1.0)
+        lows[1], highs[1] = wilson_interval(p, g, confidence)
+        warnings.append(
+            f"every task has the same mean score ({mean:.6g}): the clustered SE is 0 and the "
+            "design effect cannot be estimated (NaN), so ci_low/ci_high are the Wilson score "
+            f"interval on the conservative effective sample size n_eff = G = {g} tasks (one "
+            "effective trial per task, the design effect's bound at ICC = 1)"
+        )
+    if np.any(lows < 0.0) or np.any(highs > 1.0):
+        warnings.append(
+            "a confidence interval reached beyond [0, 1] and is truncated to it: with few "
+            "tasks or an accuracy near 0 or 1 the normal approximation is poor"
+        )
+    return lows, highs, ci_method
 
 
 def accuracy(
@@ -198,31 +268,7 @@ def accuracy(
             warnings=tuple(warnings),
         )
 
-    # Per-task weights w_g = N / (G·T_g): the weighted mean of the trials is the mean of the
-    # task means. For a balanced design N = G·T exactly, so every w_g is exactly 1.0 and
-    # every expression below reduces, bit for bit, to its unweighted (pooled) form.
-    weight = n / (g * ts.count)
-    mean_pooled = float(ts.total.sum() / n)
-    mean = float((weight * ts.total).sum() / n)
-    # Exact constancy check: sums of equal floats need not reproduce the value exactly, so
-    # variances computed from them would be rounding noise rather than zero.
-    constant = bool(y.min() == y.max())
-    task_means = ts.means
-    # Equal task means, up to the rounding of their sums (≤ T_g·eps each, for |Y| ≤ 1).
-    flat = constant or bool(np.ptp(task_means) <= 4 * np.finfo(float).eps * ts.count.max())
-    if constant:
-        mean = mean_pooled = float(y[0])
-        var_w = var_pop = 0.0
-        cluster_ss = 0.0
-    else:
-        var_pop = float(np.var(y))
-        w_trial = weight[ts.codes]
-        # The weighted population variance; np.average with unit weights is np.var's own
-        # arithmetic, so a balanced design gives var_w == var_pop exactly.
-        center = np.average(y, weights=w_trial)
-        var_w = float(np.average((y - center) ** 2, weights=w_trial))
-        resid_sums = weight * (ts.total - ts.count * mean)
-        cluster_ss = 0.0 if flat else float(resid_sums @ resid_sums)
+    mean, mean_pooled, var_w, var_pop, cluster_ss, constant, flat = _moments(y, ts)
 
     se_naive = float(np.sqrt(var_w / n))
     se_naive_pooled = float(np.sqrt(var_pop / n))
@@ -255,26 +301,7 @@ def accuracy(
     else:
         deff = se_cl**2 / se_naive**2
 
-    # Scores lie in [0, 1], so does their expectation: an interval end beyond it carries no
-    # information, only the normal approximation's failure, which the warning names.
-    lows = np.array([mean - z * se_naive, mean - q * se_cl])
-    highs = np.array([mean + z * se_naive, mean + q * se_cl])
-    ci_method: CIMethod = "clustered"
-    if flat and g >= 2:
-        ci_method = "wilson_effective_n"
-        p = min(max(mean, 0.0), 1.0)
-        lows[1], highs[1] = wilson_interval(p, g, confidence)
-        warnings.append(
-            f"every task has the same mean score ({mean:.6g}): the clustered SE is 0 and the "
-            "design effect cannot be estimated (NaN), so ci_low/ci_high are the Wilson score "
-            f"interval on the conservative effective sample size n_eff = G = {g} tasks (one "
-            "effective trial per task, the design effect's bound at ICC = 1)"
-        )
-    if np.any(lows < 0.0) or np.any(highs > 1.0):
-        warnings.append(
-            "a confidence interval reached beyond [0, 1] and is truncated to it: with few "
-            "tasks or an accuracy near 0 or 1 the normal approximation is poor"
-        )
+    lows, highs, ci_method = _intervals(mean, se_naive, se_cl, z, q, flat, g, confidence, warnings)
     lows, highs = np.clip(lows, 0.0, 1.0), np.clip(highs, 0.0, 1.0)
 
     return AccuracyResult(

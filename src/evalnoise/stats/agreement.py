@@ -44,7 +44,7 @@ import pandas as pd
 from ._checks import check_probability, judge_and_reference, task_codes
 from ._distributions import norm_ppf, norm_sf
 from ._results import DictResult, plain, renamed
-from .proportion import _wilson_or_nan
+from .proportion import wilson_or_nan
 
 __all__ = ["AgreementResult", "judge_agreement", "judge_agreement_by_level"]
 
@@ -202,6 +202,100 @@ def _ratio_design_effect(num_g: np.ndarray, den_g: np.ndarray) -> float:
     return v_cluster / (r * (1.0 - r) / m)
 
 
+def _cluster_bootstrap(
+    task_cells: np.ndarray | None,
+    kappa: float,
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    notes: list[str],
+) -> tuple[float, float, float, int]:
+    """κ's cluster bootstrap over tasks: resample tasks with replacement, κ of the summed
+    cells; its SE, percentile interval and the resamples where κ is undefined."""
+    nan = float("nan")
+    c_se = c_low = c_high = nan
+    n_undef = 0
+    if task_cells is None:
+        return c_se, c_low, c_high, n_undef
+    n_tasks = int(task_cells.shape[0])
+    if n_tasks < 2:
+        notes.append("one task: no cluster bootstrap for κ")
+    elif np.isfinite(kappa):
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(n_tasks, np.full(n_tasks, 1.0 / n_tasks), size=n_resamples)
+        k_boot = _kappa_from_counts(draws @ task_cells)[0]
+        ok = np.isfinite(k_boot)
+        n_undef = int((~ok).sum())
+        if n_undef:
+            notes.append(
+                f"{n_undef} of {n_resamples} bootstrap resamples had κ undefined and were "
+                "left out of the cluster interval"
+            )
+        if ok.sum() >= 2:
+            alpha = 1.0 - confidence
+            c_low, c_high = (float(v) for v in np.quantile(k_boot[ok], [alpha / 2, 1 - alpha / 2]))
+            c_se = float(np.std(k_boot[ok], ddof=1))
+    return c_se, c_low, c_high, n_undef
+
+
+def _degenerate_reason(
+    n: int, kappa: float, pj1: float, m1: int, m0: int, degenerate_threshold: float
+) -> str:
+    """Why the judge's κ says little ("" when it does): κ undefined, the judge or the
+    reference giving (nearly) one verdict to every trial, or no trial at all."""
+    if n and not np.isfinite(kappa):
+        return "κ is undefined: judge and reference both give one verdict to every trial"
+    elif n and max(pj1, 1.0 - pj1) >= degenerate_threshold:
+        verdict, share = ("TRUE", pj1) if pj1 >= 0.5 else ("FALSE", 1.0 - pj1)
+        return (
+            f"the judge says {verdict} to {share:.1%} of trials (threshold "
+            f"{degenerate_threshold:.0%}): κ and agreement rest on the few other verdicts"
+        )
+    elif n and max(m1 / n, m0 / n) >= degenerate_threshold:
+        # the same rule for the other rater: against a (nearly) constant reference, e.g. an
+        # always-right or always-wrong agent, κ is (nearly) 0 whatever the judge does
+        verdict, share = ("TRUE", m1 / n) if m1 >= m0 else ("FALSE", m0 / n)
+        return (
+            f"the reference says {verdict} to {share:.1%} of trials (threshold "
+            f"{degenerate_threshold:.0%}): κ rests on the few other trials (it is 0 when the "
+            "reference is constant, however good the judge); read the false-"
+            + ("reject" if verdict == "TRUE" else "accept")
+            + " rate instead"
+        )
+    elif n == 0:
+        return "no trial has both a judge verdict and a reference label"
+    return ""
+
+
+def _error_rates(
+    counts: np.ndarray, task_cells: np.ndarray | None, confidence: float, notes: list[str]
+) -> tuple[float, ...]:
+    """The false-accept and false-reject rates, and Wilson intervals of the agreement and of
+    both rates (with the tasks' cluster design effects when there are tasks), and those design
+    effects."""
+    nan = float("nan")
+    n11, n10, n01, n00 = (int(v) for v in counts)
+    m1, m0 = n11 + n01, n10 + n00
+    n = n11 + n10 + n01 + n00
+    far = n10 / m0 if m0 else nan
+    frr = n01 / m1 if m1 else nan
+    if n and not m0:
+        notes.append("no trial has reference FALSE: the false-accept rate is undefined (NaN)")
+    if n and not m1:
+        notes.append("no trial has reference TRUE: the false-reject rate is undefined (NaN)")
+    d_agree = d_far = d_frr = nan
+    if task_cells is not None:
+        tc = task_cells.astype(float)
+        d_agree = _ratio_design_effect(tc[:, 0] + tc[:, 3], tc.sum(axis=1))
+        d_far = _ratio_design_effect(tc[:, 1], tc[:, 1] + tc[:, 3])
+        d_frr = _ratio_design_effect(tc[:, 2], tc[:, 0] + tc[:, 2])
+    a_low, a_high = wilson_or_nan((n11 + n00) / n if n else nan, n, confidence, d_agree)
+    far_low, far_high = wilson_or_nan(far, m0, confidence, d_far)
+    frr_low, frr_high = wilson_or_nan(frr, m1, confidence, d_frr)
+
+    return far, frr, a_low, a_high, far_low, far_high, frr_low, frr_high, d_agree, d_far, d_frr
+
+
 def judge_agreement(
     judge: np.ndarray,
     reference: np.ndarray,
@@ -319,71 +413,15 @@ def judge_agreement(
             "(chance agreement p_e = 1)"
         )
 
-    # Cluster bootstrap over tasks.
-    c_se = c_low = c_high = nan
-    n_undef = 0
-    if task_cells is not None:
-        if n_tasks < 2:
-            notes.append("one task: no cluster bootstrap for κ")
-        elif np.isfinite(kappa):
-            rng = np.random.default_rng(seed)
-            draws = rng.multinomial(n_tasks, np.full(n_tasks, 1.0 / n_tasks), size=n_resamples)
-            k_boot = _kappa_from_counts(draws @ task_cells)[0]
-            ok = np.isfinite(k_boot)
-            n_undef = int((~ok).sum())
-            if n_undef:
-                notes.append(
-                    f"{n_undef} of {n_resamples} bootstrap resamples had κ undefined and were "
-                    "left out of the cluster interval"
-                )
-            if ok.sum() >= 2:
-                alpha = 1.0 - confidence
-                c_low, c_high = (
-                    float(v) for v in np.quantile(k_boot[ok], [alpha / 2, 1 - alpha / 2])
-                )
-                c_se = float(np.std(k_boot[ok], ddof=1))
+    c_se, c_low, c_high, n_undef = _cluster_bootstrap(
+        task_cells, kappa, n_resamples, seed, confidence, notes
+    )
 
-    # Error rates and agreement with Wilson intervals (cluster design effects with tasks).
-    far = n10 / m0 if m0 else nan
-    frr = n01 / m1 if m1 else nan
-    if n and not m0:
-        notes.append("no trial has reference FALSE: the false-accept rate is undefined (NaN)")
-    if n and not m1:
-        notes.append("no trial has reference TRUE: the false-reject rate is undefined (NaN)")
-    d_agree = d_far = d_frr = nan
-    if task_cells is not None:
-        tc = task_cells.astype(float)
-        d_agree = _ratio_design_effect(tc[:, 0] + tc[:, 3], tc.sum(axis=1))
-        d_far = _ratio_design_effect(tc[:, 1], tc[:, 1] + tc[:, 3])
-        d_frr = _ratio_design_effect(tc[:, 2], tc[:, 0] + tc[:, 2])
-    a_low, a_high = _wilson_or_nan((n11 + n00) / n if n else nan, n, confidence, d_agree)
-    far_low, far_high = _wilson_or_nan(far, m0, confidence, d_far)
-    frr_low, frr_high = _wilson_or_nan(frr, m1, confidence, d_frr)
+    rates = _error_rates(counts, task_cells, confidence, notes)
+    far, frr, a_low, a_high, far_low, far_high, frr_low, frr_high, d_agree, d_far, d_frr = rates
 
-    # Degenerate judge.
-    reason = ""
     pj1 = (n11 + n10) / n if n else nan
-    if n and not np.isfinite(kappa):
-        reason = "κ is undefined: judge and reference both give one verdict to every trial"
-    elif n and max(pj1, 1.0 - pj1) >= degenerate_threshold:
-        verdict, share = ("TRUE", pj1) if pj1 >= 0.5 else ("FALSE", 1.0 - pj1)
-        reason = (
-            f"the judge says {verdict} to {share:.1%} of trials (threshold "
-            f"{degenerate_threshold:.0%}): κ and agreement rest on the few other verdicts"
-        )
-    elif n and max(m1 / n, m0 / n) >= degenerate_threshold:
-        # the same rule for the other rater: against a (nearly) constant reference, e.g. an
-        # always-right or always-wrong agent, κ is (nearly) 0 whatever the judge does
-        verdict, share = ("TRUE", m1 / n) if m1 >= m0 else ("FALSE", m0 / n)
-        reason = (
-            f"the reference says {verdict} to {share:.1%} of trials (threshold "
-            f"{degenerate_threshold:.0%}): κ rests on the few other trials (it is 0 when the "
-            "reference is constant, however good the judge); read the false-"
-            + ("reject" if verdict == "TRUE" else "accept")
-            + " rate instead"
-        )
-    elif n == 0:
-        reason = "no trial has both a judge verdict and a reference label"
+    reason = _degenerate_reason(n, kappa, pj1, m1, m0, degenerate_threshold)
     if reason:
         notes.append(f"degenerate judge: {reason}")
 

@@ -45,8 +45,8 @@ z²σ²/h² for a fixed-n interval: a factor 2 log(40)/1.96² ≈ 1.9 at α = 0.
 simulations of ``benchmarks/bench_sequential.py`` (results in ``benchmarks/results/``) the
 tuned sequence stops after 1.6–2.2 times the tasks of the fixed design that knows σ² in
 advance (up to 3.3 where σ² is small next to h²), the default bets after 2.3–4.6 times;
-both cover at least 0.968 at the stopping block, where a fixed-n CI checked after every
-block covers as little as 0.72. h must be fixed before the first block: changing it midway
+both cover at least 0.968 at the stopping round, where a fixed-n CI checked after every
+round covers as little as 0.72. h must be fixed before the first round: changing it midway
 would recompute past bets with hindsight.
 
 The closed-form predictable-mixture empirical-Bernstein CS (PrPl-EB, their Theorem 2) is

@@ -23,7 +23,7 @@ from scipy import special
 
 from ._results import DictResult
 from ._tasks import task_sums
-from .icc import ICCBatch, _moments_to_batch, icc_batch
+from .icc import ICCBatch, icc_batch, icc_from_moments
 
 __all__ = ["ConvergenceResult", "icc_convergence"]
 
@@ -315,7 +315,7 @@ def _binary_subsamples(ts, grid, n_subsamples, rng) -> list[ICCBatch]:
     for g in range(n_grid):
         len_all = lengths[g].astype(float)
         sizes = (float(ts.n_tasks), len_all.sum(), float(len_all @ len_all))
-        out.append(_moments_to_batch(*sizes, s[g], s[g], s2t[g], m[g], m2[g]))
+        out.append(icc_from_moments(*sizes, s[g], s[g], s2t[g], m[g], m2[g]))
     return out
 
 

@@ -160,7 +160,8 @@ def variance_model(
     )
 
 
-def _as_model(model: GStudyResult | VarianceModel) -> VarianceModel:
+def as_variance_model(model: GStudyResult | VarianceModel) -> VarianceModel:
+    """The variance model of a G study's result (:func:`model_of`), or ``model`` itself."""
     return model_of(model) if isinstance(model, GStudyResult) else model
 
 
@@ -291,7 +292,7 @@ def total_error(
 # --- projections ---------------------------------------------------------------------------
 
 
-def _grid_variance(model: VarianceModel, sizes: Mapping[str, np.ndarray], reps: np.ndarray):
+def grid_variance(model: VarianceModel, sizes: Mapping[str, np.ndarray], reps: np.ndarray):
     """Σ_α σ²(α)/π(α) for arrays of sizes (broadcast), in the components' order."""
     var = 0.0
     for s2, facets, name in zip(model.sigma2, model.facets_of, model.effects, strict=True):
@@ -304,7 +305,7 @@ def _grid_variance(model: VarianceModel, sizes: Mapping[str, np.ndarray], reps: 
     return var
 
 
-def _grid_cost(
+def grid_cost(
     model: VarianceModel,
     sizes: Mapping[str, np.ndarray],
     reps: np.ndarray,
@@ -327,7 +328,9 @@ def _grid_cost(
     return total
 
 
-def _check_costs(model: VarianceModel, costs: Mapping[str, float] | None) -> dict[str, float]:
+def check_costs(model: VarianceModel, costs: Mapping[str, float] | None) -> dict[str, float]:
+    """``costs`` checked against ``model``: each key a facet, the replicate or the
+    observation, each cost finite and >= 0; ``{}`` for None. Raises ValueError naming the key."""
     if costs is None:
         return {}
     out = {}
@@ -410,8 +413,8 @@ def dstudy(
     the error variance of a mean over every facet (Brennan 2001, ch. 4). A fixed facet keeps
     its size (its levels are the universe).
     """
-    m = _as_model(model)
-    cst = _check_costs(m, costs)
+    m = as_variance_model(model)
+    cst = check_costs(m, costs)
     sizes = dict(sizes or {})
     for f in sizes:
         if f not in m.facets:
@@ -437,10 +440,8 @@ def dstudy(
             div = div * reps
         contrib.append(s2 / div)
     contrib_arr = np.column_stack(contrib)
-    var = _grid_variance(m, grid, reps) * np.ones_like(reps)
-    cost = (
-        _grid_cost(m, grid, reps, cst) * np.ones_like(reps) if cst else np.full(reps.size, np.nan)
-    )
+    var = grid_variance(m, grid, reps) * np.ones_like(reps)
+    cost = grid_cost(m, grid, reps, cst) * np.ones_like(reps) if cst else np.full(reps.size, np.nan)
     return DStudyResult(
         facets=m.facets,
         sizes=np.column_stack(flat[:-1]),

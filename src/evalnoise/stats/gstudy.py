@@ -287,6 +287,185 @@ def _mean_weights(cd: CodedDesign, mean_of: str | None) -> tuple[np.ndarray, str
     return 1.0 / (levels * per_level[codes]), f"mean of {mean_of} means"
 
 
+def _identified(cd: CodedDesign, design: Design, notes: list[str]) -> tuple[CodedDesign, Any]:
+    """The design without the components it cannot identify, and its mean squares: a
+    reduction of rank 0 (Henderson III), or an ANOVA df of 0 when balanced (where the
+    Henderson III mean squares are the ANOVA ones and need not be computed)."""
+    while True:
+        if cd.balanced:
+            msq = anova_mean_squares(cd)
+            dropped = [k for k in range(len(cd.effects)) if not msq.df[k] > 0]
+        else:
+            msq, dropped = henderson3_mean_squares(cd)
+        if not dropped:
+            break
+        for k in dropped:
+            notes.append(
+                f"component {cd.names[k]!r} is not estimable from this design (a facet with "
+                "one level, or confounded with other facets) and is dropped"
+            )
+        cd = _drop(cd, dropped)
+    if cd.top_confounded:
+        notes.append(
+            f"one score per cell: the residual includes the "
+            f"{design.effect_name(design.names)!r} interaction"
+        )
+    return cd, msq
+
+
+def _fit(
+    cd: CodedDesign,
+    m: int,
+    method: str,
+    moments: np.ndarray,
+    constant: bool,
+    notes: list[str],
+) -> tuple[str, np.ndarray, bool]:
+    """The raw estimates by ``method`` (ANOVA / Henderson III: the moment estimates;
+    Henderson I; REML, falling back to Henderson III where the restricted likelihood has no
+    maximum or the design is numerically singular), the method used and whether it
+    converged."""
+    converged = True
+    if method in ("anova", "henderson3"):
+        raw = moments.copy()
+    elif method == "henderson1":
+        a_mat, r_vec = henderson1_t_terms(cd)
+        raw = np.linalg.solve(a_mat, r_vec) if not constant else np.zeros(m + 1)
+    else:  # reml
+        flat_cells = cd.n_obs > cd.n_cells and cd.within_ss <= 1e-12 * max(cd.sum_sq, 1.0)
+        if constant:
+            raw = np.zeros(m + 1)
+        elif flat_cells:
+            # replicated cells, every one's scores equal: W = 0 on N − C > 0 df, so the
+            # restricted likelihood grows without bound as σ²_e → 0 and has no maximum
+            notes.append(
+                "every cell's scores are equal (no within-cell variance), where the "
+                "restricted likelihood has no maximum: Henderson III estimates instead of REML"
+            )
+            method, raw = "henderson3", moments.copy()
+        else:
+            try:
+                fit = reml(cd, range(m), np.maximum(moments, 0.0))
+                raw, converged = fit.sigma2, fit.converged
+            except np.linalg.LinAlgError:  # numerically singular at every point tried
+                raw, converged = np.zeros(m + 1), False
+                fit = None
+            if fit is None or (not converged and not np.all(np.isfinite(raw))):
+                notes.append("REML failed (a numerically singular design): Henderson III estimates")
+                method, raw, converged = "henderson3", moments.copy(), True
+            elif not raw[-1] > 1e-6 * max(float(raw.sum()), 1e-300):
+                # no residual variance (e.g. every cell's 0/1 scores equal): the restricted
+                # likelihood grows without bound as σ²_e → 0, so it has no maximum
+                notes.append(
+                    "the residual variance is 0, where the restricted likelihood has no "
+                    "maximum: Henderson III estimates instead of REML"
+                )
+                method, raw, converged = "henderson3", moments.copy(), True
+            elif not converged:
+                notes.append(f"REML did not converge: {fit.message}")
+    return method, raw, converged
+
+
+def _intervals(
+    coef: np.ndarray,
+    msq: Any,
+    m: int,
+    ci_method: str,
+    alpha: float,
+    constant: bool,
+    method: str,
+    sigma2: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each component's interval from the mean squares: MLS, or Satterthwaite (MLS's upper
+    end where Satterthwaite's is undefined), never below 0."""
+    lo = np.zeros(m + 1)
+    hi = np.zeros(m + 1)
+    if not constant:
+        for k in range(m + 1):
+            if ci_method == "mls":
+                lo[k], hi[k] = mls_interval(coef[k], msq.ms, msq.df, alpha)
+            else:
+                lo[k], hi[k] = satterthwaite_interval(coef[k], msq.ms, msq.df, alpha)
+                if not np.isfinite(lo[k]):
+                    lo[k], hi[k] = 0.0, mls_interval(coef[k], msq.ms, msq.df, alpha)[1]
+    lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+    if method in ("reml", "henderson1"):
+        # the interval comes from the mean squares, the estimate from another estimator: an
+        # estimate outside it widens it (a wider interval only lowers false detections)
+        lo, hi = np.minimum(lo, sigma2), np.maximum(hi, sigma2)
+    return lo, hi
+
+
+def _mean_coefficients(cd: CodedDesign, weights: np.ndarray, m: int) -> np.ndarray:
+    """The coefficient of each component in the variance of the weighted mean score:
+    Σ_levels (Σ_cell w·n)² per effect, Σ n·w² for the residual."""
+    mean_coef = np.empty(m + 1)
+    for k in range(m):
+        sums = np.bincount(cd.cell_codes[k], weights=cd.count * weights, minlength=cd.n_levels[k])
+        mean_coef[k] = float(sums @ sums)
+    mean_coef[m] = float(np.sum(cd.count * weights**2))
+    return mean_coef
+
+
+def _estimate_notes(
+    names: list[str],
+    raw: np.ndarray,
+    truncated: np.ndarray,
+    constant: bool,
+    method: str,
+    balanced: bool,
+    notes: list[str],
+) -> None:
+    """The notes on the estimates: each truncated at 0 (or at REML's boundary), and the
+    approximation the intervals make on an unbalanced design."""
+    for name, v, t in zip(names, raw, truncated, strict=True):
+        if t and not constant:
+            if method == "reml":
+                notes.append(f"the {name} component is at the boundary 0 (REML)")
+            else:
+                notes.append(f"the {name} estimate {v:.3g} is negative and is truncated to 0")
+    if not balanced and method != "reml":
+        notes.append(
+            f"unbalanced design: {method} estimates; the intervals use Henderson III mean "
+            "squares as if they were independent scaled chi-squares (an approximation)"
+        )
+    elif not balanced:
+        notes.append(
+            "unbalanced design: REML estimates; the intervals use Henderson III mean squares "
+            "as if they were independent scaled chi-squares (an approximation)"
+        )
+
+
+def _bounded(
+    y: np.ndarray,
+    score_range: tuple[float, float] | None,
+    sigma2: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    names: list[str],
+    notes: list[str],
+) -> tuple[np.ndarray, np.ndarray, float, tuple[str, ...]]:
+    """The intervals cut at the largest variance a score range allows, (b − a)²/4 (scores
+    in [0, 1] when they all are), an estimate above it staying inside its own interval; the
+    bound and the components cut."""
+    finite = y[np.isfinite(y)]
+    if score_range is None and finite.size and finite.min() >= 0.0 and finite.max() <= 1.0:
+        score_range = (0.0, 1.0)  # the project's scores: 0/1 or partial credit
+    bound = max_variance(score_range=score_range) if score_range is not None else math.inf
+    # an estimate above the bound (a few scores) stays inside its own interval
+    ceiling = np.maximum(bound, sigma2)
+    over = hi > ceiling
+    cut = tuple(n for n, o in zip(names, over, strict=True) if o)
+    if cut:
+        notes.append(
+            f"upper end of the interval of {', '.join(cut)} cut to {bound:.4g}, the largest "
+            f"variance of a score in [{score_range[0]:g}, {score_range[1]:g}] ((high − low)²/4)"
+        )
+    hi = np.minimum(hi, ceiling)
+    lo = np.minimum(lo, hi)
+    return lo, hi, bound, cut
+
+
 def gstudy(
     scores: Any,
     facets: Mapping[str, Any] | pd.DataFrame,
@@ -360,28 +539,7 @@ def gstudy(
     if cd.n_obs - cd.fixed_columns.shape[1] < 1:
         raise NotEstimable("too few scores for the fixed effects and a residual")
 
-    # drop components the design cannot identify: a reduction of rank 0 (Henderson III), or
-    # an ANOVA df of 0 when balanced (where the Henderson III mean squares are the ANOVA ones
-    # and need not be computed)
-    while True:
-        if cd.balanced:
-            msq = anova_mean_squares(cd)
-            dropped = [k for k in range(len(cd.effects)) if not msq.df[k] > 0]
-        else:
-            msq, dropped = henderson3_mean_squares(cd)
-        if not dropped:
-            break
-        for k in dropped:
-            notes.append(
-                f"component {cd.names[k]!r} is not estimable from this design (a facet with "
-                "one level, or confounded with other facets) and is dropped"
-            )
-        cd = _drop(cd, dropped)
-    if cd.top_confounded:
-        notes.append(
-            f"one score per cell: the residual includes the "
-            f"{design.effect_name(design.names)!r} interaction"
-        )
+    cd, msq = _identified(cd, design, notes)
     m = len(cd.effects)
     if not msq.df[m] > 0:
         raise NotEstimable(
@@ -403,96 +561,16 @@ def gstudy(
         notes.append("every score is equal: there is no variance to split")
         moments = np.zeros(m + 1)
 
-    converged = True
-    if method in ("anova", "henderson3"):
-        raw = moments.copy()
-    elif method == "henderson1":
-        a_mat, r_vec = henderson1_t_terms(cd)
-        raw = np.linalg.solve(a_mat, r_vec) if not constant else np.zeros(m + 1)
-    else:  # reml
-        flat_cells = cd.n_obs > cd.n_cells and cd.within_ss <= 1e-12 * max(cd.sum_sq, 1.0)
-        if constant:
-            raw = np.zeros(m + 1)
-        elif flat_cells:
-            # replicated cells, every one's scores equal: W = 0 on N − C > 0 df, so the
-            # restricted likelihood grows without bound as σ²_e → 0 and has no maximum
-            notes.append(
-                "every cell's scores are equal (no within-cell variance), where the "
-                "restricted likelihood has no maximum: Henderson III estimates instead of REML"
-            )
-            method, raw = "henderson3", moments.copy()
-        else:
-            try:
-                fit = reml(cd, range(m), np.maximum(moments, 0.0))
-                raw, converged = fit.sigma2, fit.converged
-            except np.linalg.LinAlgError:  # numerically singular at every point tried
-                raw, converged = np.zeros(m + 1), False
-                fit = None
-            if fit is None or (not converged and not np.all(np.isfinite(raw))):
-                notes.append("REML failed (a numerically singular design): Henderson III estimates")
-                method, raw, converged = "henderson3", moments.copy(), True
-            elif not raw[-1] > 1e-6 * max(float(raw.sum()), 1e-300):
-                # no residual variance (e.g. every cell's 0/1 scores equal): the restricted
-                # likelihood grows without bound as σ²_e → 0, so it has no maximum
-                notes.append(
-                    "the residual variance is 0, where the restricted likelihood has no "
-                    "maximum: Henderson III estimates instead of REML"
-                )
-                method, raw, converged = "henderson3", moments.copy(), True
-            elif not converged:
-                notes.append(f"REML did not converge: {fit.message}")
+    method, raw, converged = _fit(cd, m, method, moments, constant, notes)
     sigma2 = np.maximum(raw, 0.0)
     truncated = raw <= 0.0
     if constant:
         truncated = np.zeros(m + 1, dtype=bool)
     names = [*cd.names, RESIDUAL]
-    for name, v, t in zip(names, raw, truncated, strict=True):
-        if t and not constant:
-            if method == "reml":
-                notes.append(f"the {name} component is at the boundary 0 (REML)")
-            else:
-                notes.append(f"the {name} estimate {v:.3g} is negative and is truncated to 0")
-    if not balanced and method != "reml":
-        notes.append(
-            f"unbalanced design: {method} estimates; the intervals use Henderson III mean "
-            "squares as if they were independent scaled chi-squares (an approximation)"
-        )
-    elif not balanced:
-        notes.append(
-            "unbalanced design: REML estimates; the intervals use Henderson III mean squares "
-            "as if they were independent scaled chi-squares (an approximation)"
-        )
+    _estimate_notes(names, raw, truncated, constant, method, balanced, notes)
 
-    lo = np.zeros(m + 1)
-    hi = np.zeros(m + 1)
-    if not constant:
-        for k in range(m + 1):
-            if ci_method == "mls":
-                lo[k], hi[k] = mls_interval(coef[k], msq.ms, msq.df, alpha)
-            else:
-                lo[k], hi[k] = satterthwaite_interval(coef[k], msq.ms, msq.df, alpha)
-                if not np.isfinite(lo[k]):
-                    lo[k], hi[k] = 0.0, mls_interval(coef[k], msq.ms, msq.df, alpha)[1]
-    lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
-    if method in ("reml", "henderson1"):
-        # the interval comes from the mean squares, the estimate from another estimator: an
-        # estimate outside it widens it (a wider interval only lowers false detections)
-        lo, hi = np.minimum(lo, sigma2), np.maximum(hi, sigma2)
-    finite = y[np.isfinite(y)]
-    if score_range is None and finite.size and finite.min() >= 0.0 and finite.max() <= 1.0:
-        score_range = (0.0, 1.0)  # the project's scores: 0/1 or partial credit
-    bound = max_variance(score_range=score_range) if score_range is not None else math.inf
-    # an estimate above the bound (a few scores) stays inside its own interval
-    ceiling = np.maximum(bound, sigma2)
-    over = hi > ceiling
-    cut = tuple(n for n, o in zip(names, over, strict=True) if o)
-    if cut:
-        notes.append(
-            f"upper end of the interval of {', '.join(cut)} cut to {bound:.4g}, the largest "
-            f"variance of a score in [{score_range[0]:g}, {score_range[1]:g}] ((high − low)²/4)"
-        )
-    hi = np.minimum(hi, ceiling)
-    lo = np.minimum(lo, hi)
+    lo, hi = _intervals(coef, msq, m, ci_method, alpha, constant, method, sigma2)
+    lo, hi, bound, cut = _bounded(y, score_range, sigma2, lo, hi, names, notes)
     detected = lo > 0.0
     total = float(sigma2.sum())
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -500,11 +578,7 @@ def gstudy(
     share = np.where(detected, share_est, np.nan)
 
     weights, estimand = _mean_weights(cd, mean_of)
-    mean_coef = np.empty(m + 1)
-    for k in range(m):
-        sums = np.bincount(cd.cell_codes[k], weights=cd.count * weights, minlength=cd.n_levels[k])
-        mean_coef[k] = float(sums @ sums)
-    mean_coef[m] = float(np.sum(cd.count * weights**2))
+    mean_coef = _mean_coefficients(cd, weights, m)
     mean = float(np.sum(cd.total * weights))
 
     all_facets = design.canonical(design.names)

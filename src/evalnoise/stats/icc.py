@@ -184,7 +184,7 @@ def _estimates(ssb, ssw, n_tasks, n_obs, n0, var_means):
     return msb, msw, icc, icc_k, icc_plugin, sigma2_between
 
 
-def _moments_to_batch(n_tasks, n_obs, sum_t2, s, q, s2_t, m, m2) -> ICCBatch:
+def icc_from_moments(n_tasks, n_obs, sum_t2, s, q, s2_t, m, m2) -> ICCBatch:
     """ICC estimates from per-data-set moments of the per-task sums.
 
     Arguments are arrays of the batch shape: a (tasks), N (trials), ΣT_i², ΣS_i, ΣQ_i,
@@ -279,7 +279,31 @@ def icc_batch(count: np.ndarray, total: np.ndarray, total_sq: np.ndarray) -> ICC
         m2 = (means * means).sum(axis=-1)
         s_sum = s.sum(axis=-1)
         q_sum = q.sum(axis=-1)
-    return _moments_to_batch(a, n_obs, sum_t2, s_sum, q_sum, s2_t, m, m2)
+    return icc_from_moments(a, n_obs, sum_t2, s_sum, q_sum, s2_t, m, m2)
+
+
+def _f_intervals(
+    msb: float, msw: float, df1: float, df2: float, n0: float, alpha: float, warnings: list[str]
+) -> tuple[float, float, float, float, float, float]:
+    """The F test of MSB/MSW and the F-based intervals of ICC(1,1) and ICC(1,k) (McGraw &
+    Wong 1996, case 1): with F_L = F / F_{1−α/2}(df1, df2) and F_U = F · F_{1−α/2}(df2, df1),
+    ICC ∈ [(F_L − 1)/(F_L + n0 − 1), (F_U − 1)/(F_U + n0 − 1)] and, when MSB > 0,
+    ICC_k ∈ [1 − 1/F_L, 1 − 1/F_U]."""
+    k_low = k_high = float("nan")
+    f_stat = msb / msw
+    pvalue = float(f_sf(f_stat, df1, df2))
+    f_lower = f_stat / float(f_ppf(1.0 - alpha / 2.0, df1, df2))
+    f_upper = f_stat * float(f_ppf(1.0 - alpha / 2.0, df2, df1))
+    ci_low = (f_lower - 1.0) / (f_lower + n0 - 1.0)
+    ci_high = (f_upper - 1.0) / (f_upper + n0 - 1.0)
+    if msb > 0.0:
+        k_low, k_high = 1.0 - 1.0 / f_lower, 1.0 - 1.0 / f_upper
+    else:
+        warnings.append(
+            "task means are all equal (MSB = 0): icc_k = (MSB − MSW)/MSB and its "
+            "interval are undefined (NaN)"
+        )
+    return f_stat, pvalue, ci_low, ci_high, k_low, k_high
 
 
 def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.95) -> ICCResult:
@@ -396,19 +420,9 @@ def icc_oneway(scores: np.ndarray, tasks: np.ndarray, *, confidence: float = 0.9
             f_stat, pvalue = float("inf"), 0.0
             ci_low = ci_high = k_low = k_high = 1.0
         else:
-            f_stat = msb / msw
-            pvalue = float(f_sf(f_stat, df1, df2))
-            f_lower = f_stat / float(f_ppf(1.0 - alpha / 2.0, df1, df2))
-            f_upper = f_stat * float(f_ppf(1.0 - alpha / 2.0, df2, df1))
-            ci_low = (f_lower - 1.0) / (f_lower + n0 - 1.0)
-            ci_high = (f_upper - 1.0) / (f_upper + n0 - 1.0)
-            if msb > 0.0:
-                k_low, k_high = 1.0 - 1.0 / f_lower, 1.0 - 1.0 / f_upper
-            else:
-                warnings.append(
-                    "task means are all equal (MSB = 0): icc_k = (MSB − MSW)/MSB and its "
-                    "interval are undefined (NaN)"
-                )
+            f_stat, pvalue, ci_low, ci_high, k_low, k_high = _f_intervals(
+                msb, msw, df1, df2, n0, alpha, warnings
+            )
         if np.isfinite(s2b) and s2b < 0:
             warnings.append(
                 "MSB < MSW: the between-task variance component and the ICC are negative; "

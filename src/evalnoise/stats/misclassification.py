@@ -52,7 +52,7 @@ import numpy as np
 from ._checks import check_probability, float_array, judge_and_reference, task_codes
 from ._distributions import norm_ppf
 from ._results import DictResult
-from .proportion import _wilson_or_nan
+from .proportion import wilson_or_nan
 
 __all__ = [
     "CorrectedAccuracyResult",
@@ -331,8 +331,8 @@ def rogan_gladen(
         notes.append("no labelled trial has reference TRUE: sensitivity is undefined")
     if not m0:
         notes.append("no labelled trial has reference FALSE: specificity is undefined")
-    se_lo, se_hi = _wilson_or_nan(se_hat, m1, confidence)
-    sp_lo, sp_hi = _wilson_or_nan(sp_hat, m0, confidence)
+    se_lo, se_hi = wilson_or_nan(se_hat, m1, confidence)
+    sp_lo, sp_hi = wilson_or_nan(sp_hat, m0, confidence)
     youden = se_hat + sp_hat - 1.0
 
     raw = se = nan
@@ -527,7 +527,7 @@ def corrected_accuracy(
     lab = scored & np.isfinite(y)
     n_l = int(lab.sum())
     ref_mean = float(y[lab].mean()) if n_l else float("nan")
-    ref_lo, ref_hi = _wilson_or_nan(ref_mean, n_l, confidence)
+    ref_lo, ref_hi = wilson_or_nan(ref_mean, n_l, confidence)
     for note in dict.fromkeys((*rg.warnings, *ppi.warnings)):
         _warnings.warn(note, RuntimeWarning, stacklevel=2)
     return CorrectedAccuracyResult(

@@ -31,10 +31,10 @@ from ._results import DictResult
 from .dstudy import (
     OBSERVATION,
     VarianceModel,
-    _as_model,
-    _check_costs,
-    _grid_cost,
-    _grid_variance,
+    as_variance_model,
+    check_costs,
+    grid_cost,
+    grid_variance,
     variance_model,
 )
 from .gstudy import GStudyResult
@@ -217,7 +217,7 @@ def _shorten_to_budget(
                 r = np.array([v])
             else:
                 b[f] = np.array([v])
-            return float(np.asarray(_grid_cost(m, b, r, cst)).ravel()[0] if cst else 0.0)
+            return float(np.asarray(grid_cost(m, b, r, cst)).ravel()[0] if cst else 0.0)
 
         c0, c1 = at(0.0), at(1.0) - at(0.0)
         if c1 > 0:
@@ -273,14 +273,14 @@ class _Grid:
     def variance(self, n: np.ndarray) -> np.ndarray:
         sizes = dict(self.sizes)
         sizes[self.free] = n
-        return _grid_variance(self.m, sizes, self.reps) * np.ones(self.npts)
+        return grid_variance(self.m, sizes, self.reps) * np.ones(self.npts)
 
     def cost(self, n: np.ndarray) -> np.ndarray:
         if not self.cst:
             return np.zeros(self.npts)
         sizes = dict(self.sizes)
         sizes[self.free] = n
-        return _grid_cost(self.m, sizes, self.reps, self.cst) * np.ones(self.npts)
+        return grid_cost(self.m, sizes, self.reps, self.cst) * np.ones(self.npts)
 
     def at(self, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(whole n, variance, cost, qualifies) of every point with n levels of the free
@@ -319,8 +319,8 @@ def _optimize(
     max_free: int | None,
     default_cap: int | Mapping[str, int],
 ) -> OptimalDesignResult:
-    m = _as_model(model)
-    cst = _check_costs(m, costs)
+    m = as_variance_model(model)
+    cst = check_costs(m, costs)
     if free not in m.facets or free in m.fixed:
         raise ValueError(f"free facet {free!r} must be a random facet of the model")
     if max_free is not None and (isinstance(max_free, bool) or int(max_free) < 1):
@@ -412,7 +412,7 @@ def _pool_bound(
         out["closest"] = grid.choice(i, n_int[i], var[i], cost[i])
         sizes = dict(grid.sizes)
         sizes[grid.free] = np.full(grid.npts, float(max_free))
-        floor = _grid_variance(grid.m, sizes, np.full(grid.npts, np.inf)) * np.ones(grid.npts)
+        floor = grid_variance(grid.m, sizes, np.full(grid.npts, np.inf)) * np.ones(grid.npts)
         out["floor_se"] = float(math.sqrt(float(np.min(floor))))
     return out
 
@@ -484,7 +484,7 @@ def nested_optimum(
     Cochran's (1977, ch. 10) multistage optimum. inf or NaN where a component or cost is 0.
     Returns the sizes by facet (and the replicate).
     """
-    m = _as_model(model)
+    m = as_variance_model(model)
     chain = sorted(m.facets, key=lambda f: len(m.nesting.get(f, ())))
     for i, f in enumerate(chain):
         if tuple(sorted(m.nesting.get(f, ()))) != tuple(sorted(chain[:i])):

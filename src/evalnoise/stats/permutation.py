@@ -216,6 +216,87 @@ def _within_strata_shuffler(
     return by_rows
 
 
+def _factor_labels(
+    factors: Mapping[str, Any], n: int, warnings: list[str]
+) -> dict[str, np.ndarray]:
+    """Each factor's label codes; a factor with one level is not tested (a warning)."""
+    labels: dict[str, np.ndarray] = {}
+    for name, values in factors.items():
+        codes = _codes(values)
+        if codes.size != n:
+            raise ValueError(f"factor {name!r} must have the same length as y")
+        if codes.max(initial=0) < 1:
+            warnings.append(f"factor {name!r} has one level: not tested")
+            continue
+        labels[name] = codes
+    return labels
+
+
+def _components(
+    labels: Mapping[str, np.ndarray],
+    t: np.ndarray,
+    n_tasks: int,
+    interactions: Sequence[str],
+    main_effects: Sequence[str] | None,
+    factors: Mapping[str, Any],
+    warnings: list[str],
+) -> tuple[list[tuple[str, str, str]], set[str]]:
+    """The components tested, as (name, factor, kind) with kind "main" or "interaction", and
+    the factors whose task interaction is tested (it needs a cell of two trials and a degree
+    of freedom)."""
+    with_interaction: set[str] = set()
+    for name in interactions:
+        if name not in labels:
+            continue
+        k = int(labels[name].max()) + 1
+        cell_n = np.bincount(t * k + labels[name], minlength=n_tasks * k)
+        used = int(np.count_nonzero(cell_n))
+        if cell_n.max(initial=0) < 2:
+            warnings.append(f"no task × {name} cell holds two trials: task:{name} is not tested")
+        elif used - n_tasks - k + 1 < 1:
+            warnings.append(f"task:{name} has no degrees of freedom here: not tested")
+        else:
+            with_interaction.add(name)
+    mains = set(labels if main_effects is None else main_effects)
+    if mains - set(factors):
+        raise ValueError(f"main_effects name factors not given: {sorted(mains - set(factors))}")
+    tested = [(name, name, "main") for name in labels if name in mains]
+    tested += [(f"task:{name}", name, "interaction") for name in labels if name in with_interaction]
+    return tested, with_interaction
+
+
+def _westfall_young(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """From the statistics (row 0 observed, B permuted rows): each component's permutation
+    p, (1 + #{b : T_b ≥ T_obs}) / (B + 1), its Westfall–Young min-p adjusted p,
+    (1 + #{b : min_k p_bk ≤ p_k}) / (B + 1) over the family, and the family's p."""
+    tail = _tail_counts(stats)  # (B + 1, K): #{j : T_j ≥ T_i}
+    total = stats.shape[0]
+    pvalue = tail[0] / total
+    m_j = tail.min(axis=1)
+    adjusted = np.array([np.count_nonzero(m_j <= tail[0, k]) for k in range(stats.shape[1])])
+    adjusted = adjusted / total
+    return pvalue, adjusted, float(adjusted.min())
+
+
+def _scores_tasks_strata(y: Any, task: Any, strata: Any) -> tuple[np.ndarray, ...]:
+    """The scores, task codes and stratum codes (the tasks' without ``strata``), checked:
+    finite scores, equal lengths, strata nested in tasks."""
+    yv = np.asarray(y, dtype=float)
+    if yv.ndim != 1 or not np.isfinite(yv).all():
+        raise ValueError("y must be a 1-D array of finite scores")
+    t = _codes(task)
+    if t.size != yv.size:
+        raise ValueError("y and task must have the same length")
+    s = t if strata is None else _codes(strata)
+    if s.size != yv.size:
+        raise ValueError("strata must have the same length as y")
+    if strata is not None:
+        per_stratum = pd.Series(t).groupby(s).nunique()
+        if (per_stratum > 1).any():
+            raise ValueError("strata must be nested in tasks: a stratum holds trials of two tasks")
+    return yv, t, s
+
+
 def factor_permutation_test(
     y: Any,
     task: Any,
@@ -263,32 +344,12 @@ def factor_permutation_test(
     """
     level = check_probability(alpha, "alpha")
     b_total = check_positive_int(n_permutations, "n_permutations")
-    yv = np.asarray(y, dtype=float)
-    if yv.ndim != 1 or not np.isfinite(yv).all():
-        raise ValueError("y must be a 1-D array of finite scores")
-    t = _codes(task)
-    if t.size != yv.size:
-        raise ValueError("y and task must have the same length")
-    s = t if strata is None else _codes(strata)
-    if s.size != yv.size:
-        raise ValueError("strata must have the same length as y")
-    if strata is not None:
-        per_stratum = pd.Series(t).groupby(s).nunique()
-        if (per_stratum > 1).any():
-            raise ValueError("strata must be nested in tasks: a stratum holds trials of two tasks")
+    yv, t, s = _scores_tasks_strata(y, task, strata)
     unknown = set(interactions) - set(factors)
     if unknown:
         raise ValueError(f"interactions name factors not given: {sorted(unknown)}")
     warnings: list[str] = []
-    labels: dict[str, np.ndarray] = {}
-    for name, values in factors.items():
-        codes = _codes(values)
-        if codes.size != yv.size:
-            raise ValueError(f"factor {name!r} must have the same length as y")
-        if codes.max(initial=0) < 1:
-            warnings.append(f"factor {name!r} has one level: not tested")
-            continue
-        labels[name] = codes
+    labels = _factor_labels(factors, yv.size, warnings)
 
     # rows sorted by stratum: a permutation within strata is then an argsort of
     # stratum + uniform key, each stratum's rows staying in its own slice
@@ -301,36 +362,15 @@ def factor_permutation_test(
     q = float(r @ r)
     n_tasks = int(t.max(initial=-1)) + 1
 
-    # the components: (name, factor, kind); kind "main" or "interaction"
-    plan: list[tuple[str, str, str]] = []
-    with_interaction: set[str] = set()
-    for name in interactions:
-        if name not in labels:
-            continue
-        k = int(labels[name].max()) + 1
-        cell_n = np.bincount(t * k + labels[name], minlength=n_tasks * k)
-        used = int(np.count_nonzero(cell_n))
-        if cell_n.max(initial=0) < 2:
-            warnings.append(f"no task × {name} cell holds two trials: task:{name} is not tested")
-        elif used - n_tasks - k + 1 < 1:
-            warnings.append(f"task:{name} has no degrees of freedom here: not tested")
-        else:
-            with_interaction.add(name)
-    mains = set(labels if main_effects is None else main_effects)
-    if mains - set(factors):
-        raise ValueError(f"main_effects name factors not given: {sorted(mains - set(factors))}")
-    for name in labels:
-        if name in mains:
-            plan.append((name, name, "main"))
-    for name in labels:
-        if name in with_interaction:
-            plan.append((f"task:{name}", name, "interaction"))
-    names = tuple(p[0] for p in plan)
+    tested, with_interaction = _components(
+        labels, t, n_tasks, interactions, main_effects, factors, warnings
+    )
+    names = tuple(p[0] for p in tested)
     method = (
         f"permutation of {' and '.join(labels) or 'no factor'} labels within "
         f"{'tasks' if strata is None else 'strata'}; F ratios; Westfall-Young min-p"
     )
-    if not plan:
+    if not tested:
         empty = np.zeros(0)
         return FactorPermutationResult(
             components=(), statistic=empty, pvalue=empty, pvalue_adjusted=empty,
@@ -371,8 +411,8 @@ def factor_permutation_test(
                 nc = n_cell[k]
                 keep = nc > 0
                 ss_cell[k] = (sums.reshape(m, cells)[:, keep] ** 2 / nc[keep]).sum(axis=1)
-        out = np.empty((m, len(plan)))
-        for j, (_, k, kind) in enumerate(plan):
+        out = np.empty((m, len(tested)))
+        for j, (_, k, kind) in enumerate(tested):
             if kind == "main":
                 den = ss_cell[k] - ss_main[k] if k in with_interaction else q - ss_main[k]
                 out[:, j] = _ratio(ss_main[k], den, scale)
@@ -392,13 +432,8 @@ def factor_permutation_test(
     if q <= 1e-12 * max(float(yv @ yv), 1e-300):
         # every stratum's scores equal: nothing varies, nothing to detect
         stats[:] = 0.0
-    tail = _tail_counts(stats)  # (B + 1, K): #{j : T_j ≥ T_i}
-    total = b_total + 1
-    pvalue = tail[0] / total
-    m_j = tail.min(axis=1)
-    adjusted = np.array([np.count_nonzero(m_j <= tail[0, k]) for k in range(len(plan))]) / total
+    pvalue, adjusted, family = _westfall_young(stats)
     detected = adjusted <= level
-    family = float(adjusted.min())
     return FactorPermutationResult(
         components=names,
         statistic=stats[0].copy(),

@@ -107,7 +107,7 @@ def wilson_interval(
     return ProportionInterval(np.clip(center - half, 0.0, p), np.clip(center + half, p, 1.0))
 
 
-def _wilson_or_nan(
+def wilson_or_nan(
     mean: float, n: int, confidence: float, design_effect: float = 1.0
 ) -> tuple[float, float]:
     """:func:`wilson_interval` of one proportion as two floats; (NaN, NaN) when n = 0.

@@ -1,13 +1,13 @@
-"""When to stop an adaptive evaluation, and what its next block runs.
+"""When to stop an adaptive evaluation, and what its next round runs.
 
-An adaptive evaluation runs in blocks — after each block of trials it looks at the data and
-decides to stop or to run another block (new tasks, more trials per task). The rule is fixed
-before the first block (:class:`StoppingRule`: the target and its goal, the budget and the
-costs, the caps); after each block :func:`stopping_decision` reads every agent's trials so far
+An adaptive evaluation runs in rounds — after each round of trials it looks at the data and
+decides to stop or to run another round (new tasks, more trials per task). The rule is fixed
+before the first round (:class:`StoppingRule`: the target and its goal, the budget and the
+costs, the caps); after each round :func:`stopping_decision` reads every agent's trials so far
 (:class:`AgentTrials`) and says stop or continue, with what and why. The accuracy and
 difference targets stop on the anytime-valid interval of
-:mod:`evalnoise.stats.accuracy_sequences`, valid at whatever block the rule stops; the icc
-target on Bonett's SE. What the next block runs is planned per target in
+:mod:`evalnoise.stats.accuracy_sequences`, valid at whatever round the rule stops; the icc
+target on Bonett's SE. What the next round runs is planned per target in
 :mod:`evalnoise.stats._target_decisions`.
 
 References
@@ -29,8 +29,8 @@ import pandas as pd
 
 from evalnoise.stats._checks import check_finite_number, finite_scores
 from evalnoise.stats._results import DictResult
-from evalnoise.stats._target_decisions import icc_decision, last_block_design, sequence_decision
-from evalnoise.stats.accuracy_sequences import _entry_units
+from evalnoise.stats._target_decisions import icc_decision, last_round_design, sequence_decision
+from evalnoise.stats.accuracy_sequences import entry_units
 from evalnoise.stats.icc import icc_oneway
 from evalnoise.stats.stopping_rule import Action, Basis, Status, StoppingRule, Target
 
@@ -45,8 +45,8 @@ class AgentTrials:
     ----------
     scores : score per trial in [0, 1] (binary or partial credit).
     tasks : task label per trial.
-    blocks : block label per trial: the round of the evaluation in which the trial ran
-        (sortable). A task enters the anytime-valid sequence in the first block it appears
+    rounds : round label per trial: the round of the evaluation in which the trial ran
+        (sortable). A task enters the anytime-valid sequence in the first round it appears
         in, with the trials it got there.
 
     The arrays are checked by :func:`stopping_decision`, whose messages name them
@@ -55,7 +55,7 @@ class AgentTrials:
 
     scores: Any
     tasks: Any
-    blocks: Any
+    rounds: Any
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class StoppingDecision(DictResult):
     sigma2_between, sigma2_within : the variance components planned with (σ²_between
         floored at 0; for a difference, the components of the per-task difference).
     icc : the current ICC(1,1) (of agent A for a difference).
-    trials_per_task : the current design's trials per task (the last entry block's; n0 for
+    trials_per_task : the current design's trials per task (the last entry round's; n0 for
         the icc target).
     optimal_trials : Cochran's T* = sqrt((c_task/c_trial)(σ²_w/σ²_b)) (accuracy and
         difference targets; inf when σ²_b = 0 < c_task, NaN when both are 0: any T).
@@ -98,14 +98,14 @@ class StoppingDecision(DictResult):
         (more trials per new task pay), else ``"between"``; None otherwise.
     gain_per_cost_task, gain_per_cost_trial : the marginal reduction of the target's
         variance per unit of money from one more task, and from one more trial on every task.
-    next_new_tasks : new tasks to draw in the next block (0 if none).
-    next_trials_per_task : trials each new task gets in the next block, or (action
+    next_new_tasks : new tasks to draw in the next round (0 if none).
+    next_trials_per_task : trials each new task gets in the next round, or (action
         ``"more_trials"`` with the icc target) the trial count to top every task up to.
-    next_block_cost : the cost of that block.
+    next_round_cost : the cost of that round.
     sequence_tasks : the tasks in the anytime-valid sequence (accuracy, difference; the
         tasks for icc).
     most_trials_per_task : the most trials any task has (icc; the trials per task of the
-        last entry block for the other targets).
+        last entry round for the other targets).
     planned_trials_per_task : the trials a new task would get next (also when the budget
         stops the evaluation).
     planned_task_cost : the cost of one more task with them (both agents' for a difference).
@@ -143,7 +143,7 @@ class StoppingDecision(DictResult):
     gain_per_cost_trial: float
     next_new_tasks: int
     next_trials_per_task: int
-    next_block_cost: float
+    next_round_cost: float
     sequence_tasks: int
     most_trials_per_task: int
     planned_trials_per_task: int
@@ -159,13 +159,13 @@ def stopping_decision(
     spent: float | None = None,
     trials_b: AgentTrials | None = None,
 ) -> StoppingDecision:
-    r"""Decide after a block: stop, or continue with more tasks or more trials per task.
+    r"""Decide after a round: stop, or continue with more tasks or more trials per task.
 
     Targets
     -------
     ``StoppingRule(target="accuracy", half_width=h)``: stop when the anytime-valid interval
     for accuracy (:func:`evalnoise.stats.accuracy_sequences.confidence_sequence` with bets
-    tuned to h, ``tuning_half_width=h``) has half-width <= h. Its coverage holds at the block
+    tuned to h, ``tuning_half_width=h``) has half-width <= h. Its coverage holds at the round
     where this rule (or the budget) stops, however often it was checked — provided h is the
     same at every check.
 
@@ -180,7 +180,7 @@ def stopping_decision(
 
     Order of the checks: target met → limits (``max_tasks`` reached for the accuracy and
     difference targets; both caps reached for icc) → budget (the remaining money buys no
-    further block) → continue.
+    further round) → continue.
 
     More tasks or more trials (paper eq. 9–10 with costs)
     -----------------------------------------------------
@@ -197,10 +197,10 @@ def stopping_decision(
     more trials each: the anytime-valid sequence is over tasks with their entry trials, so
     trials added to tasks already in it cannot narrow it. ``next_trials_per_task`` is the
     whole T minimizing (σ²_b + σ²_w/T)(c_task + T·c_trial) within ``max_trials_per_task``
-    (:func:`evalnoise.stats.planning.optimal_trials_per_task`), and the action is
+    (:func:`evalnoise.stats.cost_allocation.optimal_trials_per_task`), and the action is
     ``"more_trials"`` when it exceeds the current T, else ``"more_tasks"`` (with fewer
-    trials each if the current T is past the optimum). The next block draws as many new
-    tasks as the last block did, fewer if the budget or ``max_tasks`` says so.
+    trials each if the current T is past the optimum). The next round draws as many new
+    tasks as the last round did, fewer if the budget or ``max_tasks`` says so.
 
     For the icc target every trial counts, so "more trials" tops every task up by one
     trial; the gains use Bonett's variance f(k, n) = 2(1−ρ)²(1+(k−1)ρ)²/(k(k−1)(n−1)):
@@ -225,10 +225,10 @@ def stopping_decision(
         raise ValueError("trials_b is for the difference target only")
     c1, c2 = rule.cost_per_task, rule.cost_per_trial
     y = finite_scores(trials.scores, "scores", unit=True)
-    agents = [(y, np.asarray(trials.tasks), np.asarray(trials.blocks))]
+    agents = [(y, np.asarray(trials.tasks), np.asarray(trials.rounds))]
     if trials_b is not None:
         yb = finite_scores(trials_b.scores, "scores_b", unit=True)
-        agents.append((yb, np.asarray(trials_b.tasks), np.asarray(trials_b.blocks)))
+        agents.append((yb, np.asarray(trials_b.tasks), np.asarray(trials_b.rounds)))
     n_trials = sum(a[0].size for a in agents)
     if spent is None:
         spent_v = c1 * sum(pd.unique(a[1]).size for a in agents) + c2 * n_trials
@@ -236,9 +236,9 @@ def stopping_decision(
         spent_v = check_finite_number(spent, "spent")
     remaining = rule.budget - spent_v
 
-    u = _entry_units(agents)
+    u = entry_units(agents)
     n_tasks = int(u.labels.size)
-    last_new, t_cur = last_block_design(u.entry, u.count[:, 0])
+    last_new, t_cur = last_round_design(u.entry, u.count[:, 0])
     icc_res = icc_oneway(y, agents[0][1], confidence=rule.confidence)
     ctx = dict(remaining=remaining, n_tasks=n_tasks, last_new=last_new)
     base = dict(

@@ -1,5 +1,5 @@
 """The stopping rule of an adaptive evaluation (:class:`StoppingRule`), fixed before its first
-block, and the codes of what a decision after a block says (:data:`Status`, :data:`Action`,
+round, and the codes of what a decision after a round says (:data:`Status`, :data:`Action`,
 :data:`Basis`).
 
 Its own module so that the public function (:mod:`evalnoise.stats.stopping`) and the
@@ -26,9 +26,9 @@ __all__ = ["Action", "Basis", "Status", "StoppingRule", "Target"]
 Target = Literal["accuracy", "icc", "difference"]
 #: why a decision stops, or that it continues
 Status = Literal["target_met", "budget_spent", "limit_reached", "continue"]
-#: what the next block does
+#: what the next round does
 Action = Literal["stop", "more_tasks", "more_trials"]
-#: what the plan of the next block rests on: the variance components
+#: what the plan of the next round rests on: the variance components
 #: (``components``; for the icc target Bonett's variance), none estimable yet
 #: (``not_estimable``: one task, or one trial each), or no variance observed yet
 #: (``no_variance``)
@@ -37,7 +37,7 @@ Basis = Literal["components", "not_estimable", "no_variance"]
 
 @dataclass(frozen=True, kw_only=True)
 class StoppingRule:
-    """The stopping rule of an adaptive evaluation, fixed before its first block.
+    """The stopping rule of an adaptive evaluation, fixed before its first round.
 
     Checked when made (ValueError): the goal must match the target and be a finite number
     > 0, the costs and the budget finite (c_trial and the budget > 0), the caps positive
@@ -47,7 +47,7 @@ class StoppingRule:
     ----------
     target : ``"accuracy"``, ``"icc"`` or ``"difference"``.
     half_width : target half-width h of the anytime-valid interval (accuracy, difference).
-        The bets are tuned to it, so it must not change between blocks.
+        The bets are tuned to it, so it must not change between rounds.
     se : target SE of the ICC (icc); the paper's guideline is 0.03.
     budget : total money for the evaluation, including what is spent.
     cost_per_task : c_task, paid once per task (per agent).

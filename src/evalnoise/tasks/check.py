@@ -1,7 +1,7 @@
 """A task set checked as a run would load it: per folder, accepted or not, why, and warnings.
 
 :func:`check_tasks` loads every folder of a Harbor task set (or one task folder) with
-:func:`evalnoise.tasks.harbor.load_task_folders` under the run's ``benchmark.network``
+:func:`evalnoise.tasks.harbor_folders.load_task_folders` under the run's ``benchmark.network``
 choice, and returns one :class:`FolderCheck` per folder: accepted or refused, every problem
 (field and reason, exactly as a run would raise them) and every warning:
 
@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from evalnoise.tasks.fetches import network_fetches
-from evalnoise.tasks.harbor import HarborTask, load_task_folders
+from evalnoise.tasks.harbor_folders import load_task_folders
+from evalnoise.tasks.harbor_task import HarborTask
 
 __all__ = ["FolderCheck", "check_tasks", "offline_fetch_warning", "refusal_counts"]
 
@@ -85,7 +86,7 @@ def task_warnings(task: HarborTask, network: str) -> list[str]:
 def check_tasks(path: str | os.PathLike[str], *, network: str = "as_declared") -> list[FolderCheck]:
     """Every folder of ``path`` as a run with ``benchmark.network: network`` loads it.
 
-    Raises :class:`evalnoise.tasks.harbor.HarborTaskError` when ``path`` is not a directory
+    Raises :class:`evalnoise.tasks.harbor_task.HarborTaskError` when ``path`` is not a directory
     or holds no folder."""
     checks = []
     for load in load_task_folders(path, public_network=network):

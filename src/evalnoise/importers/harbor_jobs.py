@@ -16,15 +16,15 @@ n_output_tokens, cost_usd}``, ``verifier_result {rewards: {name: number}}``,
 tasks, ``step_results`` (each with its own ``agent_result``, ``verifier_result``,
 ``exception_info`` and timings).
 
-What is read (:func:`find_results`): a trial's ``result.json`` given as a file; a trial folder;
-a job folder (its trial folders; a trial folder without ``result.json`` is a trial that never
-finished: counted as ``unfinished_trials``, not imported); any folder holding job folders.
-Only when a job folder has no finished trial folder are the ``trial_results`` embedded in its
-``result.json`` read instead. A job that holds fewer trials than it declared
-(``n_total_trials``: a job killed before all its trials were written) is *incomplete*, and a
-folder of the tree that holds no Harbor trial or job is *not a trial*: each is said in one
-line of the import's ``warnings`` (printed by ``evalnoise import`` and ``evalnoise analyze``),
-never skipped silently.
+What is read (:func:`evalnoise.importers.harbor_job_files.find_results`): a trial's
+``result.json`` given as a file; a trial folder; a job folder (its trial folders; a trial
+folder without ``result.json`` is a trial that never finished: counted as
+``unfinished_trials``, not imported); any folder holding job folders. Only when a job folder
+has no finished trial folder are the ``trial_results`` embedded in its ``result.json`` read
+instead. A job that holds fewer trials than it declared (``n_total_trials``: a job killed
+before all its trials were written) is *incomplete*, and a folder of the tree that holds no
+Harbor trial or job is *not a trial*: each is said in one line of the import's ``warnings``
+(printed by ``evalnoise import`` and ``evalnoise analyze``), never skipped silently.
 
 Mapping, per trial:
 
@@ -69,18 +69,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from evalnoise.errors import InputError
 from evalnoise.harbor_exceptions import GROUPS as _GROUPS
 from evalnoise.harbor_exceptions import STATUS_OF_EXCEPTION, VERIFIER_ERROR
-from evalnoise.importers._common import (
+from evalnoise.importers._trial_records import (
     Trial,
     Where,
     check_score,
-    load_json,
-    natural_key,
     parse_timestamp,
     path_key,
 )
+from evalnoise.importers.harbor_job_files import FoundResults, find_results
 from evalnoise.schema import VERIFIED_AFTER
 
 FORMAT = "harbor"
@@ -154,158 +152,6 @@ RULES = {
     "status_rule": _status_rule(),
     "task_rule": "task_id = task_name",
 }
-
-
-# --- finding the trial results ------------------------------------------------------------
-
-
-def _is_trial(data: Any) -> bool:
-    return isinstance(data, dict) and "trial_name" in data and "task_name" in data
-
-
-def _is_job(data: Any) -> bool:
-    return isinstance(data, dict) and "trial_name" not in data and "n_total_trials" in data
-
-
-def _is_unfinished_trial(folder: Path) -> bool:
-    """A trial folder whose trial never wrote its result: config.json is a TrialConfig."""
-    config = folder / "config.json"
-    if (folder / "result.json").exists() or not config.is_file():
-        return False
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and "trial_name" in data and "job_name" not in data
-
-
-class _Found:
-    """What :func:`find_results` collects, in the order it is found."""
-
-    def __init__(self) -> None:
-        # (file, 0-based index within a job result's trial_results or None, the record)
-        self.records: list[tuple[Path, int | None, dict]] = []
-        self.unfinished: list[str] = []
-        self.jobs: list[dict[str, Any]] = []
-        self.seen: dict[Path, str] = {}
-        #: folders of a walked tree that held no trial, job or unfinished trial
-        self.not_trials: list[str] = []
-
-    def add_file(self, path: Path, data: dict) -> None:
-        key = path.resolve()
-        if key in self.seen:
-            raise InputError(f"given twice (also as {self.seen[key]})", path=str(path))
-        self.seen[key] = str(path)
-        self.records.append((path, None, data))
-
-
-def _subfolders(folder: Path) -> list[Path]:
-    return sorted(
-        (p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")),
-        key=lambda p: natural_key(p.name),
-    )
-
-
-def _found_anything(found: _Found) -> tuple[int, int]:
-    return len(found.records), len(found.unfinished)
-
-
-def _walk_children(folder: Path, found: _Found) -> None:
-    """Walk ``folder``'s subfolders; name each that held nothing Harbor wrote."""
-    for sub in _subfolders(folder):
-        before = _found_anything(found)
-        skipped = len(found.not_trials)
-        _walk(sub, found)
-        if _found_anything(found) == before:
-            # one line for the folder, not one for each of its empty subfolders
-            del found.not_trials[skipped:]
-            found.not_trials.append(str(sub))
-
-
-def _walk(folder: Path, found: _Found) -> None:
-    result = folder / "result.json"
-    if result.is_file():
-        data = load_json(result)
-        if _is_trial(data):
-            found.add_file(result, data)
-            return
-        if not _is_job(data):
-            raise InputError(
-                "neither a Harbor trial result (task_name, trial_name) nor a job result "
-                "(n_total_trials)",
-                path=str(result),
-            )
-        _walk_job(folder, result, data, found)
-        return
-    if _is_unfinished_trial(folder):
-        found.unfinished.append(str(folder))
-        return
-    _walk_children(folder, found)
-
-
-def _walk_job(folder: Path, result: Path, data: dict, found: _Found) -> None:
-    before = len(found.records)
-    unfinished_before = len(found.unfinished)
-    _walk_children(folder, found)
-    from_folders = len(found.records) - before
-    embedded = data.get("trial_results") or []
-    if not isinstance(embedded, list):
-        raise InputError("expected a list", path=str(result), column="trial_results")
-    used_embedded = from_folders == 0 and bool(embedded)
-    if used_embedded:
-        key = result.resolve()
-        if key in found.seen:
-            raise InputError(f"given twice (also as {found.seen[key]})", path=str(result))
-        found.seen[key] = str(result)
-        for i, rec in enumerate(embedded):
-            found.records.append((result, i, rec))
-    found.jobs.append(
-        {
-            "job": str(folder),
-            "n_total_trials": data.get("n_total_trials"),
-            "trials_read": len(embedded) if used_embedded else from_folders,
-            "unfinished_trials": len(found.unfinished) - unfinished_before,
-            "read_from": "result.json trial_results" if used_embedded else "trial folders",
-        }
-    )
-
-
-def find_results(paths: list[str | Path]) -> _Found:
-    """The trial results named by ``paths`` (see the module docstring), in natural order."""
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    if not paths:
-        raise InputError("no input: give one or more Harbor job folders or result.json files")
-    found = _Found()
-    for given in paths:
-        p = Path(given)
-        if not p.exists():
-            raise InputError("no such file or directory", path=str(p))
-        if p.is_dir():
-            before = len(found.records)
-            _walk(p, found)
-            if len(found.records) == before:
-                what = (
-                    f"only unfinished trials ({len(found.unfinished)}): no trial wrote its "
-                    "result.json"
-                    if found.unfinished
-                    else "no Harbor trial result.json found (a job folder holds one folder "
-                    "per trial, each with a result.json)"
-                )
-                raise InputError(what, path=str(p))
-            continue
-        data = load_json(p)
-        if _is_trial(data):
-            found.add_file(p, data)
-        elif _is_job(data):
-            _walk_job(p.parent, p, data, found)
-        else:
-            raise InputError(
-                "neither a Harbor trial result (task_name, trial_name) nor a job result "
-                "(n_total_trials)",
-                path=str(p),
-            )
-    return found
 
 
 # --- reading one trial --------------------------------------------------------------------
@@ -413,8 +259,9 @@ def _phase_of(info: dict, holder: dict, where: Where, prefix: str) -> str | None
     """The phase the trial was in when the exception was recorded.
 
     The last phase (in :data:`PHASES` order) that had started by ``occurred_at``: Harbor stops
-    a phase's clock in a ``finally`` and records the exception just after (measured: 2–17 ms
-    later), so the phase that raised has always finished by then. Harbor 0.6 to 0.25 wrote
+    a phase's clock in a ``finally`` and records the exception just after
+    (``benchmarks/results/comment-measurements.md``), so the phase that raised has always
+    finished by then. Harbor 0.6 to 0.25 wrote
     ``occurred_at`` in local time without a zone (``ExceptionInfo.from_exception``:
     ``datetime.now()``) beside phase times in UTC (``datetime.now(timezone.utc)``); such a
     stamp is first moved to UTC by the local clock's offset (:func:`_local_offset`). When
@@ -714,7 +561,7 @@ def read(
     }
 
 
-def import_warnings(found: _Found) -> list[str]:
+def import_warnings(found: FoundResults) -> list[str]:
     """One line per job that holds fewer trials than it declared (``n_total_trials``: killed
     before all its trials were written), and one line naming the folders that hold no Harbor
     trial: what an import must never leave to its Parquet metadata alone."""
