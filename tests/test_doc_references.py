@@ -55,7 +55,15 @@ def _scanned_files() -> list[Path]:
     for top in SCANNED:
         for path in sorted((ROOT / top).rglob("*")):
             rel = path.relative_to(ROOT).parts
-            if path.is_file() and path.suffix in SUFFIXES and not SKIP_PARTS & set(rel):
+            # pip's build metadata (``*.egg-info``) lists the files of the last install, not
+            # the repo's
+            generated = any(part.endswith(".egg-info") for part in rel)
+            if (
+                path.is_file()
+                and path.suffix in SUFFIXES
+                and not SKIP_PARTS & set(rel)
+                and not generated
+            ):
                 files.append(path)
     return files
 
