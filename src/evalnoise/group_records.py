@@ -90,8 +90,9 @@ class GroupRecord:
     the reliability beyond the mean
     (:func:`evalnoise.consistency.reliability_fields`, None when withheld): ``pass_k``
     (pass^k and pass@k for k = 1…T with task-clustered intervals), ``outcome_consistency``
-    (mean C_out = (2p̂ − 1)²) and ``multiverse`` (the headline's range over the analysis
-    choices).
+    (mean C_out = (2p̂ − 1)²) and ``multiverse`` (the headline under every combination of
+    the analysis choices, its ``cells``, with the range and the choice that moves it most;
+    the infra policy and, with a judge stage, the scorer among the choices).
     """
 
     group: str
