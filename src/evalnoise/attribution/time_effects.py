@@ -121,6 +121,10 @@ class VarianceComponentsResult:
     pvalue : each infrastructure component's adjusted permutation p-value (NaN for the
         others).
     detected_by : per component, ``"permutation"`` or the interval's method.
+    min_pvalue : per permutation-tested component the smallest adjusted p-value its design
+        can give (:attr:`~evalnoise.stats.permutation.FactorPermutationResult.
+        min_pvalue_adjusted`; above 1 − confidence: not testable at this design), NaN for
+        the others.
     share_ci_low, share_ci_high : the interval of each sigma2 over total_variance.
     df : the degrees of freedom of each component's mean square.
     n_levels : levels of each factor (trials for the residual).
@@ -171,6 +175,7 @@ class VarianceComponentsResult:
     infra_pvalue: float = float("nan")
     permutation: FactorPermutationResult | None = None
     share_rule: ShareDecision | None = None
+    min_pvalue: np.ndarray | None = None
 
     def __getitem__(self, component: str) -> float:
         """The estimate of one component, by name."""
@@ -456,6 +461,7 @@ def variance_components(
         yv, t, facets, names, infra, conf, n_permutations=n_permutations, seed=seed
     )
     pvalues = np.full(len(names), np.nan)
+    least = np.full(len(names), np.nan)
     detected_all = np.asarray(g.detected, dtype=bool).copy()
     detected_by = [g.ci_method] * len(names)
     own = {}
@@ -463,6 +469,7 @@ def variance_components(
         for j, comp in enumerate(res.components):
             i = names.index(comp)
             pvalues[i] = res.pvalue_adjusted[j]
+            least[i] = res.min_pvalue_adjusted[j]
             detected_all[i] = bool(res.detected[j])
             detected_by[i] = "permutation"
             if res is family:
@@ -504,6 +511,7 @@ def variance_components(
         infra_pvalue=float(family.family_pvalue) if family.components else float("nan"),
         permutation=family,
         share_rule=rule,
+        min_pvalue=least,
     )
 
 
