@@ -307,27 +307,25 @@ def multiverse(
             if verdict == "agent_failure_scores_0":
                 score = score.mask(flagged & score.notna().to_numpy(), 0.0)
             table["score"] = score
-            for se in ("cr1", "miller"):
-                cells = policy_cells(
-                    table,
-                    on_exhausted=on_exhausted,
-                    confidence=confidence,
-                    cluster_se=se,
-                    quantile=quantile,
-                )
-                for policy, cell in cells.items():
-                    if (
-                        policy == "exclude"
-                        and not isinstance(cell, str)
-                        and cell.applied.excluded.empty
-                    ):
-                        cell = "not a choice: no trial has an infra outcome to leave out"
-                    if isinstance(cell, str):
-                        if f"{policy}: {cell}" not in notes:
-                            notes.append(f"{policy}: {cell}")
-                        continue
-                    if policy not in policies_seen:
-                        policies_seen.append(policy)
+            # the policies applied once; the two SEs are two intervals of the same trials
+            cells = policy_cells(
+                table,
+                on_exhausted=on_exhausted,
+                confidence=confidence,
+                cluster_se="cr1",
+                quantile=quantile,
+            )
+            for policy, cell in cells.items():
+                nothing_left_out = not isinstance(cell, str) and cell.applied.excluded.empty
+                if policy == "exclude" and nothing_left_out:
+                    cell = "not a choice: no trial has an infra outcome to leave out"
+                if isinstance(cell, str):
+                    if f"{policy}: {cell}" not in notes:
+                        notes.append(f"{policy}: {cell}")
+                    continue
+                if policy not in policies_seen:
+                    policies_seen.append(policy)
+                for se in ("cr1", "miller"):
                     base = {
                         "infra_policy": policy,
                         "verdict_after_failure": verdict,
@@ -342,6 +340,14 @@ def multiverse(
                                          "ci_low": np.nan, "ci_high": np.nan})  # fmt: skip
                         continue
                     acc = cell.accuracy
+                    if se != "cr1":
+                        acc = accuracy(
+                            cell.scores,
+                            cell.tasks,
+                            confidence=confidence,
+                            cluster_se=se,
+                            quantile=quantile,
+                        )
                     rows.append(
                         {
                             "estimand": "task_means",
