@@ -9,7 +9,7 @@ from evalnoise.formatting import dumps
 from evalnoise.infra_failures import FAILURE_COLUMNS, task_failures
 from evalnoise.pipeline.collect import load_group, read_actions, read_scores
 from evalnoise.pipeline.jobs import log_to
-from evalnoise.pipeline.stages import group_outputs
+from evalnoise.pipeline.stages import group_outputs, multiverse_settings
 from evalnoise.runner.infra_policies import infra_policy
 
 log = log_to(snakemake.log[0])
@@ -18,6 +18,11 @@ data = load_group(i.scores, i.tasks, *p.group, p.infra_policy)
 pool = p.max_tasks  # the benchmark's tasks; an imported table's pool is the tasks it has
 if pool is None and p.imported:
     pool = len(pd.read_parquet(i.tasks, columns=["task_id"]))
+scorers = None
+if getattr(o, "judge", None):  # with a judge stage, the scorer is a factor of the multiverse
+    from evalnoise.pipeline.judging import scorer_rows
+
+    scorers = scorer_rows(i.reference, dict(p.judged), *p.group)
 out = group_outputs(
     data,
     p.analysis,
@@ -26,6 +31,7 @@ out = group_outputs(
     max_tasks=pool,
     # the trials' actions (none for an imported table: "not recorded")
     actions=read_actions(i.actions) if not p.imported else None,
+    multiverse=multiverse_settings(p.infra_policy, p.analysis, scorers),
 )
 judges = None
 if getattr(o, "judge", None):  # declared only when the config has a judge stage

@@ -10,6 +10,7 @@ import pytest
 from evalnoise.attribution import policy_sensitivity
 from evalnoise.consistency_text import multiverse_line
 from evalnoise.multiverse import multiverse, multiverse_for_group
+from evalnoise.runner.infra_policies import apply_infra_policy
 from evalnoise.stats import accuracy
 from evalnoise.stats._task_intervals import pooled_mean_interval
 
@@ -47,12 +48,26 @@ def test_every_cell_is_its_single_analysis():
     assert res.levels["infra_policy"] == ("as_incorrect", "exclude")  # nothing retried
     assert res.n_cells == 2 * 2 * 2 * 2 * 2
     for se in ("cr1", "miller"):
+        for policy in ("as_incorrect", "exclude"):
+            # the single analysis: the policy applied, then accuracy of the scored trials
+            counted = apply_infra_policy(trials, policy).counted
+            scored = counted[counted["score"].notna()]
+            single = accuracy(scored["score"].to_numpy(float), scored["task_id"].to_numpy(),
+                              cluster_se=se)  # fmt: skip
+            cell = _cell(res, estimand="task_means", infra_policy=policy, judge="reference",
+                         verdict_after_failure="verifier_decides", cluster_se=se)  # fmt: skip
+            assert cell["mean"] == pytest.approx(single.mean)
+            assert (cell["ci_low"], cell["ci_high"]) == pytest.approx(
+                (single.ci_low, single.ci_high)
+            )
+        # the policy sensitivity is this factor's column (read from the same cells)
         ps = policy_sensitivity(trials, cluster_se=se)
         for i, policy in enumerate(ps.policy[:2]):
             cell = _cell(res, estimand="task_means", infra_policy=policy, judge="reference",
                          verdict_after_failure="verifier_decides", cluster_se=se)  # fmt: skip
-            assert cell["mean"] == pytest.approx(ps.mean[i])
-            assert (cell["ci_low"], cell["ci_high"]) == pytest.approx((ps.ci_low[i], ps.ci_high[i]))
+            assert (ps.mean[i], ps.ci_low[i], ps.ci_high[i]) == pytest.approx(
+                (cell["mean"], cell["ci_low"], cell["ci_high"])
+            )
     # the stricter reading: a flagged trial scores 0, as_incorrect counts an infra error as 0
     strict = trials.assign(score=trials["score"].mask(trials["agent_failed"], 0.0))
     y = strict["score"].fillna(0.0).to_numpy()
@@ -124,3 +139,19 @@ def test_when_no_choice_moves_the_headline_none_is_named():
     res = multiverse(plain)
     assert res.spread == 0 and res.most_influential is None
     assert multiverse_line(res).endswith("no choice moves it (estimand, cluster_se varied)")
+
+
+def test_a_declared_level_that_is_no_choice_stands_for_its_equal():
+    """exclude without an infra outcome is as_incorrect; retry without a retry is its
+    on_exhausted policy; the stricter verdict without a flagged trial is the verifier's."""
+    plain = _group(9, infra=0.0, flagged=0.0)
+    res = multiverse(
+        plain,
+        reference={"infra_policy": "retry", "verdict_after_failure": "agent_failure_scores_0"},
+    )
+    assert res.reference["infra_policy"] == "as_incorrect"
+    assert res.reference["verdict_after_failure"] == "verifier_decides"
+    acc = accuracy(plain["score"].to_numpy(float), plain["task_id"].to_numpy())
+    assert res.headline == pytest.approx(acc.mean)
+    with pytest.raises(ValueError, match="reference judge"):
+        multiverse(plain, reference={"judge": "nobody"})

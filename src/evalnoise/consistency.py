@@ -9,6 +9,7 @@ dataclass from :mod:`evalnoise.stats`; the words are :mod:`evalnoise.consistency
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -182,6 +183,9 @@ def reliability_fields(
     *,
     confidence: float = 0.95,
     actions: pd.DataFrame | None = None,
+    scorers: Mapping[str, pd.DataFrame] | None = None,
+    reference: Mapping[str, str] | None = None,
+    on_exhausted: str = "as_incorrect",
 ) -> dict[str, dict[str, Any]]:
     """The record fields of a group's reliability beyond its mean (the keys of
     :class:`evalnoise.group_records.GroupRecord`): ``pass_k`` (:func:`passk_for_group`: k,
@@ -189,13 +193,17 @@ def reliability_fields(
     (:func:`outcome_consistency_for_group`: mean C_out = (2p̂ − 1)² with its interval, the
     unbiased mean) and, with the group's ``attempts`` (their ``status`` and
     ``verified_after``), ``multiverse`` (:func:`evalnoise.multiverse.multiverse_for_group`:
-    the headline's range over the analysis choices that apply, each choice's influence; its
-    reference cell the project's defaults: mean of task means, failures as incorrect, the
-    verifier's verdict, CR1), and ``trajectory_consistency`` (:func:`trajectory_fields`, over
-    ``actions``, the counted trials' actions as :data:`ACTION_COLUMNS`; "not recorded" when
-    there are none). An empty frame gives no field: nothing was counted, so nothing is
-    estimated."""
-    from evalnoise.multiverse import multiverse_for_group
+    the headline under every combination of the analysis choices that apply — its
+    ``cells`` —, the range, each choice's influence). ``scorers`` (name → that scorer's
+    rows of the same attempts: the reference scorer's and each judge's,
+    :func:`evalnoise.multiverse.with_scorers`) make the scorer the ``judge`` factor;
+    ``reference`` names the run's own levels (the declared infra policy, the verdict rule,
+    the scorer the headline uses; default the project's defaults: mean of task means,
+    failures as incorrect, the verifier's verdict, CR1), and ``trajectory_consistency``
+    (:func:`trajectory_fields`, over ``actions``, the counted trials' actions as
+    :data:`ACTION_COLUMNS`; "not recorded" when there are none). An empty frame gives no
+    field: nothing was counted, so nothing is estimated."""
+    from evalnoise.multiverse import multiverse_for_group, with_scorers
 
     if frame.empty:
         return {}
@@ -223,11 +231,19 @@ def reliability_fields(
         "trajectory_consistency": trajectory_fields(frame, actions, confidence=confidence),
     }
     if attempts is not None and not attempts.empty:
-        trials = attempts
+        trials, judges = attempts, None
         if "verified_after" in trials.columns:
             # the multiverse's verdict-after-failure factor reads a true/false flag
             trials = trials.assign(agent_failed=trials["verified_after"].notna())
-        universe = multiverse_for_group(trials, confidence=confidence)
+        if scorers:
+            trials, judges = with_scorers(trials, scorers)
+        universe = multiverse_for_group(
+            trials,
+            judges=judges,
+            reference=reference,
+            on_exhausted=on_exhausted,
+            confidence=confidence,
+        )
         out["multiverse"] = {
             "headline": _plain(universe.headline),
             "low": _plain(universe.low),
@@ -237,5 +253,9 @@ def reliability_fields(
             "factors": list(universe.factors),
             "influence": {k: _plain(v) for k, v in universe.influence.items()},
             "most_influential": universe.most_influential,
+            "levels": {k: list(v) for k, v in universe.levels.items()},
+            "reference": dict(universe.reference),
+            "cells": [{k: _plain(v) for k, v in cell.items()} for cell in universe.cells],
+            "notes": list(universe.notes),
         }
     return out

@@ -122,14 +122,19 @@ def multiverse_line(res: Any) -> str:
     most. ``res`` is a :class:`evalnoise.multiverse.MultiverseResult`."""
     most = res.most_influential
     which = (
-        f"{most} moves it most ({pct(res.influence[most])})"
+        f"{most} moves it most ({_points(res.influence[most])})"
         if most is not None
         else f"no choice moves it ({', '.join(res.factors) or 'none'} varied)"
     )
     return (
-        f"the analysis choices move the headline by {pct(res.spread)} (range "
+        f"the analysis choices move the headline by {_points(res.spread)} (range "
         f"[{pct(res.low)}, {pct(res.high)}] over {res.n_cells} analyses); {which}"
     )
+
+
+def _points(value: Any) -> str:
+    """A difference of two accuracies in percentage points, one decimal."""
+    return "—" if value is None or not math.isfinite(value) else f"{100 * value:.1f} points"
 
 
 def reliability_lines(record: Any) -> list[str]:

@@ -90,8 +90,10 @@ class GroupRecord:
     the reliability beyond the mean
     (:func:`evalnoise.consistency.reliability_fields`, None when withheld): ``pass_k``
     (pass^k and pass@k for k = 1…T with task-clustered intervals), ``outcome_consistency``
-    (mean C_out = (2p̂ − 1)²), ``multiverse`` (the headline's range over the analysis
-    choices) and ``trajectory_consistency`` (the counted trials' action sequences: distinct
+    (mean C_out = (2p̂ − 1)²), ``multiverse`` (the headline under every combination of
+    the analysis choices, its ``cells``, with the range and the choice that moves it most;
+    the infra policy and, with a judge stage, the scorer among the choices) and
+    ``trajectory_consistency`` (the counted trials' action sequences: distinct
     sequences per task, normalised edit distance, step of first divergence, the accuracy of
     consistent against inconsistent tasks, each mean with its interval;
     :func:`evalnoise.consistency.trajectory_fields`, ``recorded`` false when no trial

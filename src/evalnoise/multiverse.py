@@ -8,12 +8,15 @@ one for its time horizons). The choices evalnoise itself makes, each a *factor* 
 - ``estimand``: ``task_means`` (the mean of the task means, every task weighing 1: the
   headline) or ``pooled`` (the mean over trials, paper eq. 2);
 - ``infra_policy``: ``as_incorrect``, ``exclude`` and, when some trial was retried, ``retry``
-  (:func:`evalnoise.attribution.policy_sensitivity.counted_under_policies`: the policy
-  sensitivity is this factor's column);
+  (:func:`counted_under_policies`; :func:`policy_cells` is this factor's single analyses, and
+  the attribution's policy sensitivity,
+  :func:`evalnoise.attribution.policy_sensitivity.policy_sensitivity`, is read from it: the
+  policy sensitivity is this factor's column);
 - ``verdict_after_failure``, when the table flags trials whose agent failed (timed out,
   exited non-zero) but whose verifier left a valid verdict: ``verifier_decides`` (the
   benchmarks' rule) or ``agent_failure_scores_0`` (the stricter reading);
-- ``judge``, when more than one judge scored the trials: each judge's score column;
+- ``judge``, when more than one scorer scored the trials (the reference scorer and the
+  judge stage's judges, :func:`with_scorers`): each scorer's score column;
 - ``cluster_se``: ``cr1`` or ``miller`` — the interval only, never the mean.
 
 Every cell is the single analysis it names: the accuracy of
@@ -37,12 +40,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.attribution.policy_sensitivity import POLICIES, counted_under_policies
+from evalnoise.outcomes import attempt_order
+from evalnoise.runner.infra_policies import InfraPolicy, PolicyResult, apply_infra_policy
+from evalnoise.schema import TRIAL_KEY
 from evalnoise.stats._results import DictResult
 from evalnoise.stats._task_intervals import pooled_mean_interval
-from evalnoise.stats.accuracy import accuracy
+from evalnoise.stats.accuracy import AccuracyResult, accuracy
 
-__all__ = ["FACTORS", "MultiverseResult", "multiverse", "multiverse_for_group"]
+__all__ = [
+    "FACTORS",
+    "POLICIES",
+    "MultiverseResult",
+    "PolicyCell",
+    "counted_under_policies",
+    "multiverse",
+    "multiverse_for_group",
+    "policy_cells",
+    "with_scorers",
+]
+
+#: the infra policies compared, in print order; the first is the reference
+POLICIES = ("as_incorrect", "exclude", "retry")
 
 #: The factors, in the order the table's columns take.
 FACTORS = ("estimand", "infra_policy", "verdict_after_failure", "judge", "cluster_se")
@@ -104,6 +122,136 @@ def _influence(cells: pd.DataFrame, factor: str, value: str) -> float:
     return float(ranges.max())
 
 
+def counted_under_policies(
+    trials: pd.DataFrame, *, on_exhausted: str = "as_incorrect"
+) -> dict[str, tuple[PolicyResult, str] | str]:
+    """Each of :data:`POLICIES` applied to one group's attempts: the policy's result
+    (:func:`evalnoise.runner.infra_policies.apply_infra_policy`: the counted and excluded
+    rows) with a note on what it counts, or why the policy is not applicable:
+    ``as_incorrect`` and ``exclude`` on the first attempt of every trial, ``retry`` on the
+    last (only when some trial was retried)."""
+    key = [c for c in TRIAL_KEY if c in trials.columns]
+    for needed in ("task_id", "trial"):
+        if needed not in key:
+            raise ValueError(f"the table has no {needed!r} column")
+    frame = trials if "attempt" in trials.columns else trials.assign(attempt=1)
+    rows = attempt_order(frame, key)
+    if not rows.in_order:
+        frame = frame.iloc[rows.order]
+    first = frame if rows.first.all() else frame[rows.first]
+    retried = bool((~rows.first).any())
+    without = " (retries ignored: what the run would have scored without them)" if retried else ""
+    exhausted = "scores 0" if on_exhausted == "as_incorrect" else "is left out"
+    out: dict[str, tuple[PolicyResult, str] | str] = {
+        "as_incorrect": (
+            apply_infra_policy(first, InfraPolicy("as_incorrect"), key=tuple(key)),
+            f"first attempt of every trial; an infra outcome scores 0{without}",
+        ),
+        "exclude": (
+            apply_infra_policy(first, InfraPolicy("exclude"), key=tuple(key)),
+            f"first attempt of every trial; infra outcomes are left out{without}",
+        ),
+    }
+    if retried:
+        policy = InfraPolicy("retry", max(rows.most_attempts, 1), on_exhausted)
+        out["retry"] = (
+            apply_infra_policy(frame, policy, key=tuple(key)),
+            f"last attempt of every trial; an infra outcome on the last attempt {exhausted}",
+        )
+    else:
+        out["retry"] = "not applicable: no trial has more than one attempt"
+    return out
+
+
+@dataclass(frozen=True)
+class PolicyCell:
+    """The single analysis under one infra policy: the policy's rows
+    (:class:`~evalnoise.runner.infra_policies.PolicyResult`), what it counts (``note``), the
+    counted, scored trials' ``scores`` and ``tasks``, how many counted trials had no score
+    (``n_unscored``), and ``accuracy``, :func:`evalnoise.stats.accuracy` of those trials
+    (the mean of task means with its task-clustered interval), None when none was scored."""
+
+    applied: PolicyResult
+    note: str
+    scores: np.ndarray
+    tasks: np.ndarray
+    n_unscored: int
+    accuracy: AccuracyResult | None
+
+
+def policy_cells(
+    trials: pd.DataFrame,
+    *,
+    on_exhausted: str = "as_incorrect",
+    confidence: float = 0.95,
+    cluster_se: str = "cr1",
+    quantile: str = "normal",
+) -> dict[str, PolicyCell | str]:
+    """The multiverse's infra-policy factor for one scoring of one group: per policy of
+    :data:`POLICIES` (:func:`counted_under_policies`), its :class:`PolicyCell` — the rows
+    it counts, their ``score`` (NaN = unscored, left out) and the accuracy μ̂ = mean over
+    tasks of the task means with its task-clustered CI (paper eq. 2–4,
+    :func:`evalnoise.stats.accuracy`) — or why it is not applicable."""
+    out: dict[str, PolicyCell | str] = {}
+    for policy, plan in counted_under_policies(trials, on_exhausted=on_exhausted).items():
+        if isinstance(plan, str):
+            out[policy] = plan
+            continue
+        applied, note = plan
+        y = pd.to_numeric(applied.counted["score"], errors="coerce").to_numpy(dtype=float)
+        scored = ~np.isnan(y)
+        tasks = applied.counted["task_id"].astype(str).to_numpy()[scored]
+        acc = None
+        if scored.any():
+            acc = accuracy(
+                y[scored], tasks, confidence=confidence, cluster_se=cluster_se, quantile=quantile
+            )
+        out[policy] = PolicyCell(applied, note, y[scored], tasks, int((~scored).sum()), acc)
+    return out
+
+
+def with_scorers(
+    attempts: pd.DataFrame, scorers: Mapping[str, pd.DataFrame]
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``attempts`` with one score column per scorer (``score@NAME``), for the ``judge``
+    factor: each scorer's table (the reference scorer's shards, each judge's shards) holds
+    the same attempts, keyed by ``task_id``, ``trial``, ``attempt`` and the variant labels
+    the tables share; an attempt a scorer has no row for is unscored by it (NaN), never 0.
+    Returns the table and the ``judges`` mapping of :func:`multiverse` (name → column)."""
+    key = [c for c in (*TRIAL_KEY, "attempt") if c in attempts.columns]
+    key = [k for k in key if all(k in t.columns for t in scorers.values())]
+    base = attempts.reset_index(drop=True)
+    columns: dict[str, str] = {}
+    for name, table in scorers.items():
+        column = f"score@{name}"
+        if table[key].duplicated().any():
+            raise ValueError(f"scorer {name!r}: an attempt has two rows (key {key})")
+        scores = table[[*key, "score"]].rename(columns={"score": column})
+        scores = scores.astype({k: base[k].dtype for k in key}, errors="ignore")
+        base = base.merge(scores, on=key, how="left", validate="one_to_one")
+        columns[name] = column
+    return base, columns
+
+
+def _declared(
+    factor: str, level: str, levels: Mapping[str, tuple[str, ...]], on_exhausted: str
+) -> str:
+    """The level that gives the declared one's numbers when the declared one is no choice
+    here: ``exclude`` without an infra outcome counts as ``as_incorrect`` does; ``retry``
+    without a retried trial counts the first attempts, as its ``on_exhausted`` policy does;
+    ``agent_failure_scores_0`` without a flagged trial reads as ``verifier_decides``."""
+    have = levels.get(factor, ())
+    if level in have:
+        return level
+    if factor == "infra_policy" and level == "retry" and on_exhausted in have:
+        return on_exhausted
+    if factor == "infra_policy" and level in ("exclude", "retry"):
+        return "as_incorrect"
+    if factor == "verdict_after_failure" and level == "agent_failure_scores_0":
+        return "verifier_decides"
+    raise ValueError(f"reference {factor} {level!r} is not one of {have}")
+
+
 def multiverse(
     trials: pd.DataFrame,
     *,
@@ -112,6 +260,7 @@ def multiverse(
     reference: Mapping[str, str] | None = None,
     on_exhausted: str = "as_incorrect",
     confidence: float = 0.95,
+    quantile: str = "normal",
 ) -> MultiverseResult:
     """Every cell of the multiverse of one group (module docstring).
 
@@ -120,13 +269,17 @@ def multiverse(
     trials : one group's attempts: ``task_id``, ``trial``, ``status``, the score columns,
         ``attempt`` when trials were retried, and ``failure_flag`` when the run flags trials
         whose agent failed but whose verifier left a verdict.
-    judges : judge name → its score column (default ``{"score": "score"}``: one judge).
+    judges : scorer name → its score column (default ``{"score": "score"}``: one scorer);
+        :func:`with_scorers` gives the reference scorer's and every judge's.
     failure_flag : the flag's column; the factor is left out when the column is absent or
         never true.
     reference : the run's own levels (default: ``task_means``, ``as_incorrect``,
-        ``verifier_decides``, the first judge, ``cr1``).
+        ``verifier_decides``, the first judge, ``cr1``); a declared level that is no choice
+        in these trials stands for the level that gives its numbers (``exclude`` without an
+        infra outcome is ``as_incorrect``, ``retry`` without a retry its ``on_exhausted``,
+        ``agent_failure_scores_0`` without a flagged trial ``verifier_decides``).
     on_exhausted : how ``retry`` counts a trial whose last attempt is still an infra outcome.
-    confidence : the intervals' level.
+    confidence, quantile : the intervals' level and quantile (:func:`evalnoise.stats.accuracy`).
     """
     judges = dict(judges or {"score": "score"})
     missing = [c for c in ("task_id", "trial", "status", *judges.values()) if c not in trials]
@@ -154,34 +307,47 @@ def multiverse(
             if verdict == "agent_failure_scores_0":
                 score = score.mask(flagged & score.notna().to_numpy(), 0.0)
             table["score"] = score
-            for policy, plan in counted_under_policies(table, on_exhausted=on_exhausted).items():
-                if policy == "exclude" and not isinstance(plan, str) and plan[0].excluded.empty:
-                    plan = "not a choice: no trial has an infra outcome to leave out"
-                if isinstance(plan, str):
-                    if f"{policy}: {plan}" not in notes:
-                        notes.append(f"{policy}: {plan}")
+            # the policies applied once; the two SEs are two intervals of the same trials
+            cells = policy_cells(
+                table,
+                on_exhausted=on_exhausted,
+                confidence=confidence,
+                cluster_se="cr1",
+                quantile=quantile,
+            )
+            for policy, cell in cells.items():
+                nothing_left_out = not isinstance(cell, str) and cell.applied.excluded.empty
+                if policy == "exclude" and nothing_left_out:
+                    cell = "not a choice: no trial has an infra outcome to leave out"
+                if isinstance(cell, str):
+                    if f"{policy}: {cell}" not in notes:
+                        notes.append(f"{policy}: {cell}")
                     continue
                 if policy not in policies_seen:
                     policies_seen.append(policy)
-                counted = plan[0].counted
-                y = pd.to_numeric(counted["score"], errors="coerce").to_numpy(dtype=float)
-                scored = ~np.isnan(y)
-                y, tasks = y[scored], counted["task_id"].astype(str).to_numpy()[scored]
                 for se in ("cr1", "miller"):
                     base = {
                         "infra_policy": policy,
                         "verdict_after_failure": verdict,
                         "judge": judge,
                         "cluster_se": se,
-                        "n_trials": int(y.size),
-                        "n_tasks": int(np.unique(tasks).size),
+                        "n_trials": int(cell.scores.size),
+                        "n_tasks": int(np.unique(cell.tasks).size),
                     }
-                    if y.size == 0:
+                    if cell.accuracy is None:
                         for estimand in ("task_means", "pooled"):
                             rows.append({"estimand": estimand, **base, "mean": np.nan,
                                          "ci_low": np.nan, "ci_high": np.nan})  # fmt: skip
                         continue
-                    acc = accuracy(y, tasks, confidence=confidence, cluster_se=se)
+                    acc = cell.accuracy
+                    if se != "cr1":
+                        acc = accuracy(
+                            cell.scores,
+                            cell.tasks,
+                            confidence=confidence,
+                            cluster_se=se,
+                            quantile=quantile,
+                        )
                     rows.append(
                         {
                             "estimand": "task_means",
@@ -191,7 +357,9 @@ def multiverse(
                             "ci_high": acc.ci_high,
                         }
                     )
-                    mean, _, lo, hi = pooled_mean_interval(y, tasks, confidence, cluster_se=se)
+                    mean, _, lo, hi = pooled_mean_interval(
+                        cell.scores, cell.tasks, confidence, cluster_se=se
+                    )
                     rows.append(
                         {"estimand": "pooled", **base, "mean": mean, "ci_low": lo, "ci_high": hi}
                     )
@@ -211,9 +379,7 @@ def multiverse(
         "cluster_se": "cr1",
         **dict(reference or {}),
     }
-    for factor, level in ref.items():
-        if level not in levels.get(factor, ()):
-            raise ValueError(f"reference {factor} {level!r} is not one of {levels[factor]}")
+    ref = {f: _declared(f, level, levels, on_exhausted) for f, level in ref.items()}
     at_ref = np.logical_and.reduce([cells[f] == ref[f] for f in FACTORS])
     headline = float(cells.loc[at_ref, "mean"].iloc[0])
     cells = cells.assign(width=cells["ci_high"] - cells["ci_low"])

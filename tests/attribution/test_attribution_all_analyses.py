@@ -345,3 +345,38 @@ def test_the_share_line_follows_the_components_decisions():
     comps = {**g["infra_share_components_ci"], "task:time_block": untested}
     line = attribution_lines(g | {"infra_share_components_ci": comps})[1]
     assert "task:time_block not tested (too few trials per cell)" in line
+
+
+def test_a_component_the_design_cannot_detect_is_said_to_be_not_testable():
+    """The default run's design: 9 tasks × 4 trials over 4 time blocks, only two tasks whose
+    trials differ. No arrangement of those trials could reach p ≤ 0.05, so the record marks
+    the time components not testable and the lines say so, instead of "not detected (p = 1)";
+    a design that can detect says "not detected" as before."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for t in range(9):
+        outcomes = [1, 1, 1, 0] if t in (2, 4) else [0, 0, 0, 0]
+        for k in range(4):
+            rows.append({"task_id": f"t{t}", "trial": k, "status": "ok",
+                         "score": float(outcomes[k]),
+                         "started_at": pd.Timestamp("2026-01-01") + pd.Timedelta(
+                             seconds=int(k * 60 + rng.integers(0, 30)))})  # fmt: skip
+    out = attribution_for_trials(pd.DataFrame(rows), {"resource_profile": None})
+    g = next(v for k, v in out.summary.items() if not k.startswith("_"))
+    comps = g["infra_share_components_ci"]
+    assert comps["time_block"]["testable"] is False
+    assert comps["time_block"]["min_pvalue"] > 0.05 and not comps["time_block"]["detected"]
+    share = next(x for x in attribution_lines(g) if x.startswith("infrastructure share"))
+    assert "time_block not testable at this design (p = " in share
+    assert "the smallest p these trials can give is" in share
+    noise = [c for c in (g["noise"] or {}).get("gstudy", {}).get("components", [])
+             if c["component"] == "time_block"]  # fmt: skip
+    assert all(c["testable"] is False for c in noise)
+
+    many = make_run(seed=4, block_effects=(0, 0, 0, 0), host_effects=(0,), n_hosts=1,
+                    n_flaky=0, n_tasks=12, per_cell=2)  # fmt: skip
+    out = attribution_for_trials(many.trials, {"resource_profile": None})
+    g = next(v for k, v in out.summary.items() if not k.startswith("_"))
+    assert g["infra_share_components_ci"]["time_block"]["testable"] is True
+    share = next(x for x in attribution_lines(g) if x.startswith("infrastructure share"))
+    assert "time_block not detected (p = " in share and "not testable" not in share

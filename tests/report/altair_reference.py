@@ -18,6 +18,7 @@ per_task_chart         group, task, n, mean, ci_low, ci_high
 convergence_chart      tidy: group, trials, estimator, mean, low, high
                        (:func:`tidy_convergence` of the stats convergence table)
 budget_chart           n_tasks, trials, se [, group] [, recommended]
+passk_chart            group, k, pass_hat, ci_low, ci_high
 infra_chart            resource_profile, agent, accuracy, ci_low, ci_high, infra_error_rate,
                        infra_ci_low, infra_ci_high [, valid]
 comparisons_chart      a, b, diff, ci_low, ci_high [, pvalue_holm] [, kind]
@@ -369,6 +370,52 @@ def dstudy_chart(curve: pd.DataFrame) -> alt.LayerChart:
         width=_WIDTH,
         height=300,
         title="D study: least total-error SE per budget (label: tasks × trials per task)",
+    )
+
+
+def passk_chart(table: pd.DataFrame, *, confidence: float = 0.95) -> alt.LayerChart:
+    """pass^k against k, one line per group (groups in input order), the interval as a band."""
+    _require(table, ("group", "k", "pass_hat", "ci_low", "ci_high"), "passk_chart")
+    df = table[["group", "k", "pass_hat", "ci_low", "ci_high"]].copy()
+    df["group"] = df["group"].astype(str)
+    df["k"] = df["k"].astype("int64")
+    groups = _in_order(df["group"])
+    order = {g: i for i, g in enumerate(groups)}
+    df = df.iloc[
+        sorted(range(len(df)), key=lambda i: (order[df["group"].iloc[i]], df["k"].iloc[i]))
+    ].reset_index(drop=True)
+    ks = sorted(set(df["k"].tolist()))
+    color = alt.Color("group:N", title=None, sort=groups, legend=alt.Legend(orient="bottom"))
+    x = alt.X(
+        "k:Q",
+        title="k (trials of a task that must all succeed)",
+        scale=alt.Scale(zero=False),
+        axis=alt.Axis(values=ks, format="d"),
+    )
+    base = alt.Chart(df)
+    band = base.mark_area(opacity=0.15).encode(
+        x=x,
+        y=alt.Y("ci_low:Q", title="pass^k", scale=alt.Scale(domain=[0.0, 1.0])),
+        y2="ci_high:Q",
+        color=color,
+    )
+    line = base.mark_line(point=True).encode(
+        x=x,
+        y="pass_hat:Q",
+        color=color,
+        tooltip=[
+            alt.Tooltip("group:N"),
+            alt.Tooltip("k:Q"),
+            alt.Tooltip("pass_hat:Q", title="pass^k", format=".3f"),
+            alt.Tooltip("ci_low:Q", title="CI low", format=".3f"),
+            alt.Tooltip("ci_high:Q", title="CI high", format=".3f"),
+        ],
+    )
+    level = f"{confidence:.0%}"
+    return alt.layer(band, line).properties(
+        width=_WIDTH,
+        height=300,
+        title=f"pass^k: the chance that k trials of a task all succeed (band: {level} CI)",
     )
 
 

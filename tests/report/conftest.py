@@ -14,6 +14,7 @@ import pytest
 
 from evalnoise.analysis import analyze_frame, compare_all_pairs, convergence_records, per_task_table
 from evalnoise.attribution import AttributionTables, attribution_for_trials
+from evalnoise.consistency import reliability_fields
 from evalnoise.manifest import build_manifest
 from evalnoise.report import CardContext, ReportInputs, build_report
 from evalnoise.stats import allocation_table, wilson_interval
@@ -98,7 +99,12 @@ def example_inputs(example_frame: pd.DataFrame, synthetic_attribution) -> dict:
     are the synthetic inputs: both agents under "1x" (the cards' profile) and "3x" (chart
     and attribution section only).
     """
-    groups = analyze_frame(example_frame)
+    groups = [
+        # pass^k as the pipeline records it (the report's pass^k chart)
+        {**g, "pass_k": reliability_fields(frame)["pass_k"]}
+        for g in analyze_frame(example_frame)
+        for frame in [example_frame[example_frame["group"] == g["group"]]]
+    ]
     nano = next(g for g in groups if g["group"] == NANO)
     alloc = allocation_table(250, nano["sigma2_between"], nano["sigma2_within"], max_tasks=198)
     budget = pd.DataFrame({"n_tasks": alloc.n_tasks, "trials": alloc.trials, "se": alloc.se})

@@ -220,7 +220,7 @@ def open_page(
 @pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs /usr/bin/chromium (tools/install-browser.sh)"
 )
-def test_report_renders_offline_in_chromium(built_report, tmp_path: Path) -> None:
+def test_report_renders_offline_in_chromium(built_report, example_inputs, tmp_path: Path) -> None:
     out, files = built_report
     chart_pages = sorted(p.name for p in files if p.suffix == ".html" and p.name != "index.html")
     assert len(chart_pages) == len(CHART_STEMS)  # the example report has every chart
@@ -257,6 +257,22 @@ def test_report_renders_offline_in_chromium(built_report, tmp_path: Path) -> Non
         assert adaptive["height"] > 100 and adaptive["display"] != "none", adaptive
         assert adaptive["rows"] == 2 and "target met" in adaptive["text"], adaptive
         assert "anytime-valid" in adaptive["text"]
+        # pass^k against k: one line, one band and a point per k for every group, as laid out
+        passk = cdp.evaluate(PASSK_JS)
+        groups = example_inputs["groups"]
+        assert passk["lines"] == len(groups) and passk["areas"] == len(groups), passk
+        assert passk["points"] == sum(len(g["pass_k"]["k"]) for g in groups), passk
+        assert sorted(passk["legend"]) == sorted(g["group"] for g in groups), passk
+        assert passk["width"] > 400 and passk["height"] > 250, passk
+        assert "pass^k" in passk["text"] and passk["display"] != "none"
+        clip = {k: passk[k] for k in ("x", "y", "width", "height")} | {"scale": 1}
+        shot = cdp.send(
+            "Page.captureScreenshot",
+            {"format": "png", "clip": clip, "captureBeyondViewport": True},
+            timeout=30,
+        )
+        (tmp_path / "pass_hat_k.png").write_bytes(base64.b64decode(shot["data"]))
+        assert (tmp_path / "pass_hat_k.png").read_bytes().startswith(b"\x89PNG")
         # no group of the example is marked as a failure
         assert cdp.evaluate("document.querySelectorAll('.banner').length") == 0
         # Full-page screenshot.
@@ -296,6 +312,24 @@ ATTRIBUTION_JS = """
     chartDrawn: !!(chart && chart.querySelector('svg.marks g.mark-symbol path')),
     policyCard: [...document.querySelectorAll('article.card th')]
       .filter(th => th.innerText === 'Infra policy sensitivity').length,
+  };
+})()
+"""
+
+
+# What the browser draws of the pass^k chart: its marks, legend and box on the page.
+PASSK_JS = """
+(() => {
+  const sec = document.getElementById('pass_hat_k');
+  const chart = sec.querySelector('div.chart');
+  const r = chart.getBoundingClientRect();
+  return {
+    lines: chart.querySelectorAll('svg.marks g.mark-line path').length,
+    areas: chart.querySelectorAll('svg.marks g.mark-area path').length,
+    points: chart.querySelectorAll('svg.marks g.mark-symbol.role-mark path').length,
+    legend: [...chart.querySelectorAll('g.role-legend-label text')].map(t => t.textContent),
+    x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height,
+    display: getComputedStyle(sec).display, text: sec.innerText,
   };
 })()
 """

@@ -124,6 +124,8 @@ def test_stale_outputs_are_removed(built_report, example_inputs, tmp_path) -> No
     shutil.copytree(out, target)
     (target / "notes.txt").write_text("mine", encoding="utf-8")
     only = {k: example_inputs[k] for k in ("groups", "card_context")}
+    # records without pass^k (a table analysed before it existed): no chart at all
+    only["groups"] = [{**g, "pass_k": None} for g in only["groups"]]
     files = build_report(target, ReportInputs.of(**only))
     names = sorted(p.relative_to(target).as_posix() for p in files)
     assert names == sorted(
@@ -148,6 +150,8 @@ def test_manifest_summary_in_index(example_inputs, tmp_path) -> None:
         "artifacts": [{"path": "results/a", "sha256": "0" * 64, "size": 1}],
     }
     only = {k: example_inputs[k] for k in ("groups", "card_context")}
+    # records without pass^k (a table analysed before it existed): no chart at all
+    only["groups"] = [{**g, "pass_k": None} for g in only["groups"]]
     build_report(tmp_path, ReportInputs.of(manifest=manifest, **only))
     index = (tmp_path / "index.html").read_text(encoding="utf-8")
     for text in ("ab" * 32, "c0ffee (uncommitted changes)", "2026-01-01T01:00:00Z", "numpy 2.0"):

@@ -30,6 +30,7 @@ PAIRS = {
     "convergence_spec": "convergence_chart",
     "budget_spec": "budget_chart",
     "dstudy_spec": "dstudy_chart",
+    "passk_spec": "passk_chart",
     "infra_spec": "infra_chart",
     "comparisons_spec": "comparisons_chart",
     "resource_sensitivity_spec": "resource_sensitivity_chart",

@@ -241,3 +241,57 @@ def test_the_largest_variance_of_a_score_range():
     assert max(np.var(rng.random(rng.integers(2, 9))) for _ in range(200)) <= 0.25
     with pytest.raises(ValueError, match="score_range"):
         max_variance(score_range=(1, 0))
+
+
+# --- what the design can detect at all ----------------------------------------------------------
+
+
+def test_the_smallest_attainable_pvalue_agrees_with_enumeration_and_bounds_detection():
+    """4 tasks × 4 trials, 2 per block, three tasks' trials differ: of the 6⁴ arrangements
+    of the block labels, the one with the largest F (statsmodels' ANOVA, block against the
+    residual) has the smallest p any outcome of this design can give, exactly the share of
+    arrangements reaching that F; the function's estimate agrees, it is above alpha, so the
+    block is not testable here, and no arrangement is detected — with the interaction in the
+    family too."""
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    y = np.array([1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0], dtype=float)
+    task = np.repeat([0, 1, 2, 3], 4)
+    arrangements = _arrangements(4, [0, 0, 1, 1])
+
+    def f_block(block: np.ndarray) -> float:
+        df = pd.DataFrame({"y": y, "t": task, "b": block})
+        ss = anova_lm(smf.ols("y ~ C(t) + C(b)", df).fit(), typ=2)["sum_sq"]
+        return ss["C(b)"] / ss["Residual"]
+
+    stats = np.array([f_block(a) for a in arrangements])
+    least = float((stats >= stats.max() - 1e-9 * (1 + stats.max())).mean())
+    assert least == pytest.approx(1 / 12) and least > 0.05
+
+    b = 20_000
+    observed = np.array([0, 0, 1, 1] * 4)
+    res = factor_permutation_test(y, task, {"time_block": observed}, n_permutations=b, seed=5)
+    se = np.sqrt(least * (1 - least) / b)
+    assert abs(res.min_pvalue_adjusted[0] - least) <= 4 * se + 1.0 / b
+    assert not res.testable[0] and not res.detected[0]
+    for arrangement in arrangements[::130]:
+        again = factor_permutation_test(
+            y, task, {"time_block": arrangement}, interactions=["time_block"],
+            n_permutations=999, seed=1,
+        )  # fmt: skip
+        assert not again.testable.any() and not again.detected.any()
+        # the observed table is one arrangement: its p is never below the smallest one
+        assert np.all(again.pvalue_adjusted >= again.min_pvalue_adjusted - 1e-12)
+
+
+def test_a_design_with_enough_varying_tasks_is_testable():
+    rng = np.random.default_rng(0)
+    task = np.repeat(np.arange(30), 8)
+    block = np.tile(np.arange(4), 60)
+    y = (rng.random(task.size) < np.where(block < 2, 0.2, 0.8)).astype(float)
+    res = factor_permutation_test(y, task, {"time_block": block}, interactions=["time_block"])
+    assert res.testable.all() and res.detected[0]
+    assert np.all(res.min_pvalue_adjusted <= res.pvalue_adjusted + 1e-12)
+    constant = factor_permutation_test(np.ones(task.size), task, {"time_block": block})
+    assert not constant.testable.any()  # nothing varies within a task: nothing can be tested

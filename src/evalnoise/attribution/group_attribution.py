@@ -141,6 +141,11 @@ def _components_ci(comps: Any) -> dict[str, dict[str, Any]]:
             "detected": bool(comps.detected[i]),
             "detected_by": comps.detected_by[i] if comps.detected_by else None,
             "pvalue": None if comps.pvalue is None else finite_or_none(comps.pvalue[i]),
+            # the smallest p this design can give: above alpha, not testable here
+            "min_pvalue": (
+                None if comps.min_pvalue is None else finite_or_none(comps.min_pvalue[i])
+            ),
+            "testable": _testable(comps, i),
         }
         for i, c in enumerate(comps.components)
     }
@@ -195,6 +200,15 @@ def _noise_model(
     return noise, time_note
 
 
+def _testable(comps: Any, i: int) -> bool | None:
+    """Whether component ``i``'s permutation test can reach its level at this design (its
+    smallest attainable adjusted p-value at most alpha); None when it was not so tested."""
+    least = None if comps.min_pvalue is None else finite_or_none(comps.min_pvalue[i])
+    if least is None or comps.permutation is None:
+        return None
+    return bool(least <= comps.permutation.alpha)
+
+
 def _permutation_decisions(noise: dict[str, Any], comps: Any) -> None:
     """The noise model's components (the G study's record, named in its notation,
     ``task×time_block``) carry the attribution's decisions: a time or host component is
@@ -211,6 +225,7 @@ def _permutation_decisions(noise: dict[str, Any], comps: Any) -> None:
         c["detected"] = bool(comps.detected[i])
         c["detected_by"] = comps.detected_by[i]
         c["pvalue"] = None if comps.pvalue is None else finite_or_none(comps.pvalue[i])
+        c["testable"] = _testable(comps, i)
         c["share"] = c.get("share_estimate") if c["detected"] else None
 
 

@@ -7,6 +7,10 @@ retried. The infrastructure-noise article finds infra error rates of 0.5–6% pe
 same order as the gaps between leaderboard entries — so the choice can matter. This module
 recomputes the accuracy of one group's trials under every policy the data allow and says whether the
 choice moves the result by more than its own confidence interval.
+
+The accuracy under each policy is the multiverse's infra-policy factor
+(:func:`evalnoise.multiverse.policy_cells`, one computation for both): this module reads that
+column and judges its spread against the reference interval.
 """
 
 from __future__ import annotations
@@ -18,17 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalnoise.outcomes import attempt_order
-from evalnoise.runner.infra_policies import InfraPolicy, PolicyResult, apply_infra_policy
-from evalnoise.stats.accuracy import AccuracyResult, accuracy
+from evalnoise.multiverse import POLICIES, counted_under_policies, policy_cells
+from evalnoise.stats.accuracy import AccuracyResult
 
 from ._json import records
-from ._trial_frame import one_group, require_columns, score_values, trial_key
+from ._trial_frame import one_group, require_columns, score_values
 
 __all__ = ["POLICIES", "PolicySensitivityResult", "counted_under_policies", "policy_sensitivity"]
-
-#: the policies compared, in print order; the first is the reference
-POLICIES = ("as_incorrect", "exclude", "retry")
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,14 @@ def policy_sensitivity(
     if "score" not in trials.columns and "correct" not in trials.columns:
         raise ValueError("the table has neither a 'score' nor a 'correct' column")
     one_group(trials)
-    plans = counted_under_policies(trials, on_exhausted=on_exhausted)
+    # the multiverse's infra-policy column of this scoring (score, else correct)
+    cells = policy_cells(
+        trials.assign(score=score_values(trials)),
+        on_exhausted=on_exhausted,
+        confidence=confidence,
+        cluster_se=cluster_se,
+        quantile=quantile,
+    )
 
     k = len(POLICIES)
     nan_arr = np.full(k, np.nan)
@@ -172,24 +179,20 @@ def policy_sensitivity(
     results: dict[str, AccuracyResult] = {}
     warnings: list[str] = []
     for i, name in enumerate(POLICIES):
-        plan = plans[name]
-        if isinstance(plan, str):
-            notes.append(plan)
+        cell = cells[name]
+        if isinstance(cell, str):
+            notes.append(cell)
             continue
-        applied, note = plan
-        notes.append(note)
-        y = score_values(applied.counted)
-        scored = ~np.isnan(y)
-        tasks = applied.counted["task_id"].to_numpy()[scored]
-        acc = accuracy(
-            y[scored], tasks, confidence=confidence, cluster_se=cluster_se, quantile=quantile
-        )
+        notes.append(cell.note)
+        n_unscored[i] = cell.n_unscored
+        n_excluded[i] = len(cell.applied.excluded)
+        if cell.accuracy is None:
+            continue  # nothing scored under this policy: NaN numbers, as accuracy gives
+        acc = cell.accuracy
         results[name] = acc
         applicable[i] = True
         mean[i], lo[i], hi[i] = acc.mean, acc.ci_low, acc.ci_high
-        n_counted[i] = int(scored.sum())
-        n_unscored[i] = int((~scored).sum())
-        n_excluded[i] = len(applied.excluded)
+        n_counted[i] = int(cell.scores.size)
         n_tasks[i] = acc.n_tasks
         warnings.extend(f"{name}: {w}" for w in acc.warnings)
 
@@ -219,41 +222,3 @@ def policy_sensitivity(
         confidence=float(confidence),
         warnings=tuple(dict.fromkeys(warnings)),
     )
-
-
-def counted_under_policies(
-    trials: pd.DataFrame, *, on_exhausted: str = "as_incorrect"
-) -> dict[str, tuple[PolicyResult, str] | str]:
-    """Each of :data:`POLICIES` applied to one group's attempts: the policy's result
-    (:func:`evalnoise.runner.infra_policies.apply_infra_policy`: the counted and excluded
-    rows) with a note on what it counts, or why the policy is not applicable (the Notes of
-    :func:`policy_sensitivity`): ``as_incorrect`` and ``exclude`` on the
-    first attempt of every trial, ``retry`` on the last (only when some trial was retried)."""
-    key = trial_key(trials)
-    frame = trials if "attempt" in trials.columns else trials.assign(attempt=1)
-    rows = attempt_order(frame, key)
-    if not rows.in_order:
-        frame = frame.iloc[rows.order]
-    first = frame if rows.first.all() else frame[rows.first]
-    retried = bool((~rows.first).any())
-    without = " (retries ignored: what the run would have scored without them)" if retried else ""
-    exhausted = "scores 0" if on_exhausted == "as_incorrect" else "is left out"
-    out: dict[str, tuple[PolicyResult, str] | str] = {
-        "as_incorrect": (
-            apply_infra_policy(first, InfraPolicy("as_incorrect"), key=tuple(key)),
-            f"first attempt of every trial; an infra outcome scores 0{without}",
-        ),
-        "exclude": (
-            apply_infra_policy(first, InfraPolicy("exclude"), key=tuple(key)),
-            f"first attempt of every trial; infra outcomes are left out{without}",
-        ),
-    }
-    if retried:
-        policy = InfraPolicy("retry", max(rows.most_attempts, 1), on_exhausted)
-        out["retry"] = (
-            apply_infra_policy(frame, policy, key=tuple(key)),
-            f"last attempt of every trial; an infra outcome on the last attempt {exhausted}",
-        )
-    else:
-        out["retry"] = "not applicable: no trial has more than one attempt"
-    return out

@@ -46,6 +46,11 @@ def infra_components_text(a: Mapping[str, Any]) -> str | None:
         c = per.get(name) or {}
         if c.get("pvalue") is None:
             parts.append(f"{name} not tested (too few trials per cell)")
+        elif not c.get("detected") and c.get("testable") is False:
+            parts.append(
+                f"{name} not testable at this design (p = {_pv(c['pvalue'])}; the smallest "
+                f"p these trials can give is {_pv(c['min_pvalue'])})"
+            )
         elif c.get("detected"):
             parts.append(f"{name} detected (share {_f(c.get('share'))}, p = {_pv(c['pvalue'])})")
         else:
@@ -121,8 +126,9 @@ def attribution_lines(a: Mapping[str, Any]) -> list[str]:
 
 def _component(c: Mapping[str, Any]) -> str:
     name = c["component"]
+    untestable = "; not testable at this design" if c.get("testable") is False else ""
     test = (
-        f" (permutation p = {_pv(c.get('pvalue'))})"
+        f" (permutation p = {_pv(c.get('pvalue'))}{untestable})"
         if c.get("detected_by") == "permutation"
         else ""
     )

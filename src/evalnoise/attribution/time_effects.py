@@ -114,6 +114,10 @@ class VarianceComponentsResult:
     pvalue : each infrastructure component's adjusted permutation p-value (NaN for the
         others).
     detected_by : per component, ``"permutation"`` or the interval's method.
+    min_pvalue : per permutation-tested component the smallest adjusted p-value its design
+        can give (:attr:`~evalnoise.stats.permutation.FactorPermutationResult.
+        min_pvalue_adjusted`; above 1 − confidence: not testable at this design), NaN for
+        the others.
     share_ci_low, share_ci_high : the interval of each sigma2 over total_variance.
     df : the degrees of freedom of each component's mean square.
     n_levels : levels of each factor (trials for the residual).
@@ -164,6 +168,7 @@ class VarianceComponentsResult:
     infra_pvalue: float = float("nan")
     permutation: FactorPermutationResult | None = None
     share_rule: ShareDecision | None = None
+    min_pvalue: np.ndarray | None = None
 
     def __getitem__(self, component: str) -> float:
         """The estimate of one component, by name."""
@@ -411,7 +416,9 @@ def variance_components(
     family, others = _permutation_tests(
         yv, t, facets, names, infra, conf, n_permutations=n_permutations, seed=seed
     )
-    pvalues, detected_all, detected_by, rule = _detections(g, names, infra, family, others, total)
+    pvalues, least, detected_all, detected_by, rule = _detections(
+        g, names, infra, family, others, total
+    )
     detected = rule.detected
     warnings.extend(family.warnings)
     levels = np.array([*g.n_levels[:-1], int(yv.size)], dtype=np.int64)
@@ -444,6 +451,7 @@ def variance_components(
         infra_pvalue=float(family.family_pvalue) if family.components else float("nan"),
         permutation=family,
         share_rule=rule,
+        min_pvalue=least,
     )
 
 
@@ -471,11 +479,12 @@ def _detections(
     family: FactorPermutationResult,
     others: FactorPermutationResult,
     total: float,
-) -> tuple[np.ndarray, np.ndarray, list[str], ShareDecision]:
-    """Each component's p, whether it is detected and by what: the permutation tests for
-    the time and host components, the G study's interval for the rest, and the share rule
-    over the share's components."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], ShareDecision]:
+    """Each component's p, the smallest p its design can give, whether it is detected and by
+    what: the permutation tests for the time and host components, the G study's interval
+    for the rest, and the share rule over the share's components."""
     pvalues = np.full(len(names), np.nan)
+    least = np.full(len(names), np.nan)
     detected_all = np.asarray(g.detected, dtype=bool).copy()
     detected_by = [g.ci_method] * len(names)
     own = {}
@@ -483,6 +492,7 @@ def _detections(
         for j, comp in enumerate(res.components):
             i = names.index(comp)
             pvalues[i] = res.pvalue_adjusted[j]
+            least[i] = res.min_pvalue_adjusted[j]
             detected_all[i] = bool(res.detected[j])
             detected_by[i] = "permutation"
             if res is family:
@@ -492,7 +502,7 @@ def _detections(
     )
     for comp, flag in zip(rule.components, rule.component_detected, strict=True):
         detected_all[names.index(comp)] = flag
-    return pvalues, detected_all, detected_by, rule
+    return pvalues, least, detected_all, detected_by, rule
 
 
 def _permutation_tests(

@@ -49,7 +49,13 @@ import pandas as pd
 
 from evalnoise.formatting import jsonable
 
-__all__ = ["judge_facet_record", "judge_quality", "judges_summary", "nested_record"]
+__all__ = [
+    "judge_facet_record",
+    "judge_quality",
+    "judges_summary",
+    "nested_record",
+    "scorer_rows",
+]
 
 _ATTEMPT = ["task_id", "trial", "attempt"]
 
@@ -133,6 +139,33 @@ def judge_quality(
             pd.concat(votes, ignore_index=True), options["confidence"]
         )
     return jsonable(out)
+
+
+def scorer_rows(
+    reference_paths: Iterable[str | os.PathLike[str]],
+    judged_paths: Mapping[str, Iterable[str | os.PathLike[str]]],
+    agent: str,
+    resource_profile: str,
+) -> dict[str, pd.DataFrame]:
+    """Every scorer's rows of one group, for the multiverse's ``judge`` factor
+    (:func:`evalnoise.multiverse.with_scorers`): the reference scorer's shards
+    (``results/scores/``) as ``reference`` (``reference scorer`` when a judge is named
+    ``reference``), then each judge's (``results/judged/JUDGE/``) under its name, in the
+    judges' order; each table the trial key, ``attempt`` and ``score`` (NaN where the
+    scorer gave no verdict: a skipped infra outcome, a judge error)."""
+    from evalnoise.pipeline.collect import read_scores
+
+    def rows(paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+        frame = read_scores(paths)
+        mine = frame[(frame["agent"] == agent) & (frame["resource_profile"] == resource_profile)]
+        return mine[[*_key(mine), "score"]].reset_index(drop=True)
+
+    judged = {str(name): list(paths) for name, paths in judged_paths.items()}
+    name = "reference scorer" if "reference" in judged else "reference"
+    out = {name: rows(reference_paths)}
+    for judge, paths in judged.items():
+        out[judge] = rows(paths)
+    return out
 
 
 class _Context:

@@ -132,6 +132,36 @@ def outcomes_with_flags(attempts: pd.DataFrame, rule: str = "verdict") -> dict[s
     return outcome_counts(apply_rule(attempts, rule))
 
 
+def multiverse_settings(
+    policy: Mapping[str, Any] | str,
+    options: Mapping[str, Any],
+    scorers: Mapping[str, pd.DataFrame] | None = None,
+) -> dict[str, Any]:
+    """The multiverse's settings for one group (:func:`evalnoise.consistency.
+    reliability_fields`): its reference cell is the run's own analysis — the declared infra
+    policy and verdict-after-failure rule (``policy``, the config's ``infra_policy`` with
+    ``after_agent_failure``) and the scorer the headline uses (``options["score"]``:
+    ``reference``, or ``judge``, the first judge); ``scorers`` (scorer name → its rows of
+    the group's attempts, :func:`evalnoise.pipeline.judging.scorer_rows`) make the scorer a
+    factor."""
+    from evalnoise.runner.infra_policies import infra_policy
+
+    declared = infra_policy(policy if isinstance(policy, str) else dict(policy))
+    reference = {
+        "infra_policy": declared.mode,
+        "verdict_after_failure": (
+            "agent_failure_scores_0"
+            if declared.after_agent_failure == "failure"
+            else "verifier_decides"
+        ),
+    }
+    if scorers:
+        names = list(scorers)
+        # the reference scorer is the first level, the judges follow in the config's order
+        reference["judge"] = names[1] if options.get("score") == "judge" else names[0]
+    return {"scorers": scorers, "reference": reference, "on_exhausted": declared.on_exhausted}
+
+
 def analyze_group(
     data: GroupData,
     options: Mapping[str, Any],
@@ -139,6 +169,7 @@ def analyze_group(
     policy: str,
     health: Mapping[str, Any] | None = None,
     actions: pd.DataFrame | None = None,
+    multiverse: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One group's statistics: ``overall``, ``levels``, ``infra``, ``per_task``, and what
     became of its trials: ``outcomes``, ``health`` (is this a measurement of the agent?),
@@ -151,6 +182,8 @@ def analyze_group(
     ``actions`` the actions tables of the group's trial shards
     (:func:`evalnoise.pipeline.collect.read_actions`; None: the run records none), whose
     counted trials' sequences give ``overall``'s ``trajectory_consistency``.
+    ``multiverse`` the multiverse's settings (:func:`multiverse_settings`; default: the
+    project's defaults, one scorer).
     A group with nothing to count (every trial excluded or unscored) gets records whose
     estimates are None, never an error: it is reported, flagged, and left out of comparisons.
     """
@@ -194,6 +227,7 @@ def analyze_group(
                 data.attempts,
                 confidence=options["confidence"],
                 actions=None if actions is None else counted_actions(actions, data),
+                **dict(multiverse or {}),
             )
         ),
     )
@@ -400,12 +434,16 @@ def group_outputs(
     health: Mapping[str, Any] | None = None,
     max_tasks: int | None = None,
     actions: pd.DataFrame | None = None,
+    multiverse: Mapping[str, Any] | None = None,
 ) -> GroupOutputs:
     """Every statistic of one group from its trials read once: ``stats`` =
     :func:`analyze_group` (eq. 2–4 and the ICC), ``convergence`` = :func:`convergence_table`,
     ``budget`` = :func:`budget_table` of those stats (eq. 9–10). The same values as the three
-    functions called one by one; the group's health is assessed once for all three."""
-    stats = analyze_group(data, options, policy=policy, health=health, actions=actions)
+    functions called one by one; the group's health is assessed once for all three.
+    ``multiverse``: :func:`multiverse_settings`."""
+    stats = analyze_group(
+        data, options, policy=policy, health=health, actions=actions, multiverse=multiverse
+    )
     return GroupOutputs(
         stats=stats,
         # the verdict analyze_group reached with the same health section

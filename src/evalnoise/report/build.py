@@ -62,6 +62,7 @@ from evalnoise.report.chart_sections import (
     chart_section_html,
     chart_sections,
 )
+from evalnoise.report.chart_tables import passk_table
 from evalnoise.report.group_cards import group_cards, group_names, infra_validity
 from evalnoise.report.inputs import ReportInputs
 from evalnoise.report.noise import dstudy_frame
@@ -224,11 +225,14 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
         # --- charts --------------------------------------------------------------------------
         rendered = []
         curves = None if att is None else dstudy_frame(att.summary, names.attribution_titles)
+        pass_k, pass_k_left_out = passk_table(c.record for c in by_group)
         for ch in chart_sections(
             per_task=inputs.per_task,
             convergence=inputs.convergence,
             budget=inputs.budget,
             dstudy=curves if curves is not None and len(curves) else None,
+            pass_k=pass_k,
+            pass_k_left_out=pass_k_left_out,
             infra=infra_validity(inputs.infra, by_group),
             comparisons=comparisons,
             skipped_comparisons=skipped,

@@ -1,6 +1,6 @@
 """The page's chart sections, in page order: per-question accuracy (paper Fig. 1), ICC
-convergence (Fig. 2, 4, 5), budget allocation (eq. 9–10, Fig. 3), the D study, accuracy and
-infrastructure errors per resource profile, and the paired comparisons.
+convergence (Fig. 2, 4, 5), budget allocation (eq. 9–10, Fig. 3), the D study, pass^k against
+k, accuracy and infrastructure errors per resource profile, and the paired comparisons.
 
 Each section is a :class:`ChartSection`: its chart's spec (None when no group has data for
 it), the notes naming the groups it leaves out (an undefined statistic is named, never dropped in
@@ -43,6 +43,7 @@ CHART_STEMS = (
     "icc_convergence",
     "budget_allocation",
     "dstudy",
+    "pass_hat_k",
     "infra_by_resource_profile",
     "comparisons",
     "resource_sensitivity",
@@ -76,6 +77,8 @@ def chart_sections(
     comparisons: pd.DataFrame | None,
     skipped_comparisons: Sequence[Mapping[str, Any]],
     dstudy: pd.DataFrame | None = None,
+    pass_k: pd.DataFrame | None = None,
+    pass_k_left_out: Mapping[str, str] | None = None,
     groups: Sequence[str],
     titles: Mapping[str, str],
     labels: Mapping[str, str],
@@ -84,7 +87,9 @@ def chart_sections(
     """The page's chart sections; the tables as :class:`~evalnoise.report.inputs.ReportInputs`
     names them (``comparisons`` without the pairs of an invalid group, which are among
     ``skipped_comparisons``). ``groups``: every group name (record order); ``titles``:
-    group → "agent @ profile"; ``labels``: group → chart label (invalid groups marked)."""
+    group → "agent @ profile"; ``labels``: group → chart label (invalid groups marked);
+    ``pass_k``, ``pass_k_left_out``: :func:`~evalnoise.report.chart_tables.passk_table` of
+    the groups' records (the section is drawn when some group has pass^k or is left out)."""
     level = f"{confidence:.0%}"
     out = []
     if per_task is not None:
@@ -155,6 +160,23 @@ def chart_sections(
                 "trials per task, the time blocks and hosts as they ran, at ¼ to 8 × what "
                 "the run cost (container-seconds); the label gives the split.",
                 specs.dstudy_spec(dstudy),
+            )
+        )
+    if (pass_k is not None and len(pass_k)) or pass_k_left_out:
+        notes = [
+            f"Left out: {titles.get(g, g)} ({why})." for g, why in (pass_k_left_out or {}).items()
+        ]
+        drawn = pass_k is not None and len(pass_k)
+        out.append(
+            ChartSection(
+                "pass_hat_k",
+                "pass^k: how fast reliability decays",
+                "pass^k is the chance that k trials of a task all succeed, for k = 1 to the "
+                "trials per task (the unbiased per-task estimate C(c, k) / C(n, k), averaged "
+                f"over tasks; band: the task-clustered {level} CI). pass^1 is the accuracy; a "
+                "steep fall means the agent's successes do not repeat.",
+                specs.passk_spec(pass_k, confidence=confidence) if drawn else None,
+                tuple(notes),
             )
         )
     if infra is not None:

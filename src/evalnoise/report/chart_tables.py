@@ -9,8 +9,9 @@ table. No drawing here: the specs turn these rows into Vega-Lite.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,8 @@ PER_TASK_COLUMNS = ("group", "task", "n", "mean", "ci_low", "ci_high")
 TIDY_CONVERGENCE_COLUMNS = ("group", "trials", "estimator", "mean", "low", "high")
 BUDGET_COLUMNS = ("n_tasks", "trials", "se")
 DSTUDY_COLUMNS = ("group", "budget", "se", "tasks", "trials")
+#: Columns of the pass^k table the pass^k chart requires (:func:`passk_table`).
+PASSK_COLUMNS = ("group", "k", "pass_hat", "ci_low", "ci_high")
 INFRA_COLUMNS = (
     "resource_profile",
     "agent",
@@ -233,6 +236,68 @@ def dstudy_frame(curve: pd.DataFrame) -> pd.DataFrame:
     df["group"] = df["group"].astype(str)
     df["label"] = [f"{int(n)} × {int(t)}" for n, t in zip(df["tasks"], df["trials"], strict=True)]
     return df
+
+
+# --- pass^k against k ------------------------------------------------------------------------
+
+
+def passk_table(records: Iterable[Mapping[str, Any]]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The pass^k chart's rows from the groups' statistics records: one row per group and
+    k = 1 … T with the record's ``pass_k`` (:func:`evalnoise.consistency.reliability_fields`:
+    ``k``, ``pass_hat`` and its task-clustered interval ``pass_hat_ci_low``,
+    ``pass_hat_ci_high``), groups in the records' order; and the groups left out, each with
+    why: withheld (not a measurement of the agent: its pass^k is no number about the agent)
+    or no pass^k recorded. A missing estimate stays a missing value, never 0."""
+    rows: list[dict[str, Any]] = []
+    left_out: dict[str, str] = {}
+    for record in records:
+        group = str(record["group"])
+        passk = record.get("pass_k")
+        if record.get("withheld"):
+            left_out[group] = "withheld: not a measurement of the agent"
+            continue
+        if not passk or not passk.get("k"):
+            left_out[group] = "no pass^k recorded (no counted trial)"
+            continue
+        for k, hat, low, high in zip(
+            passk["k"],
+            passk["pass_hat"],
+            passk["pass_hat_ci_low"],
+            passk["pass_hat_ci_high"],
+            strict=True,
+        ):
+            rows.append(
+                {
+                    "group": group,
+                    "k": int(k),
+                    "pass_hat": np.nan if hat is None else float(hat),
+                    "ci_low": np.nan if low is None else float(low),
+                    "ci_high": np.nan if high is None else float(high),
+                }
+            )
+    return pd.DataFrame(rows, columns=list(PASSK_COLUMNS)), left_out
+
+
+@dataclass(frozen=True)
+class PassKFrame:
+    """The pass^k chart's rows (groups in input order, k ascending within a group), its
+    groups in that order and every k drawn."""
+
+    rows: pd.DataFrame
+    groups: list[str]
+    ks: list[int]
+
+
+def passk_frame(table: pd.DataFrame) -> PassKFrame:
+    """The rows the pass^k chart draws (:data:`PASSK_COLUMNS`)."""
+    require(table, PASSK_COLUMNS, "passk_chart")
+    df = table[list(PASSK_COLUMNS)].copy()
+    df["group"] = df["group"].astype(str)
+    df["k"] = df["k"].astype("int64")
+    groups = in_order(df["group"])
+    df["_g"] = df["group"].map({g: i for i, g in enumerate(groups)})
+    df = df.sort_values(["_g", "k"], kind="mergesort").drop(columns="_g").reset_index(drop=True)
+    return PassKFrame(df, groups, sorted({int(k) for k in df["k"]}))
 
 
 # --- accuracy and infra errors per resource profile ------------------------------------------

@@ -14,6 +14,7 @@ per_task_chart         per_task_spec
 convergence_chart      convergence_spec
 budget_chart           budget_spec
 dstudy_chart           dstudy_spec
+passk_chart            passk_spec
 infra_chart            infra_spec
 comparisons_chart      comparisons_spec
 resource_sensitivity_  resource_sensitivity_spec
@@ -36,6 +37,7 @@ from evalnoise.report.chart_tables import (
     ESTIMATORS,
     INFRA_COLUMNS,
     MEASUREMENT_STATUS,
+    PASSK_COLUMNS,
     PER_TASK_POINTS,
     RESOURCE_SENSITIVITY_COLUMNS,
     SINGLED_OUT,
@@ -50,6 +52,7 @@ __all__ = [
     "ESTIMATORS",
     "INFRA_COLUMNS",
     "MEASUREMENT_STATUS",
+    "PASSK_COLUMNS",
     "PER_TASK_POINTS",
     "RESOURCE_SENSITIVITY_COLUMNS",
     "SINGLED_OUT",
@@ -58,6 +61,7 @@ __all__ = [
     "convergence_chart",
     "dstudy_chart",
     "infra_chart",
+    "passk_chart",
     "per_task_chart",
     "recommended_allocation",
     "resource_sensitivity_chart",
@@ -107,6 +111,12 @@ def dstudy_chart(curve: pd.DataFrame) -> alt.LayerChart:
     """The D study, the least total-error SE each budget buys:
     :func:`evalnoise.report.specs.dstudy_spec` as an altair chart."""
     return _as_chart(specs.dstudy_spec(curve))
+
+
+def passk_chart(table: pd.DataFrame, *, confidence: float = 0.95) -> alt.LayerChart:
+    """pass^k against k, one line per group with its interval as a band:
+    :func:`evalnoise.report.specs.passk_spec` as an altair chart."""
+    return _as_chart(specs.passk_spec(table, confidence=confidence))
 
 
 def infra_chart(infra: pd.DataFrame, *, confidence: float = 0.95) -> alt.HConcatChart:

@@ -53,6 +53,8 @@ def _component_row(c: Mapping[str, Any]) -> str:
     share = pct(_num(c.get("share"))) if detected else "not detected"
     cls = "" if detected else ' class="na"'
     flags = []
+    if not detected and c.get("testable") is False:
+        flags.append("not testable at this design")
     if c.get("truncated"):
         flags.append("truncated at 0")
     return (

@@ -22,6 +22,9 @@ convergence_spec           tidy: group, trials, estimator, mean, low, high [, re
                            stats convergence table)
 budget_spec                n_tasks, trials, se [, group] [, recommended]
 dstudy_spec                group, budget_multiple, budget, se, tasks, trials
+passk_spec                 group, k, pass_hat, ci_low, ci_high
+                           (:func:`~evalnoise.report.chart_tables.passk_table` of the
+                           groups' records)
 infra_spec                 resource_profile, agent, accuracy, ci_low, ci_high,
                            infra_error_rate, infra_ci_low, infra_ci_high [, valid]
 comparisons_spec           a, b, diff, ci_low, ci_high [, pvalue_holm] [, kind]
@@ -46,6 +49,7 @@ from evalnoise.report.chart_tables import (
     convergence_frame,
     dstudy_frame,
     infra_frame,
+    passk_frame,
     per_task_frame,
     resource_frame,
 )
@@ -66,6 +70,7 @@ BUDGET_TITLE = "Budget allocation: SE of accuracy for a fixed number of runs (di
 DSTUDY_TITLE = "D study: least total-error SE per budget (label: tasks × trials per task)"
 INFRA_TITLE = "Accuracy and infrastructure errors per resource profile"
 COMPARISONS_TITLE = "Paired differences (a − b)"
+PASSK_TITLE = "pass^k: the chance that k trials of a task all succeed (band: {level} CI)"
 
 
 # --- per-question accuracy (paper Fig. 1) ----------------------------------------------------
@@ -283,6 +288,60 @@ def dstudy_spec(curve: pd.DataFrame) -> dict[str, Any]:
     )
     body = {"layer": [line, text], "height": 300, "title": DSTUDY_TITLE, "width": WIDTH}
     return top(body, values(df), data_at=1)
+
+
+# --- pass^k against k ------------------------------------------------------------------------
+
+
+def passk_spec(table: pd.DataFrame, *, confidence: float = 0.95) -> dict[str, Any]:
+    """pass^k against k = 1 … T, one line per group, its task-clustered interval as a band:
+    how fast the chance that k trials of a task all succeed decays (tau-bench's reliability
+    curve; pass^k = mean over tasks of C(c_i, k) / C(n_i, k),
+    :func:`evalnoise.stats.passk.pass_hat_k`).
+
+    Input columns (:func:`~evalnoise.report.chart_tables.passk_table`): ``group, k,
+    pass_hat, ci_low, ci_high``. Groups keep the input order; the y axis is [0, 1]; a
+    missing interval leaves a gap in the band.
+    """
+    frame = passk_frame(table)
+    color = field("group:N", legend={"orient": "bottom"}, sort=frame.groups, title=None)
+    x = field(
+        "k:Q",
+        axis={"format": "d", "values": frame.ks},
+        scale={"zero": False},
+        title="k (trials of a task that must all succeed)",
+    )
+    band = layer(
+        mark("area", opacity=0.15),
+        {
+            "color": color,
+            "x": x,
+            "y": field("ci_low:Q", scale={"domain": [0.0, 1.0]}, title="pass^k"),
+            "y2": second("ci_high:Q"),
+        },
+    )
+    line = layer(
+        mark("line", point=True),
+        {
+            "color": color,
+            "x": x,
+            "y": field("pass_hat:Q"),
+            "tooltip": [
+                tip("group:N"),
+                tip("k:Q"),
+                tip("pass_hat:Q", "pass^k", ".3f"),
+                tip("ci_low:Q", "CI low", ".3f"),
+                tip("ci_high:Q", "CI high", ".3f"),
+            ],
+        },
+    )
+    body = {
+        "layer": [band, line],
+        "height": 300,
+        "title": PASSK_TITLE.format(level=f"{confidence:.0%}"),
+        "width": WIDTH,
+    }
+    return top(body, values(frame.rows), data_at=1)
 
 
 # --- accuracy and infra errors per resource profile ------------------------------------------

@@ -47,6 +47,15 @@ the test that *every* component is 0, the test of their sum — is min_k of them
 is detected when its adjusted p-value is at most α, and the family is detected exactly when
 one of its components is: the two can never disagree.
 
+Power. The test conditions on each stratum's scores: only their arrangements over the labels
+vary. A task whose trials all scored alike has one arrangement and adds nothing; with few
+tasks whose trials differ (an agent that always or never solves most tasks) the arrangements
+are few, and even the one with the largest statistic, T_max, is reached by a share of them:
+its p-value, #{j : T_j ≥ T_max} / (1 + B), is the smallest any outcome of this design can
+give (estimated on the same permutations; the adjusted one likewise, #{j : m_j ≤ that
+count} / (1 + B)). When it exceeds α the component is *not testable at this design*: p = 1
+then says nothing about the factor, and the result says so (``testable``).
+
 Exchangeability is what the test needs and all it needs: the trials of a task independent
 and identically distributed when the factor has no effect (hosts assigned to trials without
 regard to the trial's outcome, e.g. at random). Under a partial null (a host effect but no
@@ -127,6 +136,12 @@ class FactorPermutationResult(DictResult):
     seed : the permutations' seed.
     method : what was permuted, within what.
     warnings : components left out and why.
+    min_pvalue_adjusted : the smallest adjusted p-value any arrangement of these scores could
+        get: that of the arrangement with the largest statistic (module docstring, "Power").
+    testable : ``min_pvalue_adjusted ≤ alpha``: the design can detect the component at all.
+        False: whatever the factor does, these scores cannot give p ≤ alpha (too few tasks
+        whose trials differ, too few distinct arrangements): "not testable at this design",
+        not "no effect".
     """
 
     components: tuple[str, ...]
@@ -141,6 +156,8 @@ class FactorPermutationResult(DictResult):
     seed: int
     method: str
     warnings: tuple[str, ...] = field(default=())
+    min_pvalue_adjusted: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    testable: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     def test(self, component: str) -> PermutationTestResult:
         """One component's test."""
@@ -265,17 +282,24 @@ def _components(
     return tested, with_interaction
 
 
-def _westfall_young(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def _westfall_young(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """From the statistics (row 0 observed, B permuted rows): each component's permutation
     p, (1 + #{b : T_b ≥ T_obs}) / (B + 1), its Westfall–Young min-p adjusted p,
-    (1 + #{b : min_k p_bk ≤ p_k}) / (B + 1) over the family, and the family's p."""
+    (1 + #{b : min_k p_bk ≤ p_k}) / (B + 1) over the family, the smallest adjusted p any
+    arrangement of these scores reaches (that of the largest statistic, the module's
+    "Power"), and the family's p."""
     tail = _tail_counts(stats)  # (B + 1, K): #{j : T_j ≥ T_i}
     total = stats.shape[0]
+    k_range = range(stats.shape[1])
     pvalue = tail[0] / total
     m_j = tail.min(axis=1)
-    adjusted = np.array([np.count_nonzero(m_j <= tail[0, k]) for k in range(stats.shape[1])])
-    adjusted = adjusted / total
-    return pvalue, adjusted, float(adjusted.min())
+    adjusted = np.array([np.count_nonzero(m_j <= tail[0, k]) for k in k_range]) / total
+    top = stats.max(axis=0)
+    with np.errstate(invalid="ignore"):
+        reach = np.where(np.isfinite(top), top - _TIE * (1.0 + np.abs(top)), top)
+    at_top = (stats >= reach[None, :]).sum(axis=0)
+    least = np.array([np.count_nonzero(m_j <= at_top[k]) for k in k_range]) / total
+    return pvalue, adjusted, least, float(adjusted.min())
 
 
 def _scores_tasks_strata(y: Any, task: Any, strata: Any) -> tuple[np.ndarray, ...]:
@@ -376,7 +400,8 @@ def factor_permutation_test(
             components=(), statistic=empty, pvalue=empty, pvalue_adjusted=empty,
             detected=np.zeros(0, dtype=bool), family_pvalue=1.0, family_detected=False,
             n_permutations=b_total, alpha=level, seed=int(seed), method=method,
-            warnings=tuple(warnings),
+            warnings=tuple(warnings), min_pvalue_adjusted=empty,
+            testable=np.zeros(0, dtype=bool),
         )  # fmt: skip
 
     levels = {k: int(v.max()) + 1 for k, v in labels.items()}
@@ -432,7 +457,7 @@ def factor_permutation_test(
     if q <= 1e-12 * max(float(yv @ yv), 1e-300):
         # every stratum's scores equal: nothing varies, nothing to detect
         stats[:] = 0.0
-    pvalue, adjusted, family = _westfall_young(stats)
+    pvalue, adjusted, least, family = _westfall_young(stats)
     detected = adjusted <= level
     return FactorPermutationResult(
         components=names,
@@ -447,4 +472,6 @@ def factor_permutation_test(
         seed=int(seed),
         method=method,
         warnings=tuple(warnings),
+        min_pvalue_adjusted=least.astype(float),
+        testable=least <= level,
     )
