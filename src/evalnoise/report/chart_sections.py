@@ -163,22 +163,7 @@ def chart_sections(
             )
         )
     if (pass_k is not None and len(pass_k)) or pass_k_left_out:
-        notes = [
-            f"Left out: {titles.get(g, g)} ({why})." for g, why in (pass_k_left_out or {}).items()
-        ]
-        drawn = pass_k is not None and len(pass_k)
-        out.append(
-            ChartSection(
-                "pass_hat_k",
-                "pass^k: how fast reliability decays",
-                "pass^k is the chance that k trials of a task all succeed, for k = 1 to the "
-                "trials per task (the unbiased per-task estimate C(c, k) / C(n, k), averaged "
-                f"over tasks; band: the task-clustered {level} CI). pass^1 is the accuracy; a "
-                "steep fall means the agent's successes do not repeat.",
-                specs.passk_spec(pass_k, confidence=confidence) if drawn else None,
-                tuple(notes),
-            )
-        )
+        out.append(_passk_section(pass_k, pass_k_left_out or {}, titles, confidence))
     if infra is not None:
         out.append(
             ChartSection(
@@ -196,21 +181,50 @@ def chart_sections(
             )
         )
     if comparisons is not None or skipped_comparisons:
-        out.append(
-            ChartSection(
-                "comparisons",
-                "Paired comparisons",
-                f"Paired differences in accuracy (a − b) on common tasks with {level} CIs; "
-                "coloured by Holm-adjusted significance. An interval crossing zero is no "
-                "evidence of a difference.",
-                None
-                if comparisons is None
-                else specs.comparisons_spec(comparisons, confidence=confidence),
-                () if comparisons is not None else ("No comparison could be made.",),
-                skipped_comparisons_html(skipped_comparisons),
-            )
-        )
+        out.append(_comparisons_section(comparisons, skipped_comparisons, confidence))
     return out
+
+
+def _passk_section(
+    pass_k: pd.DataFrame | None,
+    left_out: Mapping[str, str],
+    titles: Mapping[str, str],
+    confidence: float,
+) -> ChartSection:
+    """pass^k against k, one line per group (:func:`~evalnoise.report.specs.passk_spec`);
+    the groups left out named under it."""
+    level = f"{confidence:.0%}"
+    notes = [f"Left out: {titles.get(g, g)} ({why})." for g, why in left_out.items()]
+    drawn = pass_k is not None and len(pass_k)
+    return ChartSection(
+        "pass_hat_k",
+        "pass^k: how fast reliability decays",
+        "pass^k is the chance that k trials of a task all succeed, for k = 1 to the "
+        "trials per task (the unbiased per-task estimate C(c, k) / C(n, k), averaged "
+        f"over tasks; band: the task-clustered {level} CI). pass^1 is the accuracy; a "
+        "steep fall means the agent's successes do not repeat.",
+        specs.passk_spec(pass_k, confidence=confidence) if drawn else None,
+        tuple(notes),
+    )
+
+
+def _comparisons_section(
+    comparisons: pd.DataFrame | None,
+    skipped: Sequence[Mapping[str, Any]],
+    confidence: float,
+) -> ChartSection:
+    """The paired comparisons' chart, with the pairs that could not be compared."""
+    level = f"{confidence:.0%}"
+    return ChartSection(
+        "comparisons",
+        "Paired comparisons",
+        f"Paired differences in accuracy (a − b) on common tasks with {level} CIs; "
+        "coloured by Holm-adjusted significance. An interval crossing zero is no "
+        "evidence of a difference.",
+        None if comparisons is None else specs.comparisons_spec(comparisons, confidence=confidence),
+        () if comparisons is not None else ("No comparison could be made.",),
+        skipped_comparisons_html(skipped),
+    )
 
 
 def chart_section_html(section: ChartSection, div: str | None) -> str:

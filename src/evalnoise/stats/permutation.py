@@ -400,8 +400,7 @@ def factor_permutation_test(
             components=(), statistic=empty, pvalue=empty, pvalue_adjusted=empty,
             detected=np.zeros(0, dtype=bool), family_pvalue=1.0, family_detected=False,
             n_permutations=b_total, alpha=level, seed=int(seed), method=method,
-            warnings=tuple(warnings), min_pvalue_adjusted=empty,
-            testable=np.zeros(0, dtype=bool),
+            warnings=tuple(warnings), min_pvalue_adjusted=empty, testable=empty.astype(bool),
         )  # fmt: skip
 
     levels = {k: int(v.max()) + 1 for k, v in labels.items()}
