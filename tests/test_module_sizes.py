@@ -27,7 +27,6 @@ MODULE_EXCEPTIONS: dict[str, str] = {
 #: functions over the limit while someone splits them: "path::qualified name" → who
 FUNCTION_EXCEPTIONS: dict[str, str] = {
     "src/evalnoise/runner/external_agent.py::run_external_agent": "agents37 (#37)",
-    "src/evalnoise/multiverse.py::multiverse": "report40 (#40) edits the multiverse",
     "src/evalnoise/runner/shard.py::_run": "traj40 (#40) edits the shard's trial recording",
 }
 

@@ -334,35 +334,7 @@ def multiverse(
                         "n_trials": int(cell.scores.size),
                         "n_tasks": int(np.unique(cell.tasks).size),
                     }
-                    if cell.accuracy is None:
-                        for estimand in ("task_means", "pooled"):
-                            rows.append({"estimand": estimand, **base, "mean": np.nan,
-                                         "ci_low": np.nan, "ci_high": np.nan})  # fmt: skip
-                        continue
-                    acc = cell.accuracy
-                    if se != "cr1":
-                        acc = accuracy(
-                            cell.scores,
-                            cell.tasks,
-                            confidence=confidence,
-                            cluster_se=se,
-                            quantile=quantile,
-                        )
-                    rows.append(
-                        {
-                            "estimand": "task_means",
-                            **base,
-                            "mean": acc.mean,
-                            "ci_low": acc.ci_low,
-                            "ci_high": acc.ci_high,
-                        }
-                    )
-                    mean, _, lo, hi = pooled_mean_interval(
-                        cell.scores, cell.tasks, confidence, cluster_se=se
-                    )
-                    rows.append(
-                        {"estimand": "pooled", **base, "mean": mean, "ci_low": lo, "ci_high": hi}
-                    )
+                    rows.extend(_estimand_rows(cell, base, se, confidence, quantile))
     cells = pd.DataFrame(rows)[[*FACTORS, "mean", "ci_low", "ci_high", "n_trials", "n_tasks"]]
     levels = {
         "estimand": ("task_means", "pooled"),
@@ -408,6 +380,29 @@ def multiverse(
         confidence=float(confidence),
         notes=tuple(notes),
     )
+
+
+def _estimand_rows(
+    cell: Any, base: Mapping[str, Any], se: str, confidence: float, quantile: str
+) -> list[dict[str, Any]]:
+    """The two estimands' cells of one policy cell under one SE: the mean of task means
+    (:func:`evalnoise.stats.accuracy`) and the pooled mean with its clustered interval
+    (:func:`evalnoise.stats._task_intervals.pooled_mean_interval`); NaN when nothing was
+    scored."""
+    if cell.accuracy is None:
+        nan = {"mean": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+        return [{"estimand": e, **base, **nan} for e in ("task_means", "pooled")]
+    acc = cell.accuracy
+    if se != "cr1":
+        acc = accuracy(
+            cell.scores, cell.tasks, confidence=confidence, cluster_se=se, quantile=quantile
+        )
+    mean, _, lo, hi = pooled_mean_interval(cell.scores, cell.tasks, confidence, cluster_se=se)
+    return [
+        {"estimand": "task_means", **base, "mean": acc.mean, "ci_low": acc.ci_low,
+         "ci_high": acc.ci_high},
+        {"estimand": "pooled", **base, "mean": mean, "ci_low": lo, "ci_high": hi},
+    ]  # fmt: skip
 
 
 def multiverse_for_group(frame: pd.DataFrame, **options: Any) -> MultiverseResult:
