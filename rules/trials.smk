@@ -109,7 +109,7 @@ rule run_trials:
         reward_key=config["benchmark"]["reward"],
         network=RUN.network_param,
         tampered_environment=config["benchmark"]["tampered_environment"],
-        unverified_rounds=WIRING.verifier_rounds,
+        unverified_reruns=WIRING.verifier_reruns,
         code_version=code_version("runner"),
     script:
         "../scripts/run_trials.py"
@@ -133,7 +133,7 @@ rule score:
         judge_cache=JUDGE_CACHE,
         template_hash=RUN.judge_template_hash,
         task_rows=RUN.task_rows_param,
-        unjudged_rounds=WIRING.score_rounds,
+        unjudged_reruns=WIRING.score_reruns,
         code_version=code_version("scorers"),
     run:
         in_process("../scripts/score.py", locals())
@@ -158,7 +158,7 @@ rule judge:
         judge_cache=JUDGE_CACHE,
         template_hash=RUN.judge_template_hash,
         task_rows=RUN.task_rows_param,
-        unjudged_rounds=WIRING.judge_rounds,
+        unjudged_reruns=WIRING.judge_reruns,
         code_version=code_version("scorers"),
     run:
         in_process("../scripts/score.py", locals())

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from snakemake.iocontainers import Params
 
-from evalnoise.pipeline.rerun_rounds import (
-    add_judge_round,
-    add_verifier_round,
-    judge_rounds,
-    verifier_rounds,
+from evalnoise.pipeline.reruns import (
+    add_judge_rerun,
+    add_verifier_rerun,
+    judge_reruns,
+    verifier_reruns,
 )
 from evalnoise.pipeline.run_plan import RunPlan
 from evalnoise.pipeline.shard_job import ShardFiles, ShardJob, ShardJobError
@@ -34,7 +34,7 @@ PARAMS = {
     "task_rows": "c6d38425ad05569b",
     "server": {"n_ctx": 512},
     "reward_key": None,
-    "unverified_rounds": 0,
+    "unverified_reruns": 0,
     "code_version": "48c894778d8d5212",
 }
 
@@ -172,10 +172,10 @@ def test_a_job_is_its_plain_form(first, width, trials, seed, concurrency):
 
 def test_the_rerun_counters_count_up_beside_the_shard(tmp_path):
     shard = tmp_path / "c0000-0005.parquet"
-    assert verifier_rounds(shard) == judge_rounds(shard) == 0
-    assert add_verifier_round(shard) == 1 and add_verifier_round(shard) == 2
-    assert verifier_rounds(shard) == 2 and judge_rounds(shard) == 0
-    assert add_judge_round(shard) == 1 and judge_rounds(shard) == 1
-    assert (tmp_path / "c0000-0005.parquet.unverified-rounds").read_text() == "2\n"
-    (tmp_path / "c0000-0005.parquet.unjudged-rounds").write_text("garbled")
-    assert judge_rounds(shard) == 0  # unreadable: as if none
+    assert verifier_reruns(shard) == judge_reruns(shard) == 0
+    assert add_verifier_rerun(shard) == 1 and add_verifier_rerun(shard) == 2
+    assert verifier_reruns(shard) == 2 and judge_reruns(shard) == 0
+    assert add_judge_rerun(shard) == 1 and judge_reruns(shard) == 1
+    assert (tmp_path / "c0000-0005.parquet.unverified-reruns").read_text() == "2\n"
+    (tmp_path / "c0000-0005.parquet.unjudged-reruns").write_text("garbled")
+    assert judge_reruns(shard) == 0  # unreadable: as if none

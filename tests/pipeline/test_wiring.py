@@ -193,12 +193,12 @@ def test_a_rerun_count_is_read_beside_its_shard(default_config, tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     w = wiring(plan_run(default_config))
     s = Shard("chat", "3x", "0000-0001", "0000-0005").wildcards
-    assert w.score_rounds(s) == w.verifier_rounds(s) == 0
+    assert w.score_reruns(s) == w.verifier_reruns(s) == 0
     scores = Path(fill(OUTPUTS["score"]["scores"], **s))
     scores.parent.mkdir(parents=True)
-    Path(f"{scores}.unjudged-rounds").write_text("2\n", encoding="utf-8")
-    assert w.score_rounds(s) == 2
-    assert w.judge_rounds({**s, "judge": "llm"}) == 0
+    Path(f"{scores}.unjudged-reruns").write_text("2\n", encoding="utf-8")
+    assert w.score_reruns(s) == 2
+    assert w.judge_reruns({**s, "judge": "llm"}) == 0
 
 
 # -- sequential mode: the design decided by the rounds so far -----------------------------------

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalnoise.atomic import atomic_path
-from evalnoise.pipeline import rerun_rounds
+from evalnoise.pipeline import reruns
 from evalnoise.pipeline.model_servers import JUDGE_SERVERS, LazyServer
 from evalnoise.pipeline.settings import RUNTIME_URL_VAR
 from evalnoise.pipeline.shard_job import ShardFiles, ShardJob
@@ -163,12 +163,12 @@ def run_trials_shard(
             lazy.stop()
     unverified = _last_statuses(files.output).count("verifier_error")
     if unverified:
-        rounds = rerun_rounds.add_verifier_round(files.output)
+        count = reruns.add_verifier_rerun(files.output)
         log.warning(
             "%d trials have no verdict from their verifier (verifier_error): they have no "
-            "score, are flagged in every output, and a plain rerun runs them again. Round %d.",
+            "score, are flagged in every output, and a plain rerun runs them again. Rerun %d.",
             unverified,
-            rounds,
+            count,
         )
     log.info(
         "%s: %d rows for %d trials (%d attempts run now, %d resumed) %s in %.1fs%s",
@@ -256,7 +256,7 @@ def score_shard(
     SCORES table atomically. The judge's verdicts are cached in ``judge_cache``.
 
     Trials the judge could not score (``judge_error``) are logged with their count and
-    raise the shard's :func:`evalnoise.pipeline.rerun_rounds.judge_rounds`, so a plain
+    raise the shard's :func:`evalnoise.pipeline.reruns.judge_reruns`, so a plain
     rerun retries exactly those trials."""
     from evalnoise.scorers import score_trials
 
@@ -284,13 +284,13 @@ def score_shard(
         pq.write_table(table, tmp)
     failed = table.column("judge_status").to_pylist().count("judge_error")
     if failed:
-        rounds = rerun_rounds.add_judge_round(output)
+        count = reruns.add_judge_rerun(output)
         log.warning(
             "%d of %d trials unscored (judge_error): they count nowhere and are flagged in "
             "every output; a plain rerun judges exactly those again (the cache keeps the "
-            "rest). Unjudged round %d of this shard.",
+            "rest). Unjudged rerun %d of this shard.",
             failed,
             table.num_rows,
-            rounds,
+            count,
         )
     return table

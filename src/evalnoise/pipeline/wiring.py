@@ -211,25 +211,25 @@ class Wiring:
             return self.judged_of(agent, resource_profile, design, judges=primary)
         return self.reference_scores_of(agent, resource_profile, design)
 
-    def score_rounds(self, wildcards: Any) -> int:
+    def score_reruns(self, wildcards: Any) -> int:
         """Runs of this score shard's job that left trials unjudged
-        (:func:`evalnoise.pipeline.rerun_rounds.judge_rounds`): a plain rerun judges them again."""
-        from evalnoise.pipeline.rerun_rounds import judge_rounds
+        (:func:`evalnoise.pipeline.reruns.judge_reruns`): a plain rerun judges them again."""
+        from evalnoise.pipeline.reruns import judge_reruns
 
-        return judge_rounds(self._fill("score", "scores", **wildcards))
+        return judge_reruns(self._fill("score", "scores", **wildcards))
 
-    def verifier_rounds(self, wildcards: Any) -> int:
+    def verifier_reruns(self, wildcards: Any) -> int:
         """Runs of this trial shard's job that left trials without a verifier's verdict
-        (:func:`evalnoise.pipeline.rerun_rounds.verifier_rounds`): a plain rerun runs them again."""
-        from evalnoise.pipeline.rerun_rounds import verifier_rounds
+        (:func:`evalnoise.pipeline.reruns.verifier_reruns`): a plain rerun runs them again."""
+        from evalnoise.pipeline.reruns import verifier_reruns
 
-        return verifier_rounds(self._fill("run_trials", "shard", **wildcards))
+        return verifier_reruns(self._fill("run_trials", "shard", **wildcards))
 
-    def judge_rounds(self, wildcards: Any) -> int:
+    def judge_reruns(self, wildcards: Any) -> int:
         """Runs of this judge shard's job that left trials unjudged."""
-        from evalnoise.pipeline.rerun_rounds import judge_rounds
+        from evalnoise.pipeline.reruns import judge_reruns
 
-        return judge_rounds(self._fill("judge", "judged", **wildcards))
+        return judge_reruns(self._fill("judge", "judged", **wildcards))
 
     # -- sequential mode: the checkpoint's inputs and params ------------------------------------
 
