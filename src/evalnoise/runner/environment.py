@@ -187,8 +187,9 @@ from evalnoise.runner.engine import (
     ping_engine,
     remove_trial_container,
 )
-from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES
-from evalnoise.runner.external_agent import AgentOutcome, run_external_agent
+from evalnoise.runner.exec_protocol import DEFAULT_OUTPUT_BYTES, PROTOCOL
+from evalnoise.runner.external_agent import AgentOutcome, host_command, run_external_agent
+from evalnoise.runner.fork_server import MARKER_VARIABLE, SCRATCH_TAG, ForkServers, popen_agent
 from evalnoise.runner.healthcheck import run_healthcheck
 from evalnoise.runner.host_processes import kill_marked
 from evalnoise.runner.resources import Allocation, docker_resource_kwargs
@@ -338,6 +339,8 @@ class EnvironmentBackend:
         self._tasks_lock = threading.Lock()
         self._agents: dict[int, str] = {}  # external agent process group -> shard id
         self._agents_lock = threading.Lock()
+        #: warm processes of the agents whose spec says fork_server (one per shard and agent)
+        self.fork_servers = ForkServers(self.scratch_root)
 
     # -- engine health and cleanup ----------------------------------------------------------
 
@@ -358,7 +361,8 @@ class EnvironmentBackend:
         return [c["Id"] for c in found]
 
     def abort(self, shard_id: str) -> None:
-        """Kill this shard's external agents and remove its containers."""
+        """Kill this shard's external agents and their fork servers, and remove its
+        containers."""
         import docker.errors
 
         with self._agents_lock:
@@ -366,6 +370,7 @@ class EnvironmentBackend:
         for group in groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
+        self.fork_servers.kill(shard_id)
         for container_id in self._shard_container_ids(shard_id):
             with contextlib.suppress(docker.errors.APIError):
                 self.client.api.remove_container(container_id, force=True, v=True)
@@ -373,9 +378,11 @@ class EnvironmentBackend:
     def cleanup(self, shard_id: str) -> int:
         """Remove what a killed run of ``shard_id`` left: containers (by their shard label),
         external agent processes (recognised by their task file in the shard's scratch
-        directories) and the scratch directories."""
+        directories, or their fork server's directory) and the scratch directories. The
+        shard's fork servers of this backend are stopped (the shard ends, or starts)."""
         import docker.errors
 
+        self.fork_servers.close(shard_id)
         removed = 0
         for container_id in self._shard_container_ids(shard_id):
             with contextlib.suppress(docker.errors.NotFound):
@@ -386,6 +393,9 @@ class EnvironmentBackend:
         if stale:
             # an external agent a killed run left: its task file points into its scratch
             removed += kill_marked(p / "task.json" for p in stale)
+            tag = f"evalnoise-env.{shard_id}.{SCRATCH_TAG}"
+            servers = [p for p in stale if p.name.startswith(tag)]
+            removed += kill_marked(servers, variable=MARKER_VARIABLE)
             for path in stale:
                 shutil.rmtree(path, ignore_errors=True)
                 removed += 1
@@ -681,6 +691,7 @@ class EnvironmentBackend:
                 output_bytes=self.sandbox.exec_output_bytes,
                 register=lambda pid: self._track(pid, request.shard_id),
                 unregister=lambda pid: self._track(pid, None),
+                start=self._agent_start(request),
             )
             row.update(outcome.usage)
             row["agent_steps"] = outcome.steps
@@ -725,6 +736,22 @@ class EnvironmentBackend:
         total = box.oom_kills()
         if total is not None and ooms_start is not None:
             row["oom_kills"] = total - ooms_start
+
+    def _agent_start(self, request: TrialRequest) -> Any:
+        """How the external agent's process is made: a child of the shard's fork server for
+        a spec with ``fork_server`` (its server shares the agent's env, secrets and run-time
+        values, the same for all its trials), else a fresh start."""
+        spec = request.agent
+        if not spec.fork_server:
+            return popen_agent
+        shared = {
+            **spec.env,
+            **request.runtime,
+            **request.secrets,
+            "EVALNOISE_KIND": "environment",
+            "EVALNOISE_PROTOCOL": PROTOCOL,
+        }
+        return self.fork_servers.starter(request.shard_id, host_command(spec.command), shared)
 
     def _separate_verifier(
         self,
