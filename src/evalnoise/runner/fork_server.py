@@ -297,7 +297,9 @@ class ForkServer:
     def kill(self) -> None:
         """SIGKILL the server and every child it reported running, at once."""
         with self._cond:
-            groups = [self.proc.pid, *self._running]
+            groups = list(self._running)
+        if self.proc.poll() is None:  # a reaped server's pid may be another process's now
+            groups.append(self.proc.pid)
         for group in groups:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
@@ -315,8 +317,6 @@ class ForkServer:
         self.kill()
 
     def _finish(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         with contextlib.suppress(OSError):
             self.sock.close()
