@@ -239,3 +239,23 @@ def test_a_server_not_ready_by_the_deadline_is_a_timeout(servers, tmp_path):
     start = servers.starter("s1", COMMAND, shared)
     with pytest.raises(TimeoutError):
         Trial(tmp_path, "t", shared, 1).start(start, deadline_s=0.0)
+
+
+def test_a_server_that_died_between_trials_is_replaced_and_its_directory_removed(servers, tmp_path):
+    shared = {"PROBE_MODE": "ok"}
+    start = servers.starter("s1", COMMAND, shared)
+    first = Trial(tmp_path, "t0", shared, 1)
+    proc = first.start(start)
+    old = first.seen(proc)["ppid"]
+    assert proc.wait(timeout=30) == 0
+    (old_dir,) = (tmp_path / "scratch").glob("evalnoise-env.s1.fork-*")
+    os.kill(old, signal.SIGKILL)
+    assert gone(old)
+    second = Trial(tmp_path, "t1", shared, 2)
+    proc2 = second.start(start)
+    assert second.seen(proc2)["ppid"] != old
+    assert proc2.wait(timeout=30) == 0
+    end = time.monotonic() + 10
+    while old_dir.exists() and time.monotonic() < end:
+        time.sleep(0.1)
+    assert not old_dir.exists()

@@ -372,9 +372,12 @@ class ForkServers:
         with self._lock:
             if key in self._broken:
                 return None
-            server = self._servers.get(key)
+            server = self._servers.pop(key, None)
             if server is not None and server.alive:
+                self._servers[key] = server
                 return server
+            if server is not None:  # it died between trials: its socket and scratch go
+                threading.Thread(target=server.kill, daemon=True).start()
             scratch = Path(
                 tempfile.mkdtemp(
                     prefix=f"evalnoise-env.{key[0]}.{SCRATCH_TAG}", dir=self.scratch_root
