@@ -8,16 +8,22 @@ agents that do nothing (no model, no command), one trial at a time:
 - **external**: an exec-protocol external agent in the project's Python that only says
   ``done`` (``benchmarks/agents/exec_done.py``): the runner's own cost of an external agent —
   a host process started, the task file written, one protocol line read;
-- **bridge**: Harbor's ``nop`` through ``agents/harbor_agent/bridge.py`` in Harbor's Python:
-  the same, plus Harbor imported and its agent and environment built;
+- **bridge**: Harbor's ``nop`` through ``agents/harbor_agent/bridge.py`` in Harbor's Python,
+  as the pipeline runs a Harbor agent (``fork_server: true``): a child forked per trial from
+  the shard's warm bridge process, which imported Harbor once
+  (``evalnoise.runner.fork_server``); the same, plus Harbor's agent and environment built.
+  The server's start (Harbor's import) is paid once per shard, by its first trial, which is
+  timed apart (``bridge_first_trial_s``) and not in the medians;
+- **bridge-fresh**: the same bridge started afresh for every trial (no fork server): what
+  every trial would pay for Harbor's import;
 - **harbor**: ``harbor run`` of Harbor's ``nop`` on the same task (its docker environment,
   ``docker compose``; the task declares ``network_mode = "public"`` for Harbor, whose
   ``no-network`` needs a sidecar from a public image, and the compose overlay of
   ``tests/harbor_tools.py`` gives it no network), per trial = the job's wall time / trials.
 
-External and bridge rounds alternate so drift on a shared machine hits both alike. The
-**cost ratio** is bridge / external per-trial wall time (each trial's agent does nothing, so
-its wall time is harness); the goal is ≤ 1.5.
+The sides' rounds are interleaved (their order rotates from round to round) so drift on a
+shared machine hits them alike. The **cost ratio** is bridge / external per-trial wall time
+(each trial's agent does nothing, so its wall time is harness); the goal is ≤ 1.5.
 
     python benchmarks/bench_agent_adapters.py --trials 12 --rounds 4 \
         --out benchmarks/results/agent_adapters
@@ -65,8 +71,15 @@ SPECS = {
         "name": "harbor-nop",
         "command": ["{harbor_python}", "agents/harbor_agent/bridge.py"],
         "env": {"HARBOR_AGENT": '{"agent":"nop","kwargs":{},"model":null}'},
+        "fork_server": True,
+    },
+    "bridge-fresh": {
+        "name": "harbor-nop",
+        "command": ["{harbor_python}", "agents/harbor_agent/bridge.py"],
+        "env": {"HARBOR_AGENT": '{"agent":"nop","kwargs":{},"model":null}'},
     },
 }
+SIDES = tuple(SPECS)
 
 
 def write_task(folder: Path, network: str) -> Path:
@@ -105,31 +118,44 @@ def measure(trials: int, rounds: int, harbor_trials: int) -> dict:
     base = build_base_image()
     backend = EnvironmentBackend(base=base)
     per_round = max(1, trials // rounds)
-    walls: dict[str, list[float]] = {"external": [], "bridge": []}
-    agent: dict[str, list[float]] = {"external": [], "bridge": []}
+    walls: dict[str, list[float]] = {side: [] for side in SIDES}
+    agent: dict[str, list[float]] = {side: [] for side in SIDES}
+    first: dict[str, float] = {}
+    load = [_load()]
     with tempfile.TemporaryDirectory(prefix="evalnoise-bench-adapters-") as tmp:
         (row,) = environment_task_rows(
             [load_harbor_task(write_task(Path(tmp) / "t", "no-network"))]
         )
-        for side in walls:  # warm: the task image, the first interpreter starts
-            one_round(backend, side, row, 1)
-        for r in range(rounds):
-            for side in ("external", "bridge") if r % 2 == 0 else ("bridge", "external"):
-                for out in one_round(backend, side, row, per_round):
-                    walls[side].append(out["wall_s"])
-                    agent[side].append(out["agent_duration_s"])
+        try:
+            for side in SIDES:  # warm: the task image, the first interpreter starts, the server
+                first[side] = one_round(backend, side, row, 1)[0]["wall_s"]
+            for r in range(rounds):
+                for side in SIDES[r % len(SIDES) :] + SIDES[: r % len(SIDES)]:
+                    for out in one_round(backend, side, row, per_round):
+                        walls[side].append(out["wall_s"])
+                        agent[side].append(out["agent_duration_s"])
+                load.append(_load())
+        finally:
+            for side in SIDES:
+                backend.cleanup(f"bench-{side}")
         harbor = harbor_run(Path(tmp) / "h", base, harbor_trials) if harbor_trials else None
+    load.append(_load())
     ext, bri = statistics.median(walls["external"]), statistics.median(walls["bridge"])
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu_model": _cpu_model(),
-        "load_average_1m": _load(),
+        "load_average_1m": statistics.median(load),
+        "load_average_1m_range": [min(load), max(load)],
         "trials_per_side": len(walls["external"]),
         "external_s_per_trial_median": ext,
         "bridge_s_per_trial_median": bri,
+        "bridge_fresh_s_per_trial_median": statistics.median(walls["bridge-fresh"]),
+        "bridge_first_trial_s": first["bridge"],
         "external_agent_phase_s_median": statistics.median(agent["external"]),
         "bridge_agent_phase_s_median": statistics.median(agent["bridge"]),
+        "bridge_fresh_agent_phase_s_median": statistics.median(agent["bridge-fresh"]),
         "cost_ratio": bri / ext,
+        "cost_ratio_fresh": statistics.median(walls["bridge-fresh"]) / ext,
         "harbor_run_trials": harbor_trials,
         "harbor_run_s_per_trial": harbor,
         "goal_cost_ratio": GOAL,
@@ -168,23 +194,39 @@ def markdown(results: list[dict]) -> str:
         "",
         "Agents that do nothing on a trivial task, one trial at a time; medians of per-trial "
         "wall time. external = an exec-protocol agent in the project's Python that says done; "
-        "bridge = Harbor's nop through agents/harbor_agent/bridge.py; harbor = `harbor run` of "
-        f"Harbor's nop (job wall time / trials). Goal: bridge / external ≤ {GOAL:g}.",
+        "bridge = Harbor's nop through agents/harbor_agent/bridge.py as the pipeline runs it "
+        "(rows with a first-trial time: a child forked per trial from the shard's warm bridge "
+        "process, `fork_server: true`; its start, Harbor's import, is paid once per shard by "
+        "the first trial, timed apart); bridge fresh = the bridge started afresh for every "
+        "trial; harbor = `harbor run` of Harbor's nop (job wall time / trials). Load: the 1-min "
+        f"load average during the run (median [min, max]). Goal: bridge / external ≤ {GOAL:g}.",
         "",
-        "| date | CPU | load (1 min) | trials/side | external s | bridge s | external agent "
-        "phase s | bridge agent phase s | ratio | harbor run s/trial |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| date | CPU | load (1 min) | trials/side | external s | bridge s | ratio | bridge "
+        "first trial s | bridge fresh s | fresh ratio | external agent phase s | bridge agent "
+        "phase s | harbor run s/trial |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def num(value: float | None) -> str:
+        return "—" if value is None else f"{value:.2f}"
+
     for r in results:
-        harbor = r["harbor_run_s_per_trial"]
+        load = f"{r['load_average_1m']:.1f}"
+        if "load_average_1m_range" in r:
+            low, high = r["load_average_1m_range"]
+            load += f" [{low:.1f}, {high:.1f}]"
+        # rows before the fork server: their bridge was a fresh start
+        fork = "bridge_first_trial_s" in r
+        fresh = r.get("bridge_fresh_s_per_trial_median") if fork else r["bridge_s_per_trial_median"]
         lines.append(
-            f"| {r['date']} | {r['cpu_model']} | {r['load_average_1m']:.1f} | "
-            f"{r['trials_per_side']} | {r['external_s_per_trial_median']:.2f} | "
-            f"{r['bridge_s_per_trial_median']:.2f} | "
-            f"{r['external_agent_phase_s_median']:.2f} | "
-            f"{r['bridge_agent_phase_s_median']:.2f} | {r['cost_ratio']:.2f} | "
-            + (f"{harbor:.2f}" if harbor is not None else "not run")
-            + " |"
+            f"| {r['date']} | {r['cpu_model']} | {load} | {r['trials_per_side']} | "
+            f"{num(r['external_s_per_trial_median'])} | {num(r['bridge_s_per_trial_median'])} | "
+            f"{num(r['cost_ratio'])} | {num(r.get('bridge_first_trial_s'))} | "
+            f"{num(fresh)} | "
+            f"{num(r.get('cost_ratio_fresh') if fork else r['cost_ratio'])} | "
+            f"{num(r['external_agent_phase_s_median'])} | "
+            f"{num(r['bridge_agent_phase_s_median'])} | "
+            f"{num(r['harbor_run_s_per_trial'])} |"
         )
     return "\n".join(lines) + "\n"
 

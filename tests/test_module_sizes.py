@@ -21,7 +21,6 @@ MAX_FUNCTION_LINES = 120
 
 #: modules over the limit while someone splits them: path → who
 MODULE_EXCEPTIONS: dict[str, str] = {
-    "src/evalnoise/runner/environment.py": "agents37 (#37) splits the environment backend",
 }
 
 #: functions over the limit while someone splits them: "path::qualified name" → who

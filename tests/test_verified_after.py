@@ -9,7 +9,7 @@ import pytest
 
 from evalnoise.analysis import failure_readings
 from evalnoise.outcomes import flag_counts, flags_text, outcome_line
-from evalnoise.runner.environment import agent_oom_outcome, verdict_after_agent_failure
+from evalnoise.runner.environment_phases import agent_oom_outcome, verdict_after_agent_failure
 from evalnoise.runner.infra_policies import (
     InfraPolicy,
     apply_infra_policy,

@@ -34,6 +34,11 @@ agents that take ``llm_call_kwargs`` (Terminus-2).
 
 Commands run as the task's agent user, whatever ``user`` the agent names (the exec protocol
 has one user); the first such request is logged.
+
+Started as a fork server (the pipeline's Harbor agents: ``fork_server: true``,
+``agents/common/fork_server.py``), it imports Harbor and the agent's class once per shard
+(:func:`preload`) and each trial is a forked child running :func:`trial_main`, with the
+trial's own environment, seed, home and stderr.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
 
+import fork_server  # noqa: E402
 from exec_channel import Channel, ProtocolClosed  # noqa: E402
 
 #: Harbor's agents whose constructor gets the task folder (Harbor's Trial._init_agent)
@@ -301,7 +307,27 @@ async def run_agent(channel: Channel, config: dict[str, Any], task: dict[str, An
     return done
 
 
+def preload() -> None:
+    """What every trial of this agent imports (Harbor's models, the agent's class and its
+    libraries: LiteLLM for Terminus-2), imported once in a fork server."""
+    from harbor.models.agent.context import AgentContext  # noqa: F401
+    from harbor.models.task.task import Task  # noqa: F401
+    from harbor.models.trial.config import ResourceMode  # noqa: F401
+    from harbor.models.trial.paths import TrialPaths  # noqa: F401
+
+    _harbor_environment_class()
+    agent_class(str(json.loads(os.environ["HARBOR_AGENT"])["agent"]))
+
+
 def main() -> int:
+    """A trial (a fresh start), or the fork server of a shard's trials."""
+    if fork_server.requested():
+        return fork_server.serve(preload, trial_main)
+    return trial_main()
+
+
+def trial_main() -> int:
+    """One trial: the agent's ``setup()`` and ``run()``, then ``done`` (module docstring)."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s %(message)s"
     )

@@ -38,12 +38,17 @@ BRIDGE = "agents/harbor_agent/bridge.py"
 PROFILE = "3x"
 
 
-def bridge_spec(name: str, agent: str, model: str | None = None, **kwargs) -> dict:
+def bridge_spec(
+    name: str, agent: str, model: str | None = None, fork_server: bool = True, **kwargs
+) -> dict:
+    """The spec the pipeline makes of a Harbor agent: the bridge as the shard's fork server
+    (``fork_server=False``: started afresh for every trial)."""
     block = {"agent": agent, "kwargs": kwargs, "model": model}
     return {
         "name": name,
         "command": ["{harbor_python}", str(REPO / BRIDGE)],
         "env": {"HARBOR_AGENT": json.dumps(block, sort_keys=True, separators=(",", ":"))},
+        "fork_server": fork_server,
     }
 
 
@@ -53,7 +58,9 @@ def backend(docker_engine):
     from evalnoise.runner.base_image import build_base_image
     from evalnoise.runner.environment import EnvironmentBackend
 
-    return EnvironmentBackend(base=build_base_image(client=docker_engine))
+    backend = EnvironmentBackend(base=build_base_image(client=docker_engine))
+    yield backend
+    backend.cleanup("harbor-bridge")
 
 
 @pytest.fixture(scope="module")
@@ -154,5 +161,8 @@ def test_a_task_folder_given_relative_to_the_checkout_reaches_harbors_oracle(bac
     row = dict(rows["csv-to-jsonl"])
     row["task_dir"] = os.path.relpath(row["task_dir"])
     assert not os.path.isabs(row["task_dir"])
-    result = run_trial(backend, row, bridge_spec("harbor-oracle", "oracle"))
-    assert (result["status"], result["reward"]) == ("ok", 1.0), result["error"]
+    # and the bridge started afresh for the trial (no fork server) does the same
+    for fork_server in (True, False):
+        spec = bridge_spec("harbor-oracle", "oracle", fork_server=fork_server)
+        result = run_trial(backend, row, spec)
+        assert (result["status"], result["reward"]) == ("ok", 1.0), result["error"]

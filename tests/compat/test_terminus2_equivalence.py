@@ -121,9 +121,18 @@ def run_evalnoise(served, base: str, keep: Path) -> dict[str, dict]:
             },
             "runtime_env": ["AGENT_BASE_URL"],
             "network": "host",
+            # as the pipeline runs a Harbor agent: each trial forked from the shard's bridge
+            "fork_server": True,
         }
     )
     out = {}
+    try:
+        return _run_tasks(backend, spec, served, keep, out)
+    finally:
+        backend.cleanup("terminus2-equivalence")
+
+
+def _run_tasks(backend, spec, served, keep: Path, out: dict) -> dict[str, dict]:
     for name in TASKS:
         (row,) = environment_task_rows([load_harbor_task(EXAMPLES / name)])
         result = backend.run_trial(

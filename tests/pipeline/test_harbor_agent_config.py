@@ -57,7 +57,8 @@ def test_a_harbor_agent_block_is_valid_and_becomes_the_bridge_spec(schema):
     )
     assert spec["env"]["AGENT_MODEL"] == full["model_server"]["alias"]
     assert RUNTIME_URL_VAR in spec["runtime_env"]
-    AgentSpec.from_dict(spec)  # the runner takes it
+    # Harbor imported once per shard: the bridge is the shard's fork server
+    assert AgentSpec.from_dict(spec).fork_server is True  # the runner takes it
     nop = agent_spec(full, "hnop")
     assert json.loads(nop["env"]["HARBOR_AGENT"]) == {"agent": "nop", "model": None, "kwargs": {}}
     assert nop["runtime_env"] == []

@@ -156,3 +156,15 @@ def test_write_task_file_is_read_only(tmp_path):
     contract.write_task_file(path, payload())
     assert json.loads(path.read_text())["task_id"] == "t-1"
     assert path.stat().st_mode & 0o777 == 0o444
+
+
+def test_fork_server_is_a_flag_of_an_agent_with_a_command_and_only_then_in_its_dict():
+    plain = AgentSpec.from_dict({"name": "a", "command": ["x"]})
+    assert plain.fork_server is False and "fork_server" not in plain.to_dict()
+    warm = AgentSpec.from_dict({"name": "a", "command": ["x"], "fork_server": True})
+    assert warm.to_dict()["fork_server"] is True
+    assert AgentSpec.from_dict(warm.to_dict()) == warm
+    with pytest.raises(ValueError, match="fork_server needs a command"):
+        AgentSpec.from_dict({"name": "a", "builtin": "nop", "fork_server": True})
+    with pytest.raises(ValueError, match="'fork_server' must be true or false"):
+        AgentSpec.from_dict({"name": "a", "command": ["x"], "fork_server": "yes"})

@@ -9,9 +9,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from env_helpers import SHARED_DOCKERFILE, make_env_task, scripted_agent
-from evalnoise.tasks.harbor import environment_task_rows, load_harbor_tasks
 
 from evalnoise.runner import run_shard
+from evalnoise.tasks.harbor_folders import environment_task_rows, load_harbor_tasks
 
 pytestmark = pytest.mark.docker
 

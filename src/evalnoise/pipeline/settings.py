@@ -546,6 +546,8 @@ def agent_spec(config: Mapping[str, Any], name: str, image: str | None = None) -
         # Harbor's agent class, run by the bridge in Harbor's Python (docs/agent-contract.md)
         spec["command"] = ["{harbor_python}", HARBOR_BRIDGE]
         spec["env"] = {**env, "HARBOR_AGENT": harbor_agent_json(agent["harbor"])}
+        # Harbor imported once per shard, a forked child per trial (evalnoise.runner.fork_server)
+        spec["fork_server"] = True
     elif agent.get("inspect"):
         # Inspect's solver, run by the adapter in this Python (the `inspect` extra)
         spec["command"] = ["{python}", INSPECT_ADAPTER]

@@ -120,6 +120,9 @@ class AgentSpec:
     scratch_mb: int = 256
     #: an agent the runner plays itself for environment tasks (:data:`BUILTIN_AGENTS`)
     builtin: str | None = None
+    #: an external agent whose command serves forks: started once per shard, a child forked
+    #: per trial (:mod:`evalnoise.runner.fork_server`)
+    fork_server: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -150,6 +153,8 @@ class AgentSpec:
                 raise ValueError(f"agent {self.name!r}: {sorted(sa & sb)} are both {a} and {b}")
         if self.command is not None and not self.command:
             raise ValueError(f"agent {self.name!r}: command must not be empty")
+        if self.fork_server and not self.command:
+            raise ValueError(f"agent {self.name!r}: fork_server needs a command")
         if int(self.pids_limit) < 1 or int(self.scratch_mb) < 1:
             raise ValueError(f"agent {self.name!r}: pids_limit and scratch_mb must be >= 1")
 
@@ -167,6 +172,7 @@ class AgentSpec:
             "pids_limit",
             "scratch_mb",
             "builtin",
+            "fork_server",
         }
         unknown = set(data) - allowed
         if unknown:
@@ -199,6 +205,7 @@ class AgentSpec:
             pids_limit=int(data.get("pids_limit", 256)),
             scratch_mb=int(data.get("scratch_mb", 256)),
             builtin=data.get("builtin"),
+            fork_server=_flag(data.get("fork_server", False), "fork_server"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,6 +224,7 @@ class AgentSpec:
             # only when set: the spec of every other agent (and its journals' headers) stays
             # what it was before built-in agents existed
             **({"builtin": self.builtin} if self.builtin is not None else {}),
+            **({"fork_server": True} if self.fork_server else {}),
         }
 
     def secret_values(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -244,6 +252,12 @@ class AgentSpec:
                 f"environment: {', '.join(missing)}"
             )
         return {name: environ[name] for name in names}
+
+
+def _flag(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"agent spec: {key!r} must be true or false, got {value!r}")
+    return value
 
 
 def agent_spec(spec: AgentSpec | Mapping[str, Any]) -> AgentSpec:

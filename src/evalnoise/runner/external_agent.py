@@ -40,6 +40,7 @@ from evalnoise.runner.exec_protocol import (
     parse_message,
     response,
 )
+from evalnoise.runner.fork_server import ForkServerFailed, popen_agent
 from evalnoise.runner.host_processes import host_environment
 from evalnoise.runner.trial import TrialRequest
 from evalnoise.runner.trial_container import KILL_GRACE_S, TrialContainer, read_tail
@@ -111,12 +112,16 @@ def run_external_agent(
     output_bytes: int,
     register: Callable[[int], None] = lambda pid: None,
     unregister: Callable[[int], None] = lambda pid: None,
+    start: Callable[..., Any] = popen_agent,
 ) -> AgentOutcome:
     """Run ``request.agent`` (a spec with a ``command``) against the container ``box`` until
     it says ``done``, exits, breaks the protocol or runs out of ``time_limit_s``; each of its
     commands runs as ``user``. ``scratch`` is a private host directory (its HOME, task file
     and stderr). ``register``/``unregister`` receive the agent's process group id (so a
-    stopping shard can kill it). The outcome's status is None when the agent did its part."""
+    stopping shard can kill it). ``start(command, env, cwd, stderr, deadline)`` makes the
+    agent's process: a fresh one (:func:`~evalnoise.runner.fork_server.popen_agent`), or a
+    child of the shard's fork server (:mod:`evalnoise.runner.fork_server`). The outcome's
+    status is None when the agent did its part."""
     spec, limit = request.agent, time_limit_s
     deadline = time.monotonic() + limit
     home = scratch / "home"
@@ -152,16 +157,11 @@ def run_external_agent(
     stderr_path = scratch / "agent-stderr"
     with open(stderr_path, "wb") as err:
         try:
-            proc = subprocess.Popen(
-                host_command(spec.command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                cwd=home,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-            )
+            proc = start(host_command(spec.command), env, home, err, deadline)
+        except TimeoutError as exc:  # a fork server still importing at the deadline
+            return AgentOutcome(status="timeout", error=f"external agent: {exc}")
+        except ForkServerFailed as exc:  # its fork server died: the agent's own process
+            return AgentOutcome(status="agent_error", error=str(exc))
         except OSError as exc:
             return AgentOutcome(
                 status="infra_error", error=f"external agent could not start: {exc}"
@@ -235,6 +235,7 @@ def run_external_agent(
         unregister(proc.pid)
     if outcome.exit_code is None and outcome.status != "timeout":
         outcome.exit_code = exit_status(proc.returncode)
+    outcome.error = join_notes(outcome.error, getattr(proc, "note", None))
     if record is not None:
         outcome.usage, note = contract.usage_columns(record)
         outcome.error = join_notes(outcome.error, note)

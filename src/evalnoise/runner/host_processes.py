@@ -32,11 +32,15 @@ def host_environment(home: str | os.PathLike[str]) -> dict[str, str]:
     }
 
 
-def kill_marked(task_files: Iterable[str | os.PathLike[str]]) -> int:
-    """SIGKILL every process (but this one) whose environment has ``EVALNOISE_TASK_FILE``
-    set to one of ``task_files``; return how many were killed. Processes whose environment
-    cannot be read (gone, or another user's) are passed over."""
-    markers = {f"EVALNOISE_TASK_FILE={os.fspath(p)}".encode() for p in task_files}
+def kill_marked(
+    task_files: Iterable[str | os.PathLike[str]], variable: str = "EVALNOISE_TASK_FILE"
+) -> int:
+    """SIGKILL every process (but this one) whose environment has ``variable`` set to one
+    of ``task_files``; return how many were killed. Processes whose environment cannot be
+    read (gone, or another user's) are passed over. (The environment a process started
+    with: a fork server's children carry their server's ``EVALNOISE_FORK_SERVER``,
+    :mod:`evalnoise.runner.fork_server`.)"""
+    markers = {f"{variable}={os.fspath(p)}".encode() for p in task_files}
     if not markers:
         return 0
     killed = 0
