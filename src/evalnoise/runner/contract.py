@@ -58,6 +58,7 @@ isolation is much weaker (see :mod:`evalnoise.runner.local_backend`).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -329,6 +330,10 @@ def agent_environment(
 
 
 def write_task_file(path: str | os.PathLike[str], payload: Mapping[str, Any]) -> None:
+    """``payload`` as the agent's read-only task file; one left by an earlier step of the
+    same trial is replaced, not written through (it is read-only to a user other than root)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(payload, handle, ensure_ascii=False, sort_keys=True)
     os.chmod(path, 0o444)

@@ -125,29 +125,7 @@ def run_external_agent(
     spec, limit = request.agent, time_limit_s
     deadline = time.monotonic() + limit
     home = scratch / "home"
-    home.mkdir()
-    task_path = scratch / "task.json"
-    payload = request.payload(limit)
-    payload.pop("output_path", None)
-    payload.update(kind="environment", protocol=PROTOCOL, workdir=workdir, user=user)
-    # the task folder, absolute (the pipeline's task table holds it relative to the checkout,
-    # and the agent starts in its own home): Harbor's oracle reads its solution/ there
-    task_dir = request.task.get("task_dir")
-    payload["task_dir"] = str(Path(task_dir).resolve()) if task_dir else None
-    contract.write_task_file(task_path, payload)
-    env = host_environment(home)
-    env.update(
-        contract.agent_environment(
-            payload,
-            spec,
-            request.secrets,
-            task_path=str(task_path),
-            output_path="",
-            runtime=request.runtime,
-        )
-    )
-    env.pop("EVALNOISE_OUTPUT", None)
-    env.update(EVALNOISE_KIND="environment", EVALNOISE_PROTOCOL=PROTOCOL)
+    payload, env = _agent_setup(request, scratch, home, user=user, workdir=workdir, limit=limit)
     outcome = AgentOutcome(steps=0)
     recorder = ActionRecorder.for_trial(
         box, scratch=str(scratch), home=str(home), task_dir=payload["task_dir"], workdir=workdir
@@ -237,15 +215,58 @@ def run_external_agent(
         outcome.exit_code = exit_status(proc.returncode)
     outcome.error = join_notes(outcome.error, getattr(proc, "note", None))
     if record is not None:
-        outcome.usage, note = contract.usage_columns(record)
-        outcome.error = join_notes(outcome.error, note)
-        if outcome.status is None and record.get("error") is not None:
-            # the agent reports the exception that ended it (agents/harbor_agent/bridge.py)
-            outcome.status, reported = reported_failure(record["error"])
-            outcome.error = join_notes(reported, outcome.error)
+        _take_record(record, outcome)
     outcome.stdout = transcript.text()
     outcome.stderr = read_tail(stderr_path)
     return outcome
+
+
+def _agent_setup(
+    request: TrialRequest,
+    scratch: Path,
+    home: Path,
+    *,
+    user: str,
+    workdir: str | None,
+    limit: float,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The agent's task file (``scratch/task.json``) and environment: its own ``home``, the
+    contract's variables, the exec protocol's. A multi-step task calls this once per step:
+    the home carries over, the task file is the step's."""
+    home.mkdir(exist_ok=True)
+    task_path = scratch / "task.json"
+    payload = request.payload(limit)
+    payload.pop("output_path", None)
+    payload.update(kind="environment", protocol=PROTOCOL, workdir=workdir, user=user)
+    # the task folder, absolute (the pipeline's task table holds it relative to the checkout,
+    # and the agent starts in its own home): Harbor's oracle reads its solution/ there
+    task_dir = request.task.get("task_dir")
+    payload["task_dir"] = str(Path(task_dir).resolve()) if task_dir else None
+    contract.write_task_file(task_path, payload)
+    env = host_environment(home)
+    env.update(
+        contract.agent_environment(
+            payload,
+            request.agent,
+            request.secrets,
+            task_path=str(task_path),
+            output_path="",
+            runtime=request.runtime,
+        )
+    )
+    env.pop("EVALNOISE_OUTPUT", None)
+    env.update(EVALNOISE_KIND="environment", EVALNOISE_PROTOCOL=PROTOCOL)
+    return payload, env
+
+
+def _take_record(record: dict[str, Any], outcome: AgentOutcome) -> None:
+    """The ``done`` record's usage (the cost drivers) and, when the agent reports the
+    exception that ended it (agents/harbor_agent/bridge.py), that failure as the status."""
+    outcome.usage, note = contract.usage_columns(record)
+    outcome.error = join_notes(outcome.error, note)
+    if outcome.status is None and record.get("error") is not None:
+        outcome.status, reported = reported_failure(record["error"])
+        outcome.error = join_notes(reported, outcome.error)
 
 
 def _upload(box: TrialContainer, message: Upload, deadline: float) -> bytes:

@@ -463,20 +463,7 @@ def _run(
     from tqdm import tqdm
 
     spec, profile, policy = request.agent, request.resource_profile, request.policy
-    plan: dict[tuple[str, int], Mapping[str, Any]] = {}
-    fingerprints = {}
-    for task in request.tasks:
-        fingerprints[task["task_id"]] = _task_fingerprint(task)
-        for trial in request.trials:
-            plan[(task["task_id"], trial)] = task
-
-    # Rows of the journal that belong to this plan, one per (task, trial, attempt).
-    attempts: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
-    for row in old_rows:
-        key = (str(row.get("task_id")), row.get("trial"))
-        if key not in plan or row.get(_FINGERPRINT) != fingerprints[key[0]]:
-            continue
-        attempts.setdefault(key, {}).setdefault(int(row["attempt"]), row)
+    plan, fingerprints, attempts = _planned_attempts(request, old_rows)
 
     def next_attempt(key: tuple[str, int]) -> int | None:
         done = attempts.get(key)
@@ -564,6 +551,51 @@ def _run(
     pool.shutdown(wait=True)
     bar.close()
 
+    rows = _write_outputs(request, attempts, position)
+    all_statuses = Counter(r["status"] for r in rows)
+    return ShardResult(
+        output_path=request.output_path,
+        rows=len(rows),
+        trials=len(plan),
+        ran=ran,
+        resumed=resumed_rows,
+        statuses=dict(sorted(all_statuses.items())),
+        seconds=time.monotonic() - t_start,
+    )
+
+
+def _planned_attempts(
+    request: ShardRequest, old_rows: list[dict[str, Any]]
+) -> tuple[
+    dict[tuple[str, int], Mapping[str, Any]],
+    dict[str, str],
+    dict[tuple[str, int], dict[int, dict[str, Any]]],
+]:
+    """The shard's plan ((task, trial) → task), each task's fingerprint, and the journal's
+    rows that belong to this plan, one per (task, trial, attempt): a row of another task
+    spec (its fingerprint differs) is not this plan's."""
+    plan: dict[tuple[str, int], Mapping[str, Any]] = {}
+    fingerprints = {}
+    for task in request.tasks:
+        fingerprints[task["task_id"]] = _task_fingerprint(task)
+        for trial in request.trials:
+            plan[(task["task_id"], trial)] = task
+    attempts: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+    for row in old_rows:
+        key = (str(row.get("task_id")), row.get("trial"))
+        if key not in plan or row.get(_FINGERPRINT) != fingerprints[key[0]]:
+            continue
+        attempts.setdefault(key, {}).setdefault(int(row["attempt"]), row)
+    return plan, fingerprints, attempts
+
+
+def _write_outputs(
+    request: ShardRequest,
+    attempts: Mapping[tuple[str, int], Mapping[int, dict[str, Any]]],
+    position: Mapping[tuple[str, int], int],
+) -> list[dict[str, Any]]:
+    """Every attempt's row, in (task, trial, attempt) order, written to the shard's Parquet
+    file (and its actions beside it); the rows."""
     rows = []
     time_block = request.trials[0]
     for key in sorted(attempts):
@@ -580,18 +612,8 @@ def _run(
     if request.actions_path is not None:
         # each row's actions came from its journal line: a resumed shard has them once
         write_parquet_atomic(actions_table(rows), request.actions_path)
-    table = rows_to_table(rows)
-    write_parquet_atomic(table, request.output_path)
-    all_statuses = Counter(r["status"] for r in rows)
-    return ShardResult(
-        output_path=request.output_path,
-        rows=len(rows),
-        trials=len(plan),
-        ran=ran,
-        resumed=resumed_rows,
-        statuses=dict(sorted(all_statuses.items())),
-        seconds=time.monotonic() - t_start,
-    )
+    write_parquet_atomic(rows_to_table(rows), request.output_path)
+    return rows
 
 
 __all__ = [
