@@ -100,10 +100,12 @@ def example_inputs(example_frame: pd.DataFrame, synthetic_attribution) -> dict:
     and attribution section only).
     """
     groups = [
-        # pass^k as the pipeline records it (the report's pass^k chart)
-        {**g, "pass_k": reliability_fields(frame)["pass_k"]}
+        # pass^k and the multiverse as the pipeline records them (the report's pass^k chart
+        # and multiverse tables); the example's trials all ran: estimand and SE vary
+        {**g, **{k: fields[k] for k in ("pass_k", "multiverse")}}
         for g in analyze_frame(example_frame)
         for frame in [example_frame[example_frame["group"] == g["group"]]]
+        for fields in [reliability_fields(frame, frame)]
     ]
     nano = next(g for g in groups if g["group"] == NANO)
     alloc = allocation_table(250, nano["sigma2_between"], nano["sigma2_within"], max_tasks=198)

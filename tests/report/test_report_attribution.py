@@ -1,4 +1,5 @@
-"""The report's "Where the noise comes from" section and the cards' policy-sensitivity line:
+"""The report's "Where the noise comes from" section and the cards' policy-sensitivity line
+(the verdict; the accuracy under each policy is the multiverse table's column):
 real content from a synthetic run with known sources of noise (conftest.attribution_trials),
 and a missing or invalid attribution artifact said in the report, never a crash."""
 
@@ -53,19 +54,28 @@ def test_the_section_shows_the_synthetic_run(built_report, synthetic_attribution
     assert '<a href="#attribution">Where the noise comes from</a>' in index
     assert "attribution-problems" not in text and "attribution-missing" not in text
 
-    # policy sensitivity: one row per agent × profile, the 1x mini group moved beyond its CI
-    policy = rows(part(text, "policy-sensitivity"))
-    assert policy[0][2:5] == ["as incorrect", "exclude", "retry"]
+    # policy sensitivity: one row per agent × profile, the 1x mini group moved beyond its CI;
+    # the accuracy under each policy is not restated (the multiverse table's column is it)
+    policy_part = part(text, "policy-sensitivity")
+    policy = rows(policy_part)
+    assert policy[0][1:] == [
+        "declared",
+        "largest shift",
+        "CI half-width",
+        "choice moves the result",
+        "accuracy under each policy",
+    ]
     by_group = {r[0]: r for r in policy[1:]}
     assert set(by_group) == {f"{a} @ {p}" for a in (NANO, MINI) for p in ("1x", "3x")}
     mini = synthetic_attribution.summary[f"{MINI}@1x"]
-    exclude = next(p for p in mini["policy"] if p["policy"] == "exclude")
-    assert by_group[f"{MINI} @ 1x"][3].startswith(
-        f"{100 * exclude['mean']:.1f}% [{100 * exclude['ci_low']:.1f}%, "
-    )
-    assert "▲ beyond the CI half-width" in by_group[f"{MINI} @ 1x"][3]
-    assert by_group[f"{MINI} @ 1x"][-1] == "YES" and by_group[f"{NANO} @ 1x"][-1] == "no"
-    assert by_group[f"{NANO} @ 3x"][4].startswith("n/a — not applicable")  # no retries under 3x
+    assert by_group[f"{MINI} @ 1x"][2] == f"{100 * mini['policy_max_shift']:.1f} pts"
+    assert by_group[f"{MINI} @ 1x"][3] == f"{100 * mini['policy_half_width']:.1f} pts"
+    assert by_group[f"{MINI} @ 1x"][4] == "YES" and by_group[f"{NANO} @ 1x"][4] == "no"
+    assert not re.search(r"\d%", policy_part)  # no accuracy of any policy
+    # the pointer: to the group's multiverse table where the report has one (the 1x cards)
+    assert 'href="#multiverse-openai-gpt-5.4-mini-2026-03-17__1x"' in policy_part
+    assert by_group[f"{NANO} @ 1x"][5] == "the infra policy column of its multiverse table"
+    assert by_group[f"{NANO} @ 3x"][5] == "not shown: the report has no multiverse for this group"
 
     # resource-sensitive tasks: the chart, and the tasks whose need sits between the limits
     resource = part(text, "resource-sensitivity")
@@ -122,7 +132,9 @@ def test_cards_carry_the_policy_sensitivity_line(built_report, synthetic_attribu
     assert mini["policies"][1]["accuracy"] == summary["policy"][1]["mean"]
     md = (out / "cards" / "openai-gpt-5.4-mini-2026-03-17__1x.md").read_text(encoding="utf-8")
     line = next(x for x in md.splitlines() if x.startswith("| Infra policy sensitivity |"))
-    assert "exclude" in line and "the choice moves the result: YES" in line
+    assert "the choice moves the result: YES" in line and "multiverse table" in line
+    # the verdict only: the accuracies under the policies are the multiverse's column
+    assert "exclude" not in line and not re.search(r"\d%", line)
     nano = by_agent[NANO]["policy_sensitivity"]
     assert nano["moves_result"] is False
     index = (out / "index.html").read_text(encoding="utf-8")
@@ -177,7 +189,7 @@ def test_a_missing_or_invalid_artifact_is_reported(
     assert 'id="attribution-problems"' in text
     assert f"{flaky}: missing" in text and f"{resource}: invalid" in text
     # what the summary holds is still shown; the parts of the lost files say they are lost
-    assert "▲ beyond the CI half-width" in text
+    assert '<td class="moved"><strong>YES</strong></td>' in part(text, "policy-sensitivity")
     assert "The per-task table (resource_sensitivity.parquet) is not available" in text
     assert "the flagged-task table (flaky_tasks.csv) is not available" in text
     assert not (tmp_path / "broken" / "resource_sensitivity.html").exists()
@@ -215,7 +227,8 @@ def test_records_that_do_not_hold_what_the_stage_writes(
     assert f"Unreadable attribution record(s), not shown: {MINI}@1x, {MINI}@3x" in text
     assert "resource table: invalid (lacks column(s) profile_a" in text
     assert "The flaky tasks could not be shown: the attribution results are invalid" in text
-    assert "▲ beyond" not in text and f"{NANO} @ 1x" in part(text, "policy-sensitivity")
+    policy = part(text, "policy-sensitivity")
+    assert "<strong>YES</strong>" not in policy and f"{NANO} @ 1x" in policy
     assert "1 unreadable resource comparison record(s)" in text
     cards = json.loads((tmp_path / "cards.json").read_text(encoding="utf-8"))["cards"]
     by_agent = {c["agent"]["name"]: c["policy_sensitivity"] for c in cards}

@@ -247,11 +247,17 @@ def test_report_renders_offline_in_chromium(built_report, example_inputs, tmp_pa
             "Infrastructure share of variance",
         ):
             assert heading in seen["text"]
-        assert "▲ beyond the CI half-width" in seen["text"]
+        assert "the infra policy column of its multiverse table" in seen["text"]
         assert "need between the limits" in seen["text"]
         assert "infra outcomes concentrate on this task" in seen["text"]
         assert "not run: no rescores given" in seen["text"]
         assert seen["policyCard"] == 2  # the policy line on both cards
+        # the multiverse: laid out, one table per group, a row per cell, the reference marked
+        universe = cdp.evaluate(MULTIVERSE_JS)
+        assert universe["height"] > 200 and universe["display"] != "none", universe
+        cells = [len(g["multiverse"]["cells"]) for g in example_inputs["groups"]]
+        assert universe["rows"] == cells and universe["marked"] == [1] * len(cells), universe
+        assert "the analysis choices move the headline by" in universe["text"]
         # the adaptive run's section: laid out, one row per agent with why it stopped
         adaptive = cdp.evaluate(SEQUENTIAL_JS)
         assert adaptive["height"] > 100 and adaptive["display"] != "none", adaptive
@@ -312,6 +318,22 @@ ATTRIBUTION_JS = """
     chartDrawn: !!(chart && chart.querySelector('svg.marks g.mark-symbol path')),
     policyCard: [...document.querySelectorAll('article.card th')]
       .filter(th => th.innerText === 'Infra policy sensitivity').length,
+  };
+})()
+"""
+
+
+# What the browser lays out of the multiverse section: per table its cell rows and marked rows.
+MULTIVERSE_JS = """
+(() => {
+  const sec = document.getElementById('multiverse');
+  const tables = [...sec.querySelectorAll('table.multiverse')];
+  return {
+    height: sec.getBoundingClientRect().height, display: getComputedStyle(sec).display,
+    text: sec.innerText,
+    rows: tables.map(t => t.querySelectorAll('tr').length - 1),
+    marked: tables.map(t => [...t.querySelectorAll('tr.reference')]
+      .filter(tr => tr.innerText.includes('the headline')).length),
   };
 })()
 """

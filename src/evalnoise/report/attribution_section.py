@@ -1,8 +1,10 @@
 """The page's section "Where the noise comes from": how much of the result is the
 infrastructure's, from the attribution stage's results (:mod:`evalnoise.attribution`).
 
-Its parts, each from the attribution summary and tables: infra policy sensitivity (each
-group's accuracy and CI under every way of counting an infrastructure outcome), the
+Its parts, each from the attribution summary and tables: infra policy sensitivity (whether
+the way of counting an infrastructure outcome moves the group's accuracy beyond its CI's
+half-width; the accuracy under each policy is the infra policy column of the group's
+multiverse table, :mod:`evalnoise.report.multiverse_section`, not restated here), the
 resource-sensitive tasks (exact McNemar per task, Benjamini–Hochberg q across tasks, and the
 tasks whose memory need lies between two profiles' kill lines), the flaky tasks with the
 checks that ran, the infrastructure share of variance ((σ²_time_block + σ²_host +
@@ -28,13 +30,13 @@ from evalnoise.attribution.all_analyses import (
     group_label,
 )
 from evalnoise.attribution.flaky import CHECK_DESCRIPTIONS
-from evalnoise.attribution.policy_sensitivity import POLICIES
 from evalnoise.attribution.text import infra_components_text, resource_finding
 from evalnoise.design_text import facet_count
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through, value_cell
 from evalnoise.report.health import NOT_A_MEASUREMENT_LABEL, NOT_A_MEASUREMENT_SUFFIX
+from evalnoise.report.multiverse_section import MULTIVERSE_TITLE
 from evalnoise.report.noise import noise_html
 from evalnoise.report.policy_sensitivity_view import points_text, policy_sensitivity_of
 
@@ -111,17 +113,21 @@ def _check_names(value: Any) -> list[str]:
 
 
 def _policy_html(
-    summary: Mapping[str, Any], labels: Sequence[str], titles: Mapping[str, str], invalid: set
+    summary: Mapping[str, Any],
+    labels: Sequence[str],
+    titles: Mapping[str, str],
+    invalid: set,
+    anchors: Mapping[str, str],
 ) -> str:
     head = "".join(
         f"<th>{html.escape(h)}</th>"
         for h in (
             "agent @ resource profile",
             "declared",
-            *(p.replace("_", " ") for p in POLICIES),
             "largest shift",
             "CI half-width",
             "choice moves the result",
+            "accuracy under each policy",
         )
     )
     rows = []
@@ -130,7 +136,7 @@ def _policy_html(
         ps = policy_sensitivity_of(summary[label])
         if ps.get("not_computed"):
             rows.append(
-                f'<tr><td>{title}</td><td colspan="{len(POLICIES) + 4}" class="notes">'
+                f'<tr><td>{title}</td><td colspan="5" class="notes">'
                 f"not computed: {html.escape(str(ps['not_computed']))}</td></tr>"
             )
             continue
@@ -138,40 +144,30 @@ def _policy_html(
         cells = [
             f"<td>{title}</td>",
             f"<td>{html.escape(str(ps['declared_policy'] or '—').replace('_', ' '))}</td>",
+            value_cell(points_text(ps["max_shift"]), struck),
+            value_cell(points_text(ps["half_width"]), struck),
         ]
-        by_name = {r["policy"]: r for r in ps["policies"]}
-        for name in POLICIES:
-            r = by_name.get(name)
-            if r is None or not r["applicable"]:
-                note = html.escape(str((r or {}).get("note") or "not applicable"))
-                cells.append(f'<td class="na" title="{note}">n/a — {note}</td>')
-                continue
-            text = f"{pct(r['accuracy'])} [{pct(r['ci_low'])}, {pct(r['ci_high'])}]"
-            counted = f"{r['n_counted']} trials counted, {r['n_excluded']} left out"
-            if struck:
-                cells.append(value_cell(text, True))
-            elif r["moved"]:
-                cells.append(
-                    f'<td class="moved" title="{html.escape(counted)}">{html.escape(text)} '
-                    "<strong>▲ beyond the CI half-width</strong></td>"
-                )
-            else:
-                cells.append(f'<td title="{html.escape(counted)}">{html.escape(text)}</td>')
-        cells.append(value_cell(points_text(ps["max_shift"]), struck))
-        cells.append(value_cell(points_text(ps["half_width"]), struck))
         verdict = (
             '<td class="moved"><strong>YES</strong></td>' if ps["moves_result"] else "<td>no</td>"
         )
         cells.append(value_cell("YES" if ps["moves_result"] else "no", True) if struck else verdict)
+        anchor = anchors.get(label)
+        cells.append(
+            f'<td><a href="#{html.escape(anchor)}">the infra policy column of its multiverse '
+            "table</a></td>"
+            if anchor
+            else '<td class="na">not shown: the report has no multiverse for this group</td>'
+        )
         cls = ' class="moves"' if ps["moves_result"] and not struck else ""
         rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
     return (
         '<h3 id="policy-sensitivity">Infra policy sensitivity</h3>\n'
-        "<p>Each group's accuracy with its CI, from the same trials, under each way of counting "
-        "an infrastructure outcome (timeout, OOM kill, container error): as a wrong answer, left "
-        "out, or retried (the last attempt counts; needs retried trials). ▲ marks a policy whose "
-        "accuracy differs from “as incorrect” by more than that CI's half-width; the choice "
-        "moves the result when the largest difference between two policies does.</p>\n"
+        "<p>Whether the way an infrastructure outcome (timeout, OOM kill, container error) is "
+        "counted — as a wrong answer, left out, or retried — moves a group's accuracy: the "
+        "choice moves the result when the largest difference between two policies exceeds the "
+        "half-width of the CI under “as incorrect”. The accuracy under each policy, from the "
+        "same trials, is the infra policy column of the group's table in "
+        f'<a href="#multiverse">{html.escape(MULTIVERSE_TITLE)}</a>.</p>\n'
         f'<table class="attribution policy"><tr>{head}</tr>{"".join(rows)}</table>'
     )
 
@@ -463,8 +459,11 @@ def attribution_section(
     invalid: set,
     confidence: float,
     chart_div: str | None,
+    multiverse_anchors: Mapping[str, str] | None = None,
 ) -> str:
-    """The "Where the noise comes from" section (the chart, if any, goes in ``chart_div``).
+    """The "Where the noise comes from" section (the chart, if any, goes in ``chart_div``;
+    ``multiverse_anchors``: a group's label → the id of its multiverse table, where its
+    accuracy under each infra policy is shown).
     A missing or invalid artifact is named at the top and its part says so; a group whose
     record cannot be read is named instead of shown."""
     out = [
@@ -518,7 +517,9 @@ def attribution_section(
     parts = [
         (
             "infra policy sensitivity",
-            lambda: _policy_html(attribution.summary, labels, titles, invalid),
+            lambda: _policy_html(
+                attribution.summary, labels, titles, invalid, multiverse_anchors or {}
+            ),
         ),
         (
             "resource-sensitive tasks",

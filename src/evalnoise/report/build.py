@@ -24,8 +24,10 @@ whose statistics are undefined (no convergence rows, no budget rows, every trial
 every trial wrong) is named in a note under the chart it is missing from; it never stops the
 build.
 
-The section "Where the noise comes from" shows the attribution stage's results (policy
-sensitivity, resource-sensitive tasks, flaky tasks with the checks that ran, the
+The section "How far the analysis moves the headline" shows each group's multiverse (the
+headline under every combination of the analysis choices, the infra policy among them). The
+section "Where the noise comes from" shows the attribution stage's results (whether the infra
+policy moves the result, resource-sensitive tasks, flaky tasks with the checks that ran, the
 infrastructure share of variance); a missing or invalid attribution artifact is named there,
 and the rest of the report is built as usual.
 
@@ -44,6 +46,7 @@ from typing import Any
 
 from evalnoise import __version__
 from evalnoise.atomic import write_text
+from evalnoise.attribution.all_analyses import group_label
 from evalnoise.formatting import jsonable
 from evalnoise.report import specs
 from evalnoise.report._render import PngRenderer, embed_script, page_head, write_chart
@@ -63,8 +66,13 @@ from evalnoise.report.chart_sections import (
     chart_sections,
 )
 from evalnoise.report.chart_tables import passk_table
-from evalnoise.report.group_cards import group_cards, group_names, infra_validity
+from evalnoise.report.group_cards import GroupCard, group_cards, group_names, infra_validity
 from evalnoise.report.inputs import ReportInputs
+from evalnoise.report.multiverse_section import (
+    MULTIVERSE_TITLE,
+    multiverse_anchor,
+    multiverse_section,
+)
 from evalnoise.report.noise import dstudy_frame
 from evalnoise.report.outcomes_section import outcomes_section, top_banner
 from evalnoise.report.run_section import run_section
@@ -112,6 +120,7 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 td.moved, tr.singled td { background: #fff3e0; }
 td.moved strong { color: #b71c1c; }
 td.na { color: #777; }
+table.multiverse tr.reference td { background: #e8f0fe; font-weight: bold; }
 p.none { font-weight: bold; }
 """
 
@@ -137,11 +146,13 @@ def _index_html(
             scripts.append(embed_script(div, spec))
     section, spec = attribution
     chart_html.append(section)
+    universe = multiverse_section(cards, card_context.confidence)
     if spec is not None:
         scripts.append(embed_script("vis-attribution", spec))
     nav = " · ".join(
         ['<a href="#outcomes">Outcomes</a>']
         + (['<a href="#trajectories">Trajectories</a>'] if trajectory_rows(cards) else [])
+        + ([f'<a href="#multiverse">{MULTIVERSE_TITLE}</a>'] if universe else [])
         + (['<a href="#sequential">Adaptive evaluation</a>'] if sequential else [])
         + [f'<a href="#{ch.stem}">{html.escape(ch.title)}</a>' for ch, _ in rendered]
         + ['<a href="#attribution">Where the noise comes from</a>']
@@ -159,6 +170,7 @@ profile (Mustahsan et al., eq. 11). Infra policy: <strong>{policy}
 {summary_section(cards, card_context.confidence)}
 {outcomes_section(cards)}
 {trajectories}
+{universe}
 {sequential}
 {chr(10).join(chart_html)}
 {cards_section(cards)}
@@ -190,7 +202,9 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
     sorted.
 
     One card per group (:func:`~evalnoise.report.group_cards.group_cards`), then the page's
-    sections in order: the banner of invalid groups, the summary, the outcomes, the adaptive
+    sections in order: the banner of invalid groups, the summary, the outcomes, the
+    trajectories, how far the analysis moves the headline
+    (:mod:`~evalnoise.report.multiverse_section`: one table per group), the adaptive
     evaluation (:mod:`~evalnoise.report.sequential_section`), the charts
     (:mod:`~evalnoise.report.chart_sections`), where the noise comes from
     (:mod:`~evalnoise.report.attribution_section`), the cards and the run. A comparison
@@ -258,6 +272,7 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
         invalid=set(names.attribution_invalid),
         confidence=conf,
         chart_div=None if resource_spec is None else "vis-attribution",
+        multiverse_anchors=_multiverse_anchors(by_group),
     )
 
     index = out_dir / "index.html"
@@ -275,6 +290,18 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
     written.append(index)
     _remove_stale(out_dir, set(written))
     return sorted(written)
+
+
+def _multiverse_anchors(by_group: Sequence[GroupCard]) -> dict[str, str]:
+    """The id of each group's multiverse table, under the record's group name and the
+    attribution stage's ``agent@profile`` label (the names its summary may use); only the
+    groups whose card carries a multiverse."""
+    out: dict[str, str] = {}
+    for c in by_group:
+        if (c.card.get("metrics") or {}).get("multiverse"):
+            for label in (group_label(c.key[0], c.key[1]), c.group):
+                out.setdefault(label, multiverse_anchor(c.stem))
+    return out
 
 
 def _dumps_sorted(value: Any) -> str:

@@ -1,13 +1,15 @@
 """A group's infra policy sensitivity as the report shows it: the attribution stage's record
 (:func:`evalnoise.attribution.policy_sensitivity.policy_sensitivity`) read into the form the
 cards and the "Where the noise comes from" section take (:func:`policy_sensitivity_of`), and
-its line on a card (:func:`policy_text`).
+its line on a card (:func:`policy_text`: the verdict only; the accuracy under each policy is
+the infra policy column of the group's multiverse table,
+:mod:`evalnoise.report.multiverse_section`).
 
-Under each infra policy (as incorrect, exclude, retry) the group's accuracy with its CI;
-a policy *moved* the result when its accuracy differs from the reference's (as incorrect) by
-more than the reference CI's half-width, and the choice *moves the result* when the largest
-difference between two policies does. A record that cannot be read is said
-(``not_computed``), never raised.
+Under each infra policy (as incorrect, exclude, retry) the group's accuracy with its CI
+(kept in the card's JSON); a policy *moved* the result when its accuracy differs from the
+reference's (as incorrect) by more than the reference CI's half-width, and the choice *moves
+the result* when the largest difference between two policies does. A record that cannot be
+read is said (``not_computed``), never raised.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalnoise.formatting import finite_or_none as _finite
-from evalnoise.formatting import pct
 
 __all__ = ["points_text", "policy_sensitivity_of", "policy_text"]
 
@@ -71,24 +72,22 @@ def _policy_sensitivity(attribution: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def policy_text(ps: Mapping[str, Any]) -> str:
-    """One line: accuracy [CI] under each infra policy, and whether the choice moves it."""
+    """One line: whether the choice of infra policy moves the result (the largest shift
+    between two policies against the reference CI's half-width). The accuracy under each
+    policy is not restated: it is the infra policy column of the group's multiverse
+    (:mod:`evalnoise.report.multiverse_section`; the card's "Reliability" row gives its
+    range)."""
     if ps.get("not_computed"):
         return f"not computed ({ps['not_computed']})"
-    parts = []
-    for row in ps["policies"]:
-        name = str(row["policy"]).replace("_", " ")
-        if not row["applicable"]:
-            parts.append(f"{name} n/a")
-        else:
-            parts.append(
-                f"{name} {pct(row['accuracy'])} [{pct(row['ci_low'])}, {pct(row['ci_high'])}]"
-            )
     shift, half = ps.get("max_shift"), ps.get("half_width")
     size = f"largest shift {points_text(shift)} vs CI half-width {points_text(half)}"
     verdict = (
         f"YES — the policy moves the result ({size})" if ps["moves_result"] else f"no ({size})"
     )
-    return f"{'; '.join(parts)}; the choice moves the result: {verdict}"
+    return (
+        f"the choice moves the result: {verdict}; the accuracy under each policy: the infra "
+        "policy column of the group's multiverse table"
+    )
 
 
 def points_text(value: Any) -> str:
