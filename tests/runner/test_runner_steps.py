@@ -9,7 +9,7 @@ import json
 import textwrap
 
 import pytest
-from env_helpers import MadeImages, make_env_task
+from env_helpers import MadeImages, make_env_task, scripted_agent
 from runner_helpers import shard_containers
 
 from evalnoise.runner.steps import StepRun, combine_rewards, min_reward_failure
@@ -202,3 +202,21 @@ def test_healthchecks_are_polled_before_the_agent(env_backend, tmp_path):
     )
     row = MADE.trial(env_backend, healthy, "oracle", shard_id="steps-hc")
     assert (row["status"], row["reward"]) == ("ok", 1.0)
+
+
+@pytest.mark.docker
+def test_an_external_agent_runs_every_step(env_backend, tmp_path):
+    """The agent runs once per step in the same container, with its home kept and the
+    step's own task file (a read-only one left by the step before is replaced)."""
+    folder = two_step_task(
+        tmp_path,
+        "steps-external",
+        one_test=REWARD_IF.format(cond="test -e /app/one", yes=1),
+        two_test=REWARD_IF.format(cond="test -e /app/two && test -e /app/data.txt", yes=1),
+    )
+    agent = scripted_agent([{"exec": "touch /app/one /app/two"}])
+    row = MADE.trial(env_backend, folder, agent, shard_id="steps-external")
+    assert (row["status"], row["reward"]) == ("ok", 1.0), (row["error"], row["stderr_tail"])
+    assert [s["status"] for s in json.loads(row["step_rewards_json"])] == ["ok", "ok"]
+    # the trial's actions: each step's command, in order, the task's workdir normalised
+    assert row["actions"] == ["touch {workdir}/one {workdir}/two"] * 2
