@@ -130,8 +130,10 @@ def test_the_life_of_an_evaluation(tmp_path, engine, workspace):
     manifest = json.loads((results / "manifest.json").read_text())
     hashed = {a["path"] for a in manifest["artifacts"]}
     assert "results/tasks.parquet" in hashed and "results/metrics.json" in hashed
-    shards = [p for p in hashed if p.startswith("results/trials/") and p.endswith(".parquet")]
-    assert len(shards) == 4
+    parquet = [p for p in hashed if p.startswith("results/trials/") and p.endswith(".parquet")]
+    # one trial shard per group and, beside it, its actions table (evalnoise.runner.actions)
+    actions = [p for p in parquet if "/actions/" in p]
+    assert len(parquet) - len(actions) == 4 and len(actions) == 4
     # every file the run made before the manifest is hashed (evalnoise archive checks them)
     from evalnoise.results_check import recorded_files
 

@@ -260,11 +260,22 @@ def test_the_smallest_attainable_pvalue_agrees_with_enumeration_and_bounds_detec
     task = np.repeat([0, 1, 2, 3], 4)
     arrangements = _arrangements(4, [0, 0, 1, 1])
 
-    def f_block(block: np.ndarray) -> float:
+    def f_statsmodels(block: np.ndarray) -> float:
         df = pd.DataFrame({"y": y, "t": task, "b": block})
         ss = anova_lm(smf.ols("y ~ C(t) + C(b)", df).fit(), typ=2)["sum_sq"]
         return ss["C(b)"] / ss["Residual"]
 
+    tasks = (task[:, None] == np.arange(4)[None, :]).astype(float)
+    rss_tasks = np.sum((y - tasks @ np.linalg.lstsq(tasks, y, rcond=None)[0]) ** 2)
+
+    def f_block(block: np.ndarray) -> float:
+        # the same type-II ratio by least squares: RSS without the block over RSS with it
+        full = np.column_stack([tasks, block == 1])
+        rss = np.sum((y - full @ np.linalg.lstsq(full, y, rcond=None)[0]) ** 2)
+        return (rss_tasks - rss) / rss
+
+    for arrangement in arrangements[::259]:  # the least-squares ratio is statsmodels' ANOVA
+        assert f_block(arrangement) == pytest.approx(f_statsmodels(arrangement), rel=1e-9)
     stats = np.array([f_block(a) for a in arrangements])
     least = float((stats >= stats.max() - 1e-9 * (1 + stats.max())).mean())
     assert least == pytest.approx(1 / 12) and least > 0.05
