@@ -56,8 +56,11 @@ if [ -z "$wheel" ]; then
     echo "install-model.sh: building llama-cpp-python $VERSION for $(runtime baseline)" >&2
     tmp=$(mktemp -d "${HOUSE%/*}/.build-XXXXXX" 2>/dev/null || { mkdir -p "${HOUSE%/*}"; mktemp -d "${HOUSE%/*}/.build-XXXXXX"; })
     trap 'rm -rf "$tmp"' EXIT
+    # llama.cpp's common library is left out (evalnoise.models.runtime, LLAMA_PROJECT_INCLUDE)
+    runtime project-include > "$tmp/project-include.cmake"
     CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-        CMAKE_ARGS="$(runtime cmake-args)" FORCE_CMAKE=1 \
+        CMAKE_ARGS="$(runtime cmake-args) -DCMAKE_PROJECT_llama.cpp_INCLUDE=$tmp/project-include.cmake" \
+        FORCE_CMAKE=1 \
         "$PY" -m pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps \
         --no-binary llama-cpp-python -w "$tmp" "llama-cpp-python==$VERSION"
     # Publish atomically: a killed build never leaves a half wheelhouse that looks finished.

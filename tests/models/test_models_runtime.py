@@ -49,6 +49,9 @@ def test_wheel_key_changes_with_the_flags(monkeypatch):
     before = wheel_key()
     monkeypatch.setattr(runtime, "LLAMA_CMAKE_ARGS", (*LLAMA_CMAKE_ARGS, "-DGGML_AVX512=ON"))
     assert runtime.wheel_key() != before
+    monkeypatch.undo()
+    monkeypatch.setattr(runtime, "LLAMA_PROJECT_INCLUDE", "")
+    assert runtime.wheel_key() != before  # the project include is part of the build too
 
 
 @pytest.mark.parametrize(
@@ -147,6 +150,10 @@ def test_portable_wheel_is_the_installed_build_and_clean(tmp_path, seen):
     libs = ggml_libraries(tmp_path)
     assert libs
     assert all(n == 0 for n in forbidden_instruction_count(libs, seen=seen).values())
+    # the bindings' libraries, and not llama.cpp's common library (LLAMA_PROJECT_INCLUDE)
+    names = [p.name for p in tmp_path.rglob("*.so*")]
+    assert any(n.startswith("libllama.so") for n in names), names
+    assert not any("common" in n for n in names), names
 
 
 @needs_model

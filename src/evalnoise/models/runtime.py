@@ -14,8 +14,14 @@ image.
 of a baseline library must not name an AVX-512 (``zmm``/``k`` mask) or AMX (``tmm``)
 register.
 
-Run as ``python -m evalnoise.models.runtime cmake-args|wheel-key|wheelhouse`` to print what
-``tools/install-model.sh`` needs.
+The build leaves out llama.cpp's ``common`` library: the Python bindings load ``libllama``
+and ``libggml*`` only, and llama-cpp-python forces ``common`` on (its ``CMakeLists.txt``)
+although nothing it ships calls it. :data:`LLAMA_PROJECT_INCLUDE` is CMake code run right
+after llama.cpp's own ``project()`` (CMake's ``CMAKE_PROJECT_<name>_INCLUDE``), before its
+``option(LLAMA_BUILD_COMMON …)``: it turns the library off without editing the sources.
+
+Run as ``python -m evalnoise.models.runtime cmake-args|project-include|wheel-key|wheelhouse``
+to print what ``tools/install-model.sh`` needs.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ __all__ = [
     "CPU_BASELINE",
     "FORBIDDEN_REGISTERS",
     "LLAMA_CMAKE_ARGS",
+    "LLAMA_PROJECT_INCLUDE",
     "LLAMA_VERSION",
     "forbidden_instruction_count",
     "ggml_libraries",
@@ -63,13 +70,19 @@ LLAMA_CMAKE_ARGS = (
     "-DGGML_AMX_INT8=OFF",
     "-DGGML_AMX_BF16=OFF",
 )
+#: CMake code included after llama.cpp's ``project()`` (module docstring): ``common`` off
+LLAMA_PROJECT_INCLUDE = (
+    'set(LLAMA_BUILD_COMMON OFF CACHE BOOL "llama.cpp common: unused by the bindings" FORCE)\n'
+)
 #: registers that exist only beyond the baseline: AVX-512 (zmm0-31, mask k0-7) and AMX tiles
 FORBIDDEN_REGISTERS = re.compile(r"%(?:zmm\d+|tmm\d+|k[0-7])\b")
 
 
 def wheel_key() -> str:
-    """``<version>-<hash of the CMake flags>``: a new flag set is a new build, never a reuse."""
-    digest = hashlib.sha256("\n".join(LLAMA_CMAKE_ARGS).encode()).hexdigest()[:12]
+    """``<version>-<hash of the CMake flags and the project include>``: a new flag set is a
+    new build, never a reuse."""
+    spec = "\n".join([*LLAMA_CMAKE_ARGS, LLAMA_PROJECT_INCLUDE])
+    digest = hashlib.sha256(spec.encode()).hexdigest()[:12]
     return f"{LLAMA_VERSION}-{digest}"
 
 
@@ -145,6 +158,7 @@ def forbidden_instruction_count(
 def _main(argv: list[str]) -> int:
     commands = {
         "cmake-args": lambda: " ".join(LLAMA_CMAKE_ARGS),
+        "project-include": lambda: LLAMA_PROJECT_INCLUDE.rstrip("\n"),
         "wheel-key": wheel_key,
         "wheelhouse": lambda: str(wheelhouse()),
         "version": lambda: LLAMA_VERSION,
