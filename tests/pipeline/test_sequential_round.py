@@ -8,30 +8,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from test_sequential_design import settings
 
 from evalnoise.formatting import dumps
 from evalnoise.pipeline.sequential import GroupTrials, Rect, SequentialSettings, task_count
 from evalnoise.pipeline.sequential_round import RoundResult, decide_round, group_trials
 
 TASKS = [f"t{i}" for i in range(40)]
-
-
-def settings(**overrides) -> SequentialSettings:
-    base = dict(
-        target="accuracy",
-        goal=0.2,
-        compare=None,
-        first_tasks=4,
-        first_trials=2,
-        max_trials_per_task=4,
-        max_tasks=40,
-        budget=None,
-        cost_per_task=1.0,
-        cost_per_trial=1.0,
-        max_rounds=20,
-        confidence=0.95,
-    )
-    return SequentialSettings(**(base | overrides))
 
 
 def trials(label: str, p: float, n_tasks: int = 4, n_trials: int = 2, seed: int = 0):
