@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
+from evalnoise.machine import cpu_model  # noqa: E402
 from evalnoise.runner import agent_spec, resource_profile, trial_seed  # noqa: E402
 from evalnoise.runner.base_image import build_base_image  # noqa: E402
 from evalnoise.runner.environment import EnvironmentBackend  # noqa: E402
@@ -143,7 +143,7 @@ def measure(trials: int, rounds: int, harbor_trials: int) -> dict:
     ext, bri = statistics.median(walls["external"]), statistics.median(walls["bridge"])
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "load_average_1m": statistics.median(load),
         "load_average_1m_range": [min(load), max(load)],
         "trials_per_side": len(walls["external"]),
@@ -169,16 +169,6 @@ def harbor_run(folder: Path, base: str, trials: int) -> float:
     task = write_task(folder / "task", "public")
     run = run_harbor([task], jobs_dir=folder / "jobs", agent="nop", base=base, n_attempts=trials)
     return run.wall_seconds / trials
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _load() -> float:

@@ -41,6 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from evalnoise.machine import cpu_model  # noqa: E402
 from evalnoise.runner import agent_spec, resource_profile, trial_seed  # noqa: E402
 from evalnoise.runner.base_image import (  # noqa: E402
     build_agent_image,
@@ -158,7 +159,7 @@ def measure(trials: int, concurrency: int, rounds: int) -> dict:
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.processor() or platform.machine()}, {_cpus()} cores",
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "trials_per_side": n,
         "concurrency": concurrency,
         "rounds": rounds,
@@ -181,16 +182,6 @@ def _cpus() -> int:
     import os
 
     return os.cpu_count() or 1
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def markdown(results: list[dict]) -> str:

@@ -238,7 +238,8 @@ def killed_at_memory_limit(
     parent cgroup counted an OOM kill (v2 ``memory.events``); or the memory high-water mark
     reached the hard limit — an exact peak (v1 ``memory.max_usage_in_bytes``, v2
     ``memory.peak``) all of it, a sampled one (``exact=False``) :data:`SAMPLED_OOM_FRACTION`
-    of it. The runner's own kill (timeout) is handled before this check.
+    of it. A kill at the trial's deadline is the runner's own: its caller counts it a timeout
+    and never asks this.
     """
     if exit_code != 137:
         return False
