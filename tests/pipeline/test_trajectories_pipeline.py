@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from scipy import stats as scipy_stats
+from test_pipeline_stages import OPTIONS
 
 from evalnoise.consistency_text import TRAJECTORIES_NOT_RECORDED, reliability_lines
 from evalnoise.group_records import GroupMetrics, GroupRecord
@@ -29,15 +30,6 @@ from evalnoise.runner.actions import actions_table
 from evalnoise.schema import SCORES, TASKS, conform
 from evalnoise.stats.trajectory import trajectory_consistency
 
-OPTIONS = {
-    "confidence": 0.95,
-    "cluster_se": "cr1",
-    "quantile": "normal",
-    "per_level": True,
-    "convergence": {"subsamples": 50, "seed": 0, "tolerance": 0.02},
-    "bootstrap": {"resamples": 500, "seed": 0},
-    "budget": {"runs": None, "max_tasks": None},
-}
 RETRY = {"mode": "retry", "max_attempts": 2}
 
 #: per task: each trial's (score, actions); t2's trial 1 was retried — its first attempt's
