@@ -53,14 +53,22 @@ PROFILE = {
     "cpu_limit_factor": 3.0,
     "time_limit_factor": TIME_FACTOR,
 }
+#: The served model's context and the reply's bound. Terminus-2's first prompt on these
+#: tasks (its instructions, the task's and the terminal's first screen) is some 800-870
+#: tokens, and the small model's first reply some 130-180 (or longer): a reply that ends
+#: within the bound is parsed for its first command, one cut at the bound is asked again
+#: within the turn until the server refuses the prompt that outgrew the context. The smaller
+#: the context, the fewer such replies a trial costs (each costs the model seconds).
+N_CTX = 1280
+MAX_TOKENS = 192
 KWARGS = {
     "temperature": 0.0,
     "max_turns": 1,
     "record_terminal_session": False,
     "enable_summarize": False,
-    "model_info": {"max_input_tokens": 2048, "max_output_tokens": 512},
+    "model_info": {"max_input_tokens": N_CTX, "max_output_tokens": MAX_TOKENS},
     # bounded replies: without a limit the small model can talk until the context is full
-    "llm_call_kwargs": {"seed": SEED, "max_tokens": 256},
+    "llm_call_kwargs": {"seed": SEED, "max_tokens": MAX_TOKENS},
 }
 
 
@@ -101,8 +109,13 @@ def first_difference(a: str, b: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def served(llama_server):
-    return llama_server
+def served(requires_model_stack, tmp_path_factory):
+    """A server of its own for this module: the context of :data:`N_CTX` tokens."""
+    from evalnoise.models import LlamaServer
+
+    log = tmp_path_factory.mktemp("terminus2-server") / "server.log"
+    with LlamaServer(log_path=str(log), n_ctx=N_CTX) as server:
+        yield server
 
 
 def run_evalnoise(served, base: str, keep: Path) -> dict[str, dict]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -144,12 +145,54 @@ def precompile(src: Path) -> None:
     )
 
 
+@functools.cache
+def derived_code_areas() -> Path | None:
+    """The checkout's on-disk cache of its derived code areas (``evalnoise.provenance.CACHE``),
+    derived in this process if it is not there for the checkout's present state: None when
+    evalnoise is imported from another tree than this checkout's.
+
+    Snakemake derives the code areas (the import walk behind every ``code_version``) at its
+    first DAG build in a fresh copy of the project, a few seconds of CPU each time. The cache
+    is keyed by the bytes of every file the derivation reads, so a workspace holding the same
+    files as the checkout can start with the checkout's copy (:func:`seed_code_areas`); a test
+    that edits a module or a rule changes the key, and its Snakemake derives anew."""
+    from evalnoise import provenance
+    from evalnoise.pipeline import dependencies
+
+    if Path(dependencies.ROOT).resolve() != ROOT.resolve():
+        return None
+    for area, scripts in dependencies.areas(ROOT).items():
+        if scripts:
+            provenance.area_files(area)
+    cache = ROOT / provenance.CACHE
+    return cache if cache.is_file() else None
+
+
+def seed_code_areas(workspace: Path) -> None:
+    """Give a copy of the project the checkout's derived code areas (see
+    :func:`derived_code_areas`): only read where its key is the copy's own."""
+    from evalnoise import provenance
+
+    cache = derived_code_areas()
+    if cache is not None:
+        (workspace / provenance.CACHE).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cache, workspace / provenance.CACHE)
+
+
+def prepare_copy(path: Path) -> Path:
+    """A copy of the project (:func:`copy_project`) made ready for its Snakemake runs: its
+    package byte-compiled (:func:`precompile`), its code areas derived
+    (:func:`seed_code_areas`)."""
+    precompile(path / "src")
+    seed_code_areas(path)
+    return path
+
+
 def make_workspace(path: Path, overrides: dict) -> Path:
     """A fresh git + DVC repository at ``path`` holding the project and the tiny agent, with
     the project's DVC config (so its default remote is ``path``'s sibling
     ``evalnoise-dvc-remote``, as the project's is)."""
-    copy_project(path)
-    precompile(path / "src")
+    prepare_copy(copy_project(path))
     shutil.copytree(TINY_AGENT, path / "agents" / "tiny", ignore=ignore_caches)
     write_config(path, overrides)
     # results/metrics.json is a DVC metric with cache: false, so git keeps it

@@ -14,6 +14,7 @@ from pipeline_helpers import (
     copy_project,
     job_counts,
     no_slurm_probe,
+    prepare_copy,
     run_tool,
 )
 
@@ -50,7 +51,7 @@ def checkout(tmp_path):
     from the copy's src/, and a src/ holding only the data file let the jobs import whichever
     evalnoise the environment had installed — another checkout's, whose functions this
     checkout's scripts need not find."""
-    return copy_project(tmp_path / "ws")
+    return prepare_copy(copy_project(tmp_path / "ws"))
 
 
 def test_default_dry_run(checkout):

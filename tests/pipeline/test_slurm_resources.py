@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from pipeline_helpers import CLUSTER_WORKSPACES, copy_project, run_tool
+from pipeline_helpers import CLUSTER_WORKSPACES, copy_project, prepare_copy, run_tool
 
 from evalnoise.pipeline.outputs import execution_record
 from evalnoise.pipeline.slurm_resources import (
@@ -118,7 +118,7 @@ def test_the_dag_asks_for_what_the_function_says(tmp_path, default_config):
 
     # the whole project, src/ too: run_tool imports evalnoise from the copy, never another
     # checkout's install (whose plan may differ from this workflow's)
-    ws = copy_project(tmp_path / "ws")
+    ws = prepare_copy(copy_project(tmp_path / "ws"))
     CLUSTER_WORKSPACES.add(ws.resolve())  # a dry run of profiles/slurm: its executor plugin
     # the Slurm profile's threads (a dry run shows threads only when more than one)
     output = run_tool(ws, "snakemake", "-n", "--profile", "profiles/slurm").stdout
