@@ -41,5 +41,5 @@ inputs = ReportInputs.read(
 for problem in inputs.attribution.problems:
     log.warning("attribution: %s", problem)
 with atomic_directory(snakemake.output.report) as staging:
-    files = build_report(staging, inputs)
+    files = build_report(staging, inputs, png=snakemake.params.config["report"]["png"])
 log.info("report: %d files", len(files))

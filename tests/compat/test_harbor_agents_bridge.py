@@ -4,8 +4,10 @@
 
 - Harbor's ``oracle`` and ``nop`` through the bridge earn, on every example task
   (``examples/harbor-tasks/``, 18), the reward evalnoise's built-in ``oracle`` and ``null``
-  earn on the same task in the same run: 1.0 and 0.0. The oracle crosses the bridge's file
-  transfers (its ``solution/`` uploaded as a tar, ``oracle.txt`` downloaded in chunks).
+  earn on the same task at the same profile: 1.0 and 0.0, as
+  tests/runner/test_runner_example_tasks.py runs the built-ins and asserts. The oracle
+  crosses the bridge's file transfers (its ``solution/`` uploaded as a tar, ``oracle.txt``
+  downloaded in chunks).
 - An agent whose ``setup()`` raises (an installed agent that downloads itself: offline its
   install fails) ends ``agent_setup_error``, never a score; Harbor's own exception types are
   read with the Harbor importer's table.
@@ -85,29 +87,28 @@ def run_trial(backend, row: dict, spec: dict) -> dict:
 
 def test_harbor_oracle_and_nop_through_the_bridge_earn_the_builtin_rewards(backend, rows):
     assert len(rows) == 18
+    # Harbor's agent → the reward evalnoise's built-in earns on every example task at this
+    # profile (the built-in's trials are tests/runner/test_runner_example_tasks.py's)
     agents = {
-        "oracle": {"name": "oracle"},
-        "null": {"name": "null"},
-        "harbor-oracle": bridge_spec("harbor-oracle", "oracle"),
-        "harbor-nop": bridge_spec("harbor-nop", "nop"),
+        "harbor-oracle": (bridge_spec("harbor-oracle", "oracle"), "oracle", 1.0),
+        "harbor-nop": (bridge_spec("harbor-nop", "nop"), "null", 0.0),
     }
     plan = [(task_id, agent) for task_id in sorted(rows) for agent in agents]
 
     def one(item):
         task_id, agent = item
-        return item, run_trial(backend, rows[task_id], agents[agent])
+        return item, run_trial(backend, rows[task_id], agents[agent][0])
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(pool.map(one, plan))
     misses = []
     for task_id in sorted(rows):
-        pairs = (("oracle", "harbor-oracle", 1.0), ("null", "harbor-nop", 0.0))
-        for builtin, harbor, reward in pairs:
-            ours, theirs = results[task_id, builtin], results[task_id, harbor]
+        for harbor, (_, builtin, reward) in agents.items():
+            theirs = results[task_id, harbor]
             got = (theirs["status"], theirs["reward"])
-            if got != (ours["status"], ours["reward"]) or got != ("ok", reward):
+            if got != ("ok", reward):
                 misses.append(
-                    f"{task_id}: {builtin} {(ours['status'], ours['reward'])}, {harbor} {got} "
+                    f"{task_id}: {harbor} {got}, the built-in {builtin} ('ok', {reward}): "
                     f"{theirs['error']} {theirs['stderr_tail'] and theirs['stderr_tail'][-600:]}"
                 )
     assert not misses, "\n".join(misses)

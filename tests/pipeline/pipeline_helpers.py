@@ -109,6 +109,11 @@ def write_config(workspace: Path, overrides: dict) -> dict:
         # the pipeline's mechanics are tested with the fast numeric scorer; the judge stage
         # (a real model server) has its own tests (test_judge_stage.py)
         config["scorer"]["judge"]["stage"] = False
+    if "png" not in overrides.get("report", {}):
+        # the report's pages without their PNG copies, whose rendering is most of the report
+        # stage's CPU; the PNGs are tested where they are made (tests/report/), and the
+        # workspaces that ask for them (test_e2e.py, TINY_REFERENCE) make them in a run
+        config["report"] = {**config.get("report", {}), "png": False}
     with open(workspace / "config" / "config.yaml", "w", encoding="utf-8") as handle:
         yaml.safe_dump(config, handle, sort_keys=False)
     return config
@@ -387,6 +392,8 @@ TINY_REFERENCE = {
     "trials": {"count": 2, "block_size": 2},
     "task_chunk_size": 3,
     "analysis": {"convergence": {"subsamples": 50}, "bootstrap": {"resamples": 500}},
+    # the PNGs too: test_kill_resume.py kills the report while it writes them
+    "report": {"png": True},
 }
 
 

@@ -56,6 +56,7 @@ TINY = {
     "trials": {"count": 2, "block_size": 2},
     "task_chunk_size": 3,
     "analysis": {"convergence": {"subsamples": 50}, "bootstrap": {"resamples": 500}},
+    "report": {"png": True},  # the report as a user gets it, PNG copies included
 }
 
 
@@ -143,6 +144,9 @@ def test_the_life_of_an_evaluation(tmp_path, engine, workspace):
     assert len(manifest["images"]) == 2  # one tag per agent (same tiny build context)
     cards = json.loads((results / "report" / "cards.json").read_text())["cards"]
     assert len(cards) == 4
+    # report.png: each chart's PNG copy beside its page
+    pages = {p.stem for p in (results / "report").glob("*.html")} - {"index"}
+    assert pages and {p.stem for p in (results / "report").glob("*.png")} == pages
 
     lap("first run")
 

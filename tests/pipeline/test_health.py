@@ -162,6 +162,9 @@ def test_a_single_task_run_is_reported(tmp_path, engine):
     assert solo["n_tasks"] == 1 and solo["n_trials"] == 3
     assert solo["icc"] is None  # undefined with one task, never a crash
     assert (ws / "results" / "report" / "index.html").exists()
+    # report.png: false (the tests' workspaces): the chart pages without PNG copies
+    assert list((ws / "results" / "report").glob("*.html")) != []
+    assert list((ws / "results" / "report").glob("*.png")) == []
 
 
 def test_an_agent_that_crashes_on_half_its_trials_has_no_headline(tmp_path, engine):

@@ -208,3 +208,21 @@ def test_inputs_without_outcomes_show_them_as_unknown(built_report) -> None:
     assert outcomes.count("not assessed (outcomes not recorded)") == 2
     for card in json.loads((out / "cards.json").read_text(encoding="utf-8"))["cards"]:
         assert card["valid"] is None and card["outcomes"] is None
+
+
+def test_a_report_without_pngs_is_the_report_less_its_pngs(built_report, example_inputs, tmp_path):
+    """``report.png: false``: the same files but the PNGs, the same pages but for the links
+    to them; the charts themselves are there."""
+    out, files = built_report
+    bare = tmp_path / "bare"
+    written = build_report(bare, ReportInputs.of(**example_inputs), png=False)
+    assert sorted(p for p in bare.rglob("*") if p.is_file()) == written
+    assert [p.relative_to(bare) for p in written] == [
+        p.relative_to(out) for p in files if p.suffix != ".png"
+    ]
+    index, full = (bare / "index.html").read_text(), (out / "index.html").read_text()
+    assert not re.search(r'href="[^"]*\.png"', index)
+    assert index.count('class="chart"') == len(CHART_STEMS)
+    assert index == re.sub(r' · <a href="[a-z_]+\.png">PNG</a>', "", full)
+    for stem in CHART_STEMS:
+        assert (bare / f"{stem}.html").read_bytes() == (out / f"{stem}.html").read_bytes()

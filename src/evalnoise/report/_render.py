@@ -160,17 +160,20 @@ def write_chart(
     title: str,
     *,
     png: PngRenderer | None = None,
+    picture: bool = True,
 ) -> list[Path]:
     """Write ``<stem>.html`` (offline) and ``<stem>.png`` of a Vega-Lite spec atomically.
 
-    Returns both paths. ``spec`` comes from :func:`chart_spec`. With ``png`` the PNG is
-    handed to that renderer's workers and exists once the renderer is closed; without, it
-    is rendered here.
+    Returns the paths written. ``spec`` comes from :func:`chart_spec`. With ``png`` the PNG
+    is handed to that renderer's workers and exists once the renderer is closed; without, it
+    is rendered here; ``picture=False`` writes the HTML only.
     """
     html_path = out_dir / f"{stem}.html"
     png_path = out_dir / f"{stem}.png"
     with atomic_open(html_path) as fh:
         fh.write(chart_page(title, spec))
+    if not picture:
+        return [html_path]
     if png is not None:
         png.submit(spec, png_path)
         return [html_path, png_path]

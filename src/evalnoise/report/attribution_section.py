@@ -35,6 +35,7 @@ from evalnoise.design_text import facet_count
 from evalnoise.formatting import finite_or_none as _num
 from evalnoise.formatting import fmt, pct
 from evalnoise.report._markup import struck_through, value_cell
+from evalnoise.report.chart_sections import chart_links
 from evalnoise.report.health import NOT_A_MEASUREMENT_LABEL, NOT_A_MEASUREMENT_SUFFIX
 from evalnoise.report.multiverse_section import MULTIVERSE_TITLE
 from evalnoise.report.noise import noise_html
@@ -189,6 +190,7 @@ def _resource_html(
     invalid: set,
     chart_div: str | None,
     not_run: Sequence[NotRun],
+    png: bool,
 ) -> str:
     parts = [
         '<h3 id="resource-sensitivity">Resource-sensitive tasks</h3>',
@@ -237,8 +239,7 @@ def _resource_html(
     if chart_div is not None:
         parts.append(
             f'<div id="{chart_div}" class="chart" data-chart="{RESOURCE_CHART}"></div>\n'
-            f'<p class="links"><a href="{RESOURCE_CHART}.html">standalone chart</a> · '
-            f'<a href="{RESOURCE_CHART}.png">PNG</a></p>'
+            + chart_links(RESOURCE_CHART, png)
         )
     head = "".join(
         f"<th>{h}</th>"
@@ -460,10 +461,11 @@ def attribution_section(
     confidence: float,
     chart_div: str | None,
     multiverse_anchors: Mapping[str, str] | None = None,
+    png: bool = True,
 ) -> str:
     """The "Where the noise comes from" section (the chart, if any, goes in ``chart_div``;
     ``multiverse_anchors``: a group's label → the id of its multiverse table, where its
-    accuracy under each infra policy is shown).
+    accuracy under each infra policy is shown; ``png``: whether the chart's PNG is written).
     A missing or invalid artifact is named at the top and its part says so; a group whose
     record cannot be read is named instead of shown."""
     out = [
@@ -523,7 +525,7 @@ def attribution_section(
         ),
         (
             "resource-sensitive tasks",
-            lambda: _resource_html(attribution, titles, invalid, chart_div, not_run),
+            lambda: _resource_html(attribution, titles, invalid, chart_div, not_run, png),
         ),
         ("flaky tasks", lambda: _flaky_html(attribution, labels, titles, invalid)),
         (

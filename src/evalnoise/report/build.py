@@ -41,6 +41,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,7 @@ def _index_html(
     manifest: Mapping[str, Any] | None,
     attribution: tuple[str, dict[str, Any] | None],
     sequential: str = "",
+    png: bool = True,
 ) -> str:
     title = f"evalnoise report: {card_context.benchmark}" + (
         f" ({card_context.benchmark_version})" if card_context.benchmark_version else ""
@@ -141,7 +143,7 @@ def _index_html(
     scripts = []
     for i, (ch, spec) in enumerate(rendered):
         div = None if spec is None else f"vis-{i}"
-        chart_html.append(chart_section_html(ch, div))
+        chart_html.append(chart_section_html(ch, div, png))
         if spec is not None:
             scripts.append(embed_script(div, spec))
     section, spec = attribution
@@ -196,10 +198,11 @@ def _remove_stale(out_dir: Path, written: set[Path]) -> None:
             path.unlink()
 
 
-def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
+def build_report(out_dir: str | Path, inputs: ReportInputs, *, png: bool = True) -> list[Path]:
     """Write the report of ``inputs`` (:class:`~evalnoise.report.inputs.ReportInputs`, whose
     fields say what each part is built from) into ``out_dir``; return every file written,
-    sorted.
+    sorted. ``png=False`` (the config's ``report.png``) writes each chart's page without its
+    PNG copy, and the page links none.
 
     One card per group (:func:`~evalnoise.report.group_cards.group_cards`), then the page's
     sections in order: the banner of invalid groups, the summary, the outcomes, the
@@ -214,7 +217,7 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
     out_dir = Path(out_dir)
     # the PNG workers start their engines now, while the cards and charts are built; the
     # block ends when every PNG is written
-    with PngRenderer() as png:
+    with PngRenderer() if png else nullcontext() as renderer:
         conf = inputs.card_context.confidence
         att = inputs.attribution
         by_group = group_cards(inputs)
@@ -256,7 +259,9 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
             confidence=conf,
         ):
             if ch.spec is not None:
-                written += write_chart(ch.spec, out_dir, ch.stem, ch.title, png=png)
+                written += write_chart(
+                    ch.spec, out_dir, ch.stem, ch.title, png=renderer, picture=png
+                )
             rendered.append((ch, ch.spec))
 
         resource_rows = resource_chart_frame(att, set(names.attribution_invalid))
@@ -264,7 +269,12 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
         if resource_rows is not None:
             resource_spec = specs.resource_sensitivity_spec(resource_rows, alpha=ALPHA)
             written += write_chart(
-                resource_spec, out_dir, RESOURCE_CHART, "Resource-sensitive tasks", png=png
+                resource_spec,
+                out_dir,
+                RESOURCE_CHART,
+                "Resource-sensitive tasks",
+                png=renderer,
+                picture=png,
             )
     section = attribution_section(
         att,
@@ -273,6 +283,7 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
         confidence=conf,
         chart_div=None if resource_spec is None else "vis-attribution",
         multiverse_anchors=_multiverse_anchors(by_group),
+        png=png,
     )
 
     index = out_dir / "index.html"
@@ -285,6 +296,7 @@ def build_report(out_dir: str | Path, inputs: ReportInputs) -> list[Path]:
             manifest=inputs.manifest,
             attribution=(section, resource_spec),
             sequential=sequential_section(inputs.sequential, inputs.sequential_rounds),
+            png=png,
         ),
     )
     written.append(index)

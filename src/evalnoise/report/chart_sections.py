@@ -20,7 +20,14 @@ from evalnoise.report import specs
 from evalnoise.report.chart_tables import in_order, tidy_convergence
 from evalnoise.report.skipped_comparisons import skipped_comparisons_html
 
-__all__ = ["CHART_STEMS", "ChartSection", "chart_section_html", "chart_sections", "relabel"]
+__all__ = [
+    "CHART_STEMS",
+    "ChartSection",
+    "chart_links",
+    "chart_section_html",
+    "chart_sections",
+    "relabel",
+]
 
 
 @dataclass(frozen=True)
@@ -227,16 +234,24 @@ def _comparisons_section(
     )
 
 
-def chart_section_html(section: ChartSection, div: str | None) -> str:
+def chart_links(stem: str, png: bool) -> str:
+    """The links under a chart: its standalone page, and its PNG where one is written."""
+    links = f'<a href="{stem}.html">standalone chart</a>'
+    if png:
+        links += f' · <a href="{stem}.png">PNG</a>'
+    return f'<p class="links">{links}</p>'
+
+
+def chart_section_html(section: ChartSection, div: str | None, png: bool = True) -> str:
     """The ``<section>`` of one chart; ``div`` is the id of the element its chart is embedded
-    in (None: the section has no chart, only its description and notes)."""
+    in (None: the section has no chart, only its description and notes); ``png``: whether
+    the chart's PNG is written beside it (linked)."""
     body = [f'<section id="{section.stem}">', f"<h2>{html.escape(section.title)}</h2>"]
     body.append(f"<p>{html.escape(section.description)}</p>")
     if div is not None:
         body += [
             f'<div id="{div}" class="chart" data-chart="{section.stem}"></div>',
-            f'<p class="links"><a href="{section.stem}.html">standalone chart</a> · '
-            f'<a href="{section.stem}.png">PNG</a></p>',
+            chart_links(section.stem, png),
         ]
     body += [f'<p class="notes">{html.escape(note)}</p>' for note in section.notes]
     if section.extra_html:
