@@ -1,6 +1,6 @@
 """Same agent, same behaviour (issue 37, item 4): Harbor's Terminus-2 through evalnoise's
 bridge and through Harbor's own ``harbor run`` (its docker environment, the compose plugin),
-on the same 3 example tasks, against the same served SmolLM2 at temperature 0 with the same
+on the same 2 example tasks, against the same served SmolLM2 at temperature 0 with the same
 seed, one episode each (``max_turns: 1``).
 
 Compared, task by task: the first prompt the model got (``trajectory.json``'s first user
@@ -42,7 +42,11 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.usefixtures("req
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "harbor-tasks"
-TASKS = ("csv-to-jsonl", "env-greeting", "fix-csv-quotes")
+#: the two ways a first turn ends at these settings (N_CTX, MAX_TOKENS): on csv-to-jsonl the
+#: reply cut at the bound is asked again and the next reply is parsed (it holds no command);
+#: on env-greeting every reply is cut until the prompt outgrows the context
+#: (ContextLengthExceededError)
+TASKS = ("csv-to-jsonl", "env-greeting")
 SEED = 1234
 #: the task's limits, its agent time × TIME_FACTOR on both sides: one SmolLM2 call on a
 #: shared CPU can outlast the example tasks' 120 s
