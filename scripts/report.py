@@ -40,6 +40,7 @@ inputs = ReportInputs.read(
 )
 for problem in inputs.attribution.problems:
     log.warning("attribution: %s", problem)
+png = snakemake.params.config["report"]["png"]
 with atomic_directory(snakemake.output.report) as staging:
-    files = build_report(staging, inputs, png=snakemake.params.config["report"]["png"])
+    files = build_report(staging, inputs, png=png)
 log.info("report: %d files", len(files))

@@ -111,8 +111,8 @@ def write_config(workspace: Path, overrides: dict) -> dict:
         config["scorer"]["judge"]["stage"] = False
     if "png" not in overrides.get("report", {}):
         # the report's pages without their PNG copies, whose rendering is most of the report
-        # stage's CPU; the PNGs are tested where they are made (tests/report/), and the
-        # workspaces that ask for them (test_e2e.py, TINY_REFERENCE) make them in a run
+        # stage's CPU; the PNGs are tested where they are made (tests/report/), and
+        # test_e2e.py's run, which asks for them, makes them
         config["report"] = {**config.get("report", {}), "png": False}
     with open(workspace / "config" / "config.yaml", "w", encoding="utf-8") as handle:
         yaml.safe_dump(config, handle, sort_keys=False)
@@ -392,8 +392,6 @@ TINY_REFERENCE = {
     "trials": {"count": 2, "block_size": 2},
     "task_chunk_size": 3,
     "analysis": {"convergence": {"subsamples": 50}, "bootstrap": {"resamples": 500}},
-    # the PNGs too: test_kill_resume.py kills the report while it writes them
-    "report": {"png": True},
 }
 
 

@@ -15,8 +15,9 @@ made.
   or run twice: those journaled before the kill keep their start times.
 - score, analyze_group, compare, report: ``evalnoise run --forcerun <rule>`` on the finished
   workspace, killed while a job of that rule runs (inside Snakemake's process, so the kill
-  takes Snakemake with it; score, analyze_group and compare are held by a pause in the
-  workspace's copy of their script, the report caught half-written). Snakemake removes a
+  takes Snakemake with it; each is held by a pause in the workspace's copy of its script:
+  score, analyze_group and compare once their log is open, the report once its files are
+  written in its staging directory, before the rename). Snakemake removes a
   job's outputs when it starts it, so the kill leaves them missing (or, for the report, its
   directory) under a summary, manifest and report that look up to date — the state in which
   a missing pair file used to stay missing ("Nothing to be done").
@@ -30,7 +31,7 @@ append and carry times) exists in both workspaces, and compares by SHA-256 of:
 - its bytes, for everything that holds no time, directly or derived: under results/analysis/,
   results/metrics.json, the tasks, the image records, results/config.json,
   results/health.json and results/report/ (Evaluation Cards as JSON and Markdown,
-  cards.json, charts as HTML and PNG);
+  cards.json, charts as HTML);
 - trial shards, score shards and journals: every column or field except ``duration_s``,
   ``peak_memory_bytes``, ``started_at`` and ``ended_at`` (wall-clock measurements of the
   trial's container; a trial's agent, profile, task, trial, attempt, seed, status, exit
@@ -68,7 +69,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -245,26 +246,35 @@ def run_killed(
     return log.read_text()
 
 
-#: The rules whose jobs the kill tests hold with a pause (see :func:`paused`); the report is
-#: caught half-written instead.
-PAUSED = ("score", "analyze_group", "compare")
+#: Where the kill tests hold a job of each rule (see :func:`paused`): the line of its script
+#: the pause follows. The report is held half-written: its files in the staging directory
+#: (evalnoise.atomic.atomic_directory), not yet renamed into results/report.
+PAUSE_AFTER = {
+    "score": "log = log_to(snakemake.log[0])\n",
+    "analyze_group": "log = log_to(snakemake.log[0])\n",
+    "compare": "log = log_to(snakemake.log[0])\n",
+    "report": "    files = build_report(staging, inputs, png=png)\n",
+}
 
 
 @contextmanager
 def paused(workspace: Path, rule: str) -> Iterator[None]:
-    """The workspace's script of ``rule`` sleeps once its log is open, until the kill.
+    """The workspace's script of ``rule`` sleeps after its :data:`PAUSE_AFTER` line, until
+    the kill.
 
     A job inside Snakemake's process does its work at this scale in milliseconds, too soon
-    for a poll to catch it running; a job in its own process used to be caught while Python
-    started. The pause holds the job where that kill used to land: started, no output yet.
-    The script is restored before the resume, which runs the real one."""
+    for a poll to catch it running. The pause holds the job where the kill is to land
+    (started with no output yet; the report with its files staged). The script is restored
+    before the resume, which runs the real one."""
     from evalnoise.pipeline.dependencies import workflow_rules
 
     script = workspace / workflow_rules(workspace)[rule].script
     original = script.read_text()
-    anchor = "log = log_to(snakemake.log[0])\n"
-    assert anchor in original, f"{script}: no log_to line to pause after"
-    script.write_text(original.replace(anchor, anchor + "__import__('time').sleep(600)\n", 1))
+    anchor = PAUSE_AFTER[rule]
+    assert anchor in original, f"{script}: no line {anchor.strip()!r} to pause after"
+    indent = anchor[: len(anchor) - len(anchor.lstrip())]
+    sleep = f"{indent}__import__('time').sleep(600)\n"
+    script.write_text(original.replace(anchor, anchor + sleep, 1))
     try:
         yield
     finally:
@@ -391,7 +401,7 @@ def test_killed_during_a_stage_resumes_to_the_same_result(rule, killed, referenc
         if rule == "report"
         else (lambda: True)
     )
-    with paused(ws, rule) if rule in PAUSED else nullcontext():
+    with paused(ws, rule):
         run_killed(ws, rule, "--forcerun", rule, ready=ready)
     if rule == "report":
         assert not (results / "report").exists()  # never there half-populated
