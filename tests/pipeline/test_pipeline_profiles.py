@@ -54,8 +54,14 @@ def checkout(tmp_path):
     return prepare_copy(copy_project(tmp_path / "ws"))
 
 
-def test_default_dry_run(checkout):
-    assert job_counts(run_tool(checkout, "snakemake", "-n").stdout) == DEFAULT_JOBS
+@pytest.fixture(scope="module")
+def dry_checkout(tmp_path_factory):
+    """One :func:`checkout` for the tests that only read the workflow (dry runs, lint)."""
+    return prepare_copy(copy_project(tmp_path_factory.mktemp("dry") / "ws"))
+
+
+def test_default_dry_run(dry_checkout):
+    assert job_counts(run_tool(dry_checkout, "snakemake", "-n").stdout) == DEFAULT_JOBS
 
 
 @pytest.mark.parametrize(
@@ -66,15 +72,15 @@ def test_default_dry_run(checkout):
     ],
 )
 @pytest.mark.parametrize("workflow_profile", [True, False])
-def test_cluster_profiles_dry_run(checkout, profile, plugins, workflow_profile):
+def test_cluster_profiles_dry_run(dry_checkout, profile, plugins, workflow_profile):
     missing = [p for p in plugins if importlib.util.find_spec(p) is None]
     if missing:
         pytest.skip(f"not installed: {', '.join(missing)}")
-    CLUSTER_WORKSPACES.add(checkout.resolve())  # its Snakemake needs the plugins
+    CLUSTER_WORKSPACES.add(dry_checkout.resolve())  # its Snakemake needs the plugins
     args = ["-n", "--profile", f"profiles/{profile}"]
     if not workflow_profile:
         args += ["--workflow-profile", "none"]
-    result = run_tool(checkout, "snakemake", *args)
+    result = run_tool(dry_checkout, "snakemake", *args)
     assert job_counts(result.stdout) == DEFAULT_JOBS
     assert f"profiles/{profile}" in result.stderr
 
@@ -101,11 +107,11 @@ def test_the_cluster_plugins_load_unless_the_run_opts_out():
 
 
 @pytest.mark.parametrize("imported", [False, True])
-def test_lint_is_clean(checkout, imported):
+def test_lint_is_clean(dry_checkout, imported):
     args = ["--lint"]
     if imported:
         args += ["--config", f"trials_from={GPQA}", "columns={group: model}"]
-    result = run_tool(checkout, "snakemake", *args)
+    result = run_tool(dry_checkout, "snakemake", *args)
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
 
 
