@@ -76,13 +76,13 @@ def test_harbor_task_init_folder_loads(harbor_model) -> None:
 
 @pytest.fixture(scope="module")
 def harbor_runs(tmp_path_factory) -> dict:
+    """Harbor's oracle and nop on the fixture tasks, in one job (one Harbor process)."""
     missing = harbor_run_missing()
     require(missing is None, str(missing))
     jobs = tmp_path_factory.mktemp("harbor-jobs")
-    return {
-        agent: run_harbor(TASKS, jobs_dir=jobs, job_name=agent, agent=agent, n_concurrent=2)
-        for agent in ("oracle", "nop")
-    }
+    agents = ("oracle", "nop")
+    run = run_harbor(TASKS, jobs_dir=jobs, job_name="+".join(agents), agent=agents, n_concurrent=2)
+    return {agent: run.of_agent(agent) for agent in agents}
 
 
 @pytest.mark.docker
@@ -101,9 +101,12 @@ def test_harbors_agents_score_the_fixture_tasks_as_expected(agent: str, harbor_r
 @pytest.mark.docker
 @pytest.mark.slow
 def test_evalnoise_imports_a_fresh_harbor_job(harbor_runs) -> None:
-    """The importer on jobs Harbor just wrote (not only the committed excerpts)."""
+    """The importer on a job Harbor just wrote (not only the committed excerpts): its
+    oracle's trials, beside the nop's of the same job."""
     run = harbor_runs["oracle"]
-    rows = {r["task_id"]: r for r in import_trials("harbor", [run.job_dir]).table.to_pylist()}
+    imported = import_trials("harbor", [run.job_dir]).table.to_pylist()
+    assert {r["agent"] for r in imported} == {"oracle", "nop"}
+    rows = {r["task_id"]: r for r in imported if r["agent"] == "oracle"}
     for task in TASKS:
         expected = _toml(task)["metadata"]["expected"]["oracle"]
         row = rows[_toml(task)["task"]["name"]]
