@@ -249,10 +249,11 @@ def run_killed(
 #: Where the kill tests hold a job of each rule (see :func:`paused`): the line of its script
 #: the pause follows. The report is held half-written: its files in the staging directory
 #: (evalnoise.atomic.atomic_directory), not yet renamed into results/report.
+LOG_OPEN = "log = log_to(snakemake.log[0])\n"
 PAUSE_AFTER = {
-    "score": "log = log_to(snakemake.log[0])\n",
-    "analyze_group": "log = log_to(snakemake.log[0])\n",
-    "compare": "log = log_to(snakemake.log[0])\n",
+    "score": LOG_OPEN,
+    "analyze_group": LOG_OPEN,
+    "compare": LOG_OPEN,
     "report": "    files = build_report(staging, inputs, png=png)\n",
 }
 

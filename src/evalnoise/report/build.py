@@ -218,6 +218,10 @@ def build_report(out_dir: str | Path, inputs: ReportInputs, *, png: bool = True)
     # the PNG workers start their engines now, while the cards and charts are built; the
     # block ends when every PNG is written
     with PngRenderer() if png else nullcontext() as renderer:
+
+        def chart(spec: dict[str, Any], stem: str, title: str) -> list[Path]:
+            return write_chart(spec, out_dir, stem, title, png=renderer, picture=png)
+
         conf = inputs.card_context.confidence
         att = inputs.attribution
         by_group = group_cards(inputs)
@@ -259,23 +263,14 @@ def build_report(out_dir: str | Path, inputs: ReportInputs, *, png: bool = True)
             confidence=conf,
         ):
             if ch.spec is not None:
-                written += write_chart(
-                    ch.spec, out_dir, ch.stem, ch.title, png=renderer, picture=png
-                )
+                written += chart(ch.spec, ch.stem, ch.title)
             rendered.append((ch, ch.spec))
 
         resource_rows = resource_chart_frame(att, set(names.attribution_invalid))
         resource_spec = None
         if resource_rows is not None:
             resource_spec = specs.resource_sensitivity_spec(resource_rows, alpha=ALPHA)
-            written += write_chart(
-                resource_spec,
-                out_dir,
-                RESOURCE_CHART,
-                "Resource-sensitive tasks",
-                png=renderer,
-                picture=png,
-            )
+            written += chart(resource_spec, RESOURCE_CHART, "Resource-sensitive tasks")
     section = attribution_section(
         att,
         titles=names.attribution_titles,
